@@ -1,0 +1,10 @@
+// Sub-command registration for the `ternlab` CLI: each file adds its commands to the app.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace ternlab::cli {
+
+void add_layout_commands(CLI::App& app);
+void add_quickstart_command(CLI::App& app);
+
+}  // namespace ternlab::cli

@@ -1,0 +1,94 @@
+// `ternlab layouts` and `ternlab layout show NAME`: what the registry holds, and the byte map of one
+// block as a text grid a reading group can project.
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "layouts/matrix.hpp"
+#include "layouts/stock.hpp"
+
+namespace ternlab::cli {
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+void print_layouts() {
+  std::cout << std::left << std::setw(8) << "layout" << std::right << std::setw(6) << "bits" << std::setw(12)
+            << "block" << std::setw(7) << "bytes" << "  " << std::left << std::setw(36) << "strategies"
+            << "properties\n";
+  for (const LayoutInfo* L : all_layouts()) {
+    std::ostringstream geom;
+    geom << L->rows << "x" << L->k;
+    std::cout << std::left << std::setw(8) << L->name << std::right << std::fixed << std::setprecision(3)
+              << std::setw(6) << L->bits_per_weight() << std::setw(12) << geom.str() << std::setw(7)
+              << L->block_bytes() << "  " << std::left << std::setw(36) << join(L->strategies())
+              << join(L->properties()) << "\n";
+  }
+}
+
+// One line per byte: which row and weight each slot holds. Scale bytes name their row.
+void show_layout(const LayoutInfo& L) {
+  const int nb = L.block_bytes();
+  const int ns = slots_per_byte(L.code);
+  auto cell = std::vector<std::vector<RowK>>(std::size_t(nb), std::vector<RowK>(std::size_t(ns)));
+  for (int r = 0; r < L.rows; ++r)
+    for (int k = 0; k < L.k; ++k) {
+      const Loc l = L.placement[std::size_t(r * L.k + k)];
+      cell[std::size_t(l.byte)][std::size_t(l.slot)] = {r, k};
+    }
+  std::cout << L.name << ": " << L.summary << "\n"
+            << "block = " << L.rows << " row" << (L.rows > 1 ? "s" : "") << " x " << L.k << " weights in " << nb
+            << " bytes (" << L.bits_per_weight() << " bits/weight); "
+            << (L.code == Code::two_bit ? "2-bit fields u = w + 1, slot s = bits 2s..2s+1"
+                                        : "base-3 digits t = w + 1, digit 0 most significant, byte = ceil(256 q / 243)")
+            << "\ncell = r<row>:<weight>\n\n";
+  std::cout << "byte |";
+  for (int s = 0; s < ns; ++s) std::cout << "  " << (L.code == Code::two_bit ? "slot " : "digit ") << s << "   ";
+  std::cout << "\n";
+  for (int b = 0; b < nb; ++b) {
+    std::cout << std::right << std::setw(4) << b << " |";
+    bool scale = false;
+    for (int r = 0; r < L.rows; ++r)
+      if (b == L.scale_offset(r) || b == L.scale_offset(r) + 1) {
+        std::cout << "  fp16 scale of row " << r << (b == L.scale_offset(r) ? " (low byte)" : " (high byte)");
+        scale = true;
+      }
+    if (!scale) {
+      bool any = false;
+      for (int s = 0; s < ns; ++s) {
+        const RowK c = cell[std::size_t(b)][std::size_t(s)];
+        std::ostringstream o;
+        if (c.row >= 0) {
+          o << "r" << c.row << ":" << c.k;
+          any = true;
+        } else {
+          o << "-";
+        }
+        std::cout << "  " << std::left << std::setw(9) << o.str();
+      }
+      if (!any) std::cout << "  (unused)";
+    }
+    std::cout << "\n";
+  }
+}
+
+}  // namespace
+
+void add_layout_commands(CLI::App& app) {
+  app.add_subcommand("layouts", "List the declared layouts: bits per weight, block geometry, strategies")
+      ->callback(print_layouts);
+  auto* layout = app.add_subcommand("layout", "Inspect one layout");
+  layout->require_subcommand(1);
+  auto* show = layout->add_subcommand("show", "Print the byte map of one block (which row and weight each slot holds)");
+  static std::string name;
+  show->add_option("name", name, "Layout name (see `ternlab layouts`)")->required();
+  show->callback([] { show_layout(find_layout(name)); });
+}
+
+}  // namespace ternlab::cli

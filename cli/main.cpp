@@ -1,0 +1,26 @@
+// ternlab: a workbench for the bit layouts of ternary LLM weights.
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "common/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ternlab: a workbench for the bit layouts of ternary LLM weights", "ternlab"};
+  app.require_subcommand(1);
+  app.add_subcommand("version", "Print the version, git commit and compiler")->callback([] {
+    std::cout << "ternlab " << TERNLAB_VERSION << " (git " << (TERNLAB_GIT[0] ? TERNLAB_GIT : "unknown") << ", "
+              << TERNLAB_CXX << ")\n";
+  });
+  ternlab::cli::add_layout_commands(app);
+  ternlab::cli::add_quickstart_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ternlab::Error& e) {
+    std::cerr << "ternlab: error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

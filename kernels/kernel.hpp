@@ -1,0 +1,31 @@
+// The kernel interface every strategy implements, and the argument checks they share.
+//   gemv: y[row] = sum_k W[row][k] x[k]           for one q8_K activation row
+//   gemm: Y[t * ldy + row] = sum_k W[row][k] X[t][k] for a batch of tokens (x4 tiles)
+// Kernels work on a range of row groups [g0, g1) so a thread pool can split rows; the integer dot of
+// each 128-weight block is exact (int32), and each block adds fma(S, d_w * d_y, acc) in block order,
+// so every correct kernel returns the same float bits.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/q8k.hpp"
+#include "layouts/matrix.hpp"
+
+namespace ternlab {
+
+using GemvFn = void (*)(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1);
+using GemmFn = void (*)(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
+                        std::int64_t g1);
+
+// Throw ternlab::Error naming the mismatch (shape, null or misaligned buffer, empty range).
+void check_gemv_args(const PackedMatrix& w, const BlockQ8K* x, std::int64_t x_cols, const float* y,
+                     std::int64_t y_len);
+void check_gemm_args(const PackedMatrix& w, const Q8KBatch& x, const float* y, std::int64_t ldy, std::int64_t y_len);
+
+// Reference kernels: generic over every layout (decode each block through its placement table, then
+// a scalar integer dot). The slow, obviously-right baseline the SIMD strategies are checked against.
+void gemv_reference(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1);
+void gemm_reference(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
+                    std::int64_t g1);
+
+}  // namespace ternlab

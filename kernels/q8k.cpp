@@ -1,0 +1,102 @@
+#include "kernels/q8k.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace ternlab {
+
+int nearest_int(float f) {
+  const float v = f + 12582912.0f;
+  const std::int32_t i = std::bit_cast<std::int32_t>(v);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+void quantize_row_q8k(const float* x, BlockQ8K* y, std::int64_t k) {
+  if (k % kQK != 0) fail("q8_K quantisation: ", k, " values is not a whole number of 256-blocks");
+  for (std::int64_t b = 0; b < k / kQK; ++b, x += kQK) {
+    BlockQ8K& out = y[b];
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      const float ax = std::fabs(x[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = x[j];
+      }
+    }
+    if (amax == 0.0f) {
+      std::memset(&out, 0, sizeof out);
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    for (int j = 0; j < kQK; ++j) out.qs[j] = std::int8_t(std::min(127, nearest_int(iscale * x[j])));
+    for (int g = 0; g < kQK / 16; ++g) {
+      int s = 0;
+      for (int i = 0; i < 16; ++i) s += out.qs[16 * g + i];
+      out.bsums[g] = std::int16_t(s);
+    }
+    out.d = 1.0f / iscale;
+  }
+}
+
+BlockQ8Kx4 interleave_x4(std::span<const BlockQ8K* const> rows) {
+  if (rows.size() > 4) fail("interleave_x4: ", rows.size(), " rows given, at most 4 fit one q8_Kx4 block");
+  BlockQ8Kx4 out;
+  std::memset(&out, 0, sizeof out);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const int t = int(r);
+    out.d[t] = rows[r]->d;
+    for (int e = 0; e < kQK; ++e) out.qs[x4_index(t, e)] = rows[r]->qs[e];
+    for (int g = 0; g < kQK / 16; ++g) out.bsums[x4_bsum_index(t, g)] = rows[r]->bsums[g];
+  }
+  return out;
+}
+
+BlockQ8K deinterleave_x4(const BlockQ8Kx4& b, int token) {
+  BlockQ8K out;
+  out.d = b.d[token];
+  for (int e = 0; e < kQK; ++e) out.qs[e] = b.qs[x4_index(token, e)];
+  for (int g = 0; g < kQK / 16; ++g) {
+    int s = 0;
+    for (int i = 0; i < 16; ++i) s += out.qs[16 * g + i];
+    out.bsums[g] = std::int16_t(s);
+  }
+  return out;
+}
+
+Q8KBatch batch_from_rows(std::vector<BlockQ8K> rows, std::int64_t tokens, std::int64_t cols) {
+  Q8KBatch b;
+  b.tokens = tokens;
+  b.cols = cols;
+  if (cols <= 0 || cols % 128 != 0) fail("activations: inner size ", cols, " is not a positive multiple of 128");
+  if (rows.size() != std::size_t(tokens * b.blocks()))
+    fail("activations: ", rows.size(), " q8_K blocks given for ", tokens, " tokens x ", b.blocks(), " blocks");
+  b.rows.assign(rows.begin(), rows.end());
+  b.tiles.resize(std::size_t(b.tiles_count() * b.blocks()));
+  for (std::int64_t t = 0; t < b.tiles_count(); ++t)
+    for (std::int64_t i = 0; i < b.blocks(); ++i) {
+      std::vector<const BlockQ8K*> group;
+      for (std::int64_t r = 4 * t; r < std::min(tokens, 4 * t + 4); ++r) group.push_back(&b.rows[std::size_t(r * b.blocks() + i)]);
+      b.tiles[std::size_t(t * b.blocks() + i)] = interleave_x4(group);
+    }
+  return b;
+}
+
+Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols) {
+  if (tokens <= 0) fail("activations: ", tokens, " tokens");
+  if (cols <= 0 || cols % 128 != 0) fail("activations: inner size ", cols, " is not a positive multiple of 128");
+  const std::int64_t nb = (cols + kQK - 1) / kQK;
+  std::vector<BlockQ8K> rows(std::size_t(tokens * nb));
+  std::vector<float> padded(std::size_t(nb * kQK), 0.0f);
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    std::copy(x + t * cols, x + (t + 1) * cols, padded.begin());
+    quantize_row_q8k(padded.data(), &rows[std::size_t(t * nb)], nb * kQK);
+  }
+  return batch_from_rows(std::move(rows), tokens, cols);
+}
+
+}  // namespace ternlab

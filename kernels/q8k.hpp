@@ -1,0 +1,76 @@
+// q8_K activations, bit-compatible with ggml: 256 int8 per block, a float scale, and 16 int16 sums
+// of 16 values each (kernels use them to remove the weights' +1 code offset). q8_Kx4 interleaves
+// four activation rows (tokens) in 8-byte chunks for 4-column matrix kernels.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/aligned.hpp"
+
+namespace ternlab {
+
+inline constexpr int kQK = 256;
+
+struct BlockQ8K {
+  float d;
+  std::int8_t qs[kQK];
+  std::int16_t bsums[kQK / 16];
+};
+static_assert(sizeof(BlockQ8K) == 292);
+
+struct BlockQ8Kx4 {
+  float d[4];
+  std::int8_t qs[4 * kQK];       // qs[32 c + 8 r + j] = token r, element 8 c + j
+  std::int16_t bsums[4 * kQK / 16];  // bsums[16 (g / 4) + 4 r + g % 4] = sum of token r's group g
+};
+static_assert(sizeof(BlockQ8Kx4) == 1168);
+
+// ggml's nearest_int: round half to even through the 1.5 * 2^23 trick.
+int nearest_int(float f);
+
+// quantize_row_q8_K_ref. k must be a multiple of 256. Zero blocks get d = 0, qs = 0 and (unlike
+// ggml, which leaves them unwritten) zero bsums.
+void quantize_row_q8k(const float* x, BlockQ8K* y, std::int64_t k);
+
+// Element index within a q8_Kx4 block.
+constexpr int x4_index(int token, int element) { return 32 * (element / 8) + 8 * token + element % 8; }
+constexpr int x4_bsum_index(int token, int group) { return 16 * (group / 4) + 4 * token + group % 4; }
+
+// Interleaves up to four q8_K rows into one q8_Kx4 block; missing tokens are zero (d = 0).
+BlockQ8Kx4 interleave_x4(std::span<const BlockQ8K* const> rows);
+// The inverse, for one token: its q8_K row with bsums recomputed.
+BlockQ8K deinterleave_x4(const BlockQ8Kx4& b, int token);
+
+// Sum of the 128 activations of half `h` (0 or 1) of a block, from the partial sums.
+inline int half_sum(const BlockQ8K& b, int h) {
+  int s = 0;
+  for (int g = 8 * h; g < 8 * h + 8; ++g) s += b.bsums[g];
+  return s;
+}
+inline int half_sum_x4(const BlockQ8Kx4& b, int token, int h) {
+  int s = 0;
+  for (int g = 8 * h; g < 8 * h + 8; ++g) s += b.bsums[x4_bsum_index(token, g)];
+  return s;
+}
+
+// A batch of activation rows (tokens) of inner size `cols`, quantised once, in both forms kernels
+// read: plain rows (gemv, leftover columns) and zero-padded x4 tiles (gemm).
+// cols must be a multiple of 128; a trailing half block is zero-padded to 256.
+struct Q8KBatch {
+  std::int64_t tokens = 0, cols = 0;
+  AlignedVector<BlockQ8K> rows;     // tokens * blocks()
+  AlignedVector<BlockQ8Kx4> tiles;  // tiles() * blocks()
+  std::int64_t blocks() const { return (cols + kQK - 1) / kQK; }
+  std::int64_t tiles_count() const { return (tokens + 3) / 4; }
+  const BlockQ8K* row(std::int64_t t) const { return rows.data() + t * blocks(); }
+  const BlockQ8Kx4* tile(std::int64_t t) const { return tiles.data() + t * blocks(); }
+};
+
+// x is tokens x cols, row-major.
+Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols);
+// From already quantised rows (tests build exact integer activations this way).
+Q8KBatch batch_from_rows(std::vector<BlockQ8K> rows, std::int64_t tokens, std::int64_t cols);
+
+}  // namespace ternlab

@@ -1,0 +1,379 @@
+// The layout DSL: a ternary block layout is *data*, declared once.
+//
+// A block holds `rows` consecutive weight rows x `k` consecutive weights (normally 128) plus one fp16
+// scale per row. Where weight (row, k) sits is a function of coordinates, in the spirit of CuTe
+// layouts: `row` and `k - piece.k_begin` are each split into named mixed-radix modes (first mode
+// varies fastest), and every mode carries a byte stride and a slot stride:
+//
+//     byte = piece.byte_base + sum(coord_m * byte_stride_m)
+//     slot = sum(coord_m * slot_stride_m)          (2-bit field s, or base-3 digit n)
+//
+// t2p, for instance, is row = (half:2, pair:2), k = (kk:8, s:4, word:4), byte = 8 + kk + 8 half +
+// 16 word + 64 pair, slot = s. Formats whose order changes along k (ptq1_0's staged trits) are a
+// concatenation of pieces, each owning a k range.
+//
+// Everything else (block size, bits per weight, bijectivity, which kernel strategies apply and the
+// kernel plans they follow) is derived from that declaration at compile time, below.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <concepts>
+#include <cstdint>
+#include <string_view>
+
+namespace ternlab {
+
+// How a byte stores its weights.
+enum class Code : std::uint8_t {
+  two_bit,  // u = w + 1 in 2-bit fields, field s at bits 2s..2s+1; u = 3 decodes to +2
+  base3,    // trits t = w + 1, five per byte, digit 0 most significant, byte = ceil(256 q / 243)
+};
+
+constexpr int slots_per_byte(Code c) { return c == Code::two_bit ? 4 : 5; }
+
+// One mode of a coordinate: its extent and how one step along it moves the weight.
+struct Mode {
+  std::string_view name;
+  int extent = 1;
+  int byte_stride = 0;
+  int slot_stride = 0;
+};
+
+// A mode whose steps move whole bytes / whole slots.
+constexpr Mode bytes(std::string_view name, int extent, int stride) { return {name, extent, stride, 0}; }
+constexpr Mode slots(std::string_view name, int extent, int stride) { return {name, extent, 0, stride}; }
+
+inline constexpr int kMaxModes = 4;
+
+// A list of modes; the first varies fastest (coord = c0 + e0 * (c1 + e1 * (c2 + ...))).
+struct Modes {
+  std::array<Mode, kMaxModes> m{};
+  int n = 0;
+  constexpr int size() const {
+    int s = 1;
+    for (int i = 0; i < n; ++i) s *= m[i].extent;
+    return s;
+  }
+};
+
+template <std::same_as<Mode>... M>
+constexpr Modes modes(M... ms) {
+  static_assert(sizeof...(M) <= kMaxModes, "at most kMaxModes modes per coordinate");
+  return Modes{{ms...}, int(sizeof...(M))};
+}
+
+// The weights k in [k_begin, k_begin + k-modes' size) of every row, placed from byte_base on.
+struct Piece {
+  int k_begin = 0;
+  Modes row;
+  Modes k;
+  int byte_base = 0;
+};
+
+inline constexpr int kMaxPieces = 4;
+inline constexpr int kMaxBlockBytes = 1024;
+
+// Where the fp16 scales sit: row r's scale is the 2 bytes at offset + r * row_stride.
+struct ScaleSite {
+  int offset = 0;
+  int row_stride = 2;
+};
+
+struct LayoutSpec {
+  std::string_view name;
+  std::string_view summary;
+  int rows = 1;
+  int k = 128;
+  Code code = Code::two_bit;
+  ScaleSite scales;
+  std::array<Piece, kMaxPieces> pieces{};
+  int n_pieces = 0;
+};
+
+template <std::same_as<Piece>... P>
+constexpr std::array<Piece, kMaxPieces> pieces(P... ps) {
+  static_assert(sizeof...(P) <= kMaxPieces, "at most kMaxPieces pieces per layout");
+  return {ps...};
+}
+
+// ------------------------------------------------------------------------------------------------
+// Derived properties
+// ------------------------------------------------------------------------------------------------
+
+// Where one weight lives.
+struct Loc {
+  int byte = -1;
+  int slot = -1;
+};
+
+namespace detail {
+constexpr void apply_modes(const Modes& ms, int coord, int& byte, int& slot) {
+  for (int i = 0; i < ms.n; ++i) {
+    const int c = coord % ms.m[i].extent;
+    coord /= ms.m[i].extent;
+    byte += c * ms.m[i].byte_stride;
+    slot += c * ms.m[i].slot_stride;
+  }
+}
+constexpr int count_pieces(const LayoutSpec& s) {
+  int n = 0;
+  for (const Piece& p : s.pieces) n += p.k.n > 0 ? 1 : 0;
+  return n;
+}
+}  // namespace detail
+
+constexpr int n_pieces(const LayoutSpec& s) { return s.n_pieces ? s.n_pieces : detail::count_pieces(s); }
+
+// Location of weight (row, k) of a block; {-1,-1} if no piece covers it.
+constexpr Loc locate(const LayoutSpec& s, int row, int k) {
+  for (int p = 0; p < n_pieces(s); ++p) {
+    const Piece& pc = s.pieces[p];
+    if (k < pc.k_begin || k >= pc.k_begin + pc.k.size() || row >= pc.row.size()) continue;
+    Loc l{pc.byte_base, 0};
+    detail::apply_modes(pc.row, row, l.byte, l.slot);
+    detail::apply_modes(pc.k, k - pc.k_begin, l.byte, l.slot);
+    return l;
+  }
+  return {};
+}
+
+constexpr int scale_end(const LayoutSpec& s) { return s.scales.offset + 2 + (s.rows - 1) * s.scales.row_stride; }
+
+constexpr bool is_scale_byte(const LayoutSpec& s, int byte) {
+  for (int r = 0; r < s.rows; ++r) {
+    const int o = s.scales.offset + r * s.scales.row_stride;
+    if (byte == o || byte == o + 1) return true;
+  }
+  return false;
+}
+
+inline constexpr int kWordBytes = 16;  // one 128-bit vector: the unit the slot-mask strategy reasons in
+inline constexpr int kMaxCells = 2048;  // rows * k of the largest block the DSL accepts
+
+// Which (row, k) sits in a (byte, slot); row = -1 for none.
+struct RowK {
+  int row = -1;
+  int k = -1;
+};
+
+// The lanes of one (16-byte word, slot): 16 consecutive weights of row_a, or (row pair) 8
+// consecutive weights of row_a followed by the same 8 of row_b.
+struct SlotLanes {
+  int row_a = -1;
+  int row_b = -1;  // -1: all 16 lanes belong to row_a
+  int k0 = 0;      // first weight (within the block) of the 8 or 16 consecutive ones
+};
+
+struct WordPlan {
+  int byte_offset = 0;  // from the block start
+  std::array<SlotLanes, 4> slot{};
+};
+
+// Everything derived from a declaration, computed once per layout (see `facts<L>`).
+struct Facts {
+  std::string_view error;  // why the declaration is not a valid layout; empty when it is
+  int block_bytes = 0;
+  int payload_begin = 0;  // first weight byte
+  int payload_bytes = 0;
+  double bits_per_weight = 0;
+  bool slot_vectorizable = false;  // see SlotVectorizable
+  bool pairs_rows = false;         // slot-vectorizable words are row pairs (not single rows)
+  bool natural_two_bit = false;    // see NaturalTwoBit
+  bool digit_planar = false;       // see DigitPlanar
+};
+
+namespace detail {
+
+constexpr bool classify_word(const std::array<RowK, kMaxBlockBytes * 5>& inv, int word, int slot, SlotLanes& out) {
+  std::array<RowK, kWordBytes> lane{};
+  for (int j = 0; j < kWordBytes; ++j) {
+    lane[j] = inv[(word + j) * 5 + slot];
+    if (lane[j].row < 0) return false;
+  }
+  const auto consecutive = [&](int from, int to) {
+    for (int j = from + 1; j < to; ++j)
+      if (lane[j].row != lane[from].row || lane[j].k != lane[from].k + (j - from)) return false;
+    return true;
+  };
+  if (consecutive(0, 16)) {
+    out = {lane[0].row, -1, lane[0].k};
+    return true;
+  }
+  if (consecutive(0, 8) && consecutive(8, 16) && lane[8].k == lane[0].k && lane[8].row != lane[0].row) {
+    out = {lane[0].row, lane[8].row, lane[0].k};
+    return true;
+  }
+  return false;
+}
+
+// The inverse placement, (byte, slot) -> (row, k).
+constexpr std::array<RowK, kMaxBlockBytes * 5> inverse(const LayoutSpec& s) {
+  std::array<RowK, kMaxBlockBytes * 5> inv{};
+  for (int r = 0; r < s.rows; ++r)
+    for (int k = 0; k < s.k; ++k) {
+      const Loc l = locate(s, r, k);
+      inv[l.byte * 5 + l.slot] = {r, k};
+    }
+  return inv;
+}
+
+}  // namespace detail
+
+// Why a declaration is not a valid layout ("" when it is): checked exhaustively, every (row, k)
+// placed once, inside the block, off the scale bytes, in a slot the code has.
+constexpr std::string_view validate(const LayoutSpec& s) {
+  if (s.rows < 1 || s.k < 8 || s.k % 8 != 0) return "rows must be >= 1 and k a positive multiple of 8";
+  if (s.rows * s.k > kMaxCells) return "block too large: rows * k must be <= 2048";
+  if (s.rows > 1 && s.scales.row_stride < 2) return "scales overlap: row_stride must be >= 2";
+  for (int p = 0; p < n_pieces(s); ++p)
+    if (s.pieces[p].row.size() != s.rows) return "every piece must span all rows of the block";
+  std::array<bool, kMaxBlockBytes * 5> used{};
+  for (int r = 0; r < s.rows; ++r)
+    for (int k = 0; k < s.k; ++k) {
+      const Loc l = locate(s, r, k);
+      if (l.byte < 0) return "a (row, k) of the block is covered by no piece";
+      if (l.byte >= kMaxBlockBytes) return "block larger than 1024 bytes";
+      if (l.slot < 0 || l.slot >= slots_per_byte(s.code)) return "slot index out of range for the code";
+      if (is_scale_byte(s, l.byte)) return "a weight is placed on a scale byte";
+      if (used[l.byte * 5 + l.slot]) return "two weights share one (byte, slot): placement is not injective";
+      used[l.byte * 5 + l.slot] = true;
+    }
+  return "";
+}
+
+constexpr Facts derive(const LayoutSpec& s) {
+  Facts f;
+  f.error = validate(s);
+  if (!f.error.empty()) return f;
+
+  f.block_bytes = scale_end(s);
+  f.payload_begin = kMaxBlockBytes;
+  for (int r = 0; r < s.rows; ++r)
+    for (int k = 0; k < s.k; ++k) {
+      const Loc l = locate(s, r, k);
+      f.block_bytes = std::max(f.block_bytes, l.byte + 1);
+      f.payload_begin = std::min(f.payload_begin, l.byte);
+    }
+  f.payload_bytes = f.block_bytes - f.payload_begin;
+  f.bits_per_weight = 8.0 * f.block_bytes / (s.rows * s.k);
+
+  if (s.code == Code::two_bit && s.rows == 1) {
+    f.natural_two_bit = true;
+    for (int k = 0; k < s.k; ++k) {
+      const Loc l = locate(s, 0, k);
+      f.natural_two_bit = f.natural_two_bit && l.byte == f.payload_begin + k / 4 && l.slot == k % 4;
+    }
+  }
+
+  if (s.code == Code::two_bit && f.payload_bytes == s.rows * s.k / 4 && f.payload_bytes % kWordBytes == 0) {
+    const auto inv = detail::inverse(s);
+    bool pairs = false, singles = false, ok = true;
+    for (int w = f.payload_begin; ok && w < f.block_bytes; w += kWordBytes)
+      for (int sl = 0; ok && sl < 4; ++sl) {
+        SlotLanes lanes;
+        ok = detail::classify_word(inv, w, sl, lanes);
+        (lanes.row_b < 0 ? singles : pairs) = true;
+      }
+    // One kind of word per layout keeps each kernel a single template.
+    f.slot_vectorizable = ok && !(pairs && singles);
+    f.pairs_rows = f.slot_vectorizable && pairs;
+  }
+
+  if (s.code == Code::base3 && s.rows == 1) {
+    f.digit_planar = true;
+    for (int p = 0; p < n_pieces(s); ++p) {
+      const Modes& km = s.pieces[p].k;
+      f.digit_planar = f.digit_planar && km.n == 2 && km.m[0].byte_stride == 1 && km.m[0].slot_stride == 0 &&
+                       km.m[1].byte_stride == 0 && km.m[1].slot_stride == 1;
+    }
+  }
+  return f;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Concepts
+// ------------------------------------------------------------------------------------------------
+
+template <class L>
+concept DeclaresLayout = requires {
+  { L::spec } -> std::convertible_to<LayoutSpec>;
+};
+
+// Derived once per layout type.
+template <DeclaresLayout L>
+inline constexpr Facts facts = derive(L::spec);
+
+// A layout declaration: a type with a `static constexpr LayoutSpec spec` whose placement is a
+// bijection onto (byte, slot)s of the block that avoids the scale bytes (checked exhaustively).
+template <class L>
+concept TernaryLayout = DeclaresLayout<L> && facts<L>.error.empty();
+
+// Slot-vectorizable (the slot-mask strategy): the weight bytes after the scales form 16-byte words,
+// and for every word and 2-bit slot the 16 lanes are 16 consecutive weights of one row, or 8
+// consecutive weights of row a then the same 8 of row b. One AND per slot then yields a vector ready
+// for a 4-wide dot (sdot / vpdpbusd) or, for row pairs, a 2x8 matrix-multiply operand (smmla).
+template <class L>
+concept SlotVectorizable = TernaryLayout<L> && facts<L>.slot_vectorizable;
+
+// Natural 2-bit order (the stock unpack strategy): one row per block, weight k in byte
+// payload + k/4, field k%4 - what table-lookup / shift / mask unpackers assume.
+template <class L>
+concept NaturalTwoBit = TernaryLayout<L> && facts<L>.natural_two_bit;
+
+// Digit-planar base-3 (the base-3 strategy): one row per block; every piece is `lanes` consecutive
+// bytes whose digit n holds weights k_begin + n * lanes + j, so multiplying the byte vector by 3^n
+// exposes digit n of every lane at once, for consecutive weights.
+template <class L>
+concept DigitPlanar = TernaryLayout<L> && facts<L>.digit_planar;
+
+// ------------------------------------------------------------------------------------------------
+// Kernel plans
+// ------------------------------------------------------------------------------------------------
+
+// Per-weight placement, the form runtime code (packers, unpackers) consumes.
+template <TernaryLayout L>
+inline constexpr auto placement_table = [] {
+  constexpr LayoutSpec s = L::spec;
+  std::array<Loc, s.rows * s.k> t{};
+  for (int r = 0; r < s.rows; ++r)
+    for (int k = 0; k < s.k; ++k) t[r * s.k + k] = locate(s, r, k);
+  return t;
+}();
+
+// The slot-mask plan: for each 16-byte word, which rows and weights each slot feeds. Slot s masked
+// in place (AND 3 << 2s) leaves the factor 4^s on u; kernels fold it back once per block.
+template <SlotVectorizable L>
+inline constexpr auto slot_plan = [] {
+  constexpr Facts f = facts<L>;
+  std::array<WordPlan, f.payload_bytes / kWordBytes> plan{};
+  const auto inv = detail::inverse(L::spec);
+  for (int w = 0; w < int(plan.size()); ++w) {
+    plan[w].byte_offset = f.payload_begin + w * kWordBytes;
+    for (int sl = 0; sl < 4; ++sl) detail::classify_word(inv, plan[w].byte_offset, sl, plan[w].slot[sl]);
+  }
+  return plan;
+}();
+
+constexpr int slot_factor(int slot) { return 1 << (2 * slot); }
+
+// The base-3 plan: byte segments whose digit n holds consecutive weights.
+struct DigitSegment {
+  int byte_offset = 0;
+  int lanes = 0;
+  int digits = 0;
+  int k_begin = 0;
+};
+
+template <DigitPlanar L>
+inline constexpr auto digit_plan = [] {
+  constexpr LayoutSpec s = L::spec;
+  std::array<DigitSegment, n_pieces(s)> plan{};
+  for (int p = 0; p < n_pieces(s); ++p) {
+    const Piece& pc = s.pieces[p];
+    plan[p] = {pc.byte_base, pc.k.m[0].extent, pc.k.m[1].extent, pc.k_begin};
+  }
+  return plan;
+}();
+
+}  // namespace ternlab

@@ -1,0 +1,73 @@
+// Runtime view of the declared layouts. Each declaration registers itself with
+// TERNLAB_REGISTER_LAYOUT in its own header; packers, kernels, the oracle and the CLI iterate the
+// registry and never name a layout.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "layouts/dsl.hpp"
+
+namespace ternlab {
+
+struct LayoutInfo {
+  const LayoutSpec* spec = nullptr;
+  std::string_view name;
+  std::string_view summary;
+  int rows = 1;  // rows per block (row group)
+  int k = 128;   // weights per row per block
+  Code code = Code::two_bit;
+  Facts facts;
+  std::span<const Loc> placement;  // rows * k entries, index row * k + kk
+  int gguf_type = -1;              // GGUF tensor type id when the layout is a GGUF block format
+
+  int block_bytes() const { return facts.block_bytes; }
+  double bits_per_weight() const { return facts.bits_per_weight; }
+  int scale_offset(int row) const { return spec->scales.offset + row * spec->scales.row_stride; }
+  // Kernel strategies this layout's properties admit (the reference kernel always applies).
+  std::vector<std::string> strategies() const;
+  // Properties in words, for `ternlab layouts`.
+  std::vector<std::string> properties() const;
+};
+
+namespace detail {
+template <class L>
+constexpr int gguf_type_of() {
+  if constexpr (requires { L::gguf_type; })
+    return L::gguf_type;
+  else
+    return -1;
+}
+void add_layout(const LayoutInfo* info);
+}  // namespace detail
+
+template <TernaryLayout L>
+const LayoutInfo& info_of() {
+  static const LayoutInfo info{&L::spec,          L::spec.name, L::spec.summary,           L::spec.rows,
+                               L::spec.k,         L::spec.code, facts<L>,                  placement_table<L>,
+                               detail::gguf_type_of<L>()};
+  return info;
+}
+
+template <TernaryLayout L>
+bool register_layout() {
+  detail::add_layout(&info_of<L>());
+  return true;
+}
+
+// All registered layouts, sorted by name.
+std::span<const LayoutInfo* const> all_layouts();
+
+// The layout called `name`; throws ternlab::Error listing the known names otherwise.
+const LayoutInfo& find_layout(std::string_view name);
+
+// Comma-separated list of registered names, for error messages and help texts.
+std::string layout_names();
+
+}  // namespace ternlab
+
+// Registers a layout declaration; place it right after the declaration, at namespace scope.
+#define TERNLAB_REGISTER_LAYOUT(Type) \
+  inline const bool ternlab_registered_##Type = ::ternlab::register_layout<Type>()

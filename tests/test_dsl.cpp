@@ -1,0 +1,160 @@
+// The DSL derives the right facts, plans and concepts from the declarations alone; the stock
+// declarations place every weight exactly where the spec's formulas say.
+#include <doctest/doctest.h>
+
+#include "layouts/stock.hpp"
+#include "tests/layouts/t2p8.hpp"
+
+using namespace ternlab;
+using namespace ternlab::layouts;
+using ternlab::test_layouts::T2p8;
+
+// A valid layout that is not slot-vectorizable: four rows whose bytes alternate between rows.
+struct AlternatingRows {
+  static constexpr LayoutSpec spec{
+      .name = "alternating",
+      .rows = 4,
+      .scales = {.offset = 0, .row_stride = 2},
+      .pieces = pieces(Piece{.row = modes(bytes("r", 4, 1)), .k = modes(slots("s", 4, 1), bytes("b", 32, 4)), .byte_base = 8}),
+  };
+};
+// Invalid declarations: two weights in one (byte, slot); a weight on a scale byte.
+struct Overlapping {
+  static constexpr LayoutSpec spec{.name = "overlapping",
+                                   .pieces = pieces(Piece{.row = modes(bytes("r", 1, 0)),
+                                                          .k = modes(slots("s", 4, 1), bytes("b", 32, 0)),
+                                                          .byte_base = 2})};
+};
+struct OnScale {
+  static constexpr LayoutSpec spec{.name = "on-scale",
+                                   .pieces = pieces(Piece{.row = modes(bytes("r", 1, 0)),
+                                                          .k = modes(slots("s", 4, 1), bytes("b", 32, 1)),
+                                                          .byte_base = 1})};
+};
+struct NotALayout {};
+
+// --- concepts (compile-time proofs) ----------------------------------------------------------------
+static_assert(TernaryLayout<Pq2_0> && TernaryLayout<Ptq1_0> && TernaryLayout<T2x4> && TernaryLayout<T2p> &&
+              TernaryLayout<T2p8> && TernaryLayout<AlternatingRows>);
+static_assert(!TernaryLayout<Overlapping> && !TernaryLayout<OnScale> && !TernaryLayout<NotALayout>);
+static_assert(SlotVectorizable<T2p> && SlotVectorizable<T2x4> && SlotVectorizable<T2p8>);
+static_assert(!SlotVectorizable<Pq2_0> && !SlotVectorizable<Ptq1_0> && !SlotVectorizable<AlternatingRows>);
+static_assert(NaturalTwoBit<Pq2_0> && !NaturalTwoBit<T2p> && !NaturalTwoBit<Ptq1_0>);
+static_assert(DigitPlanar<Ptq1_0> && !DigitPlanar<Pq2_0> && !DigitPlanar<T2p>);
+// Requesting a strategy's plan for a layout without the property is ill-formed (see also the
+// compile-fail test, which checks that the compiler names the property).
+template <class L>
+concept CanPlanSlotMask = requires { slot_plan<L>; };
+template <class L>
+concept CanPlanBase3 = requires { digit_plan<L>; };
+static_assert(CanPlanSlotMask<T2p> && !CanPlanSlotMask<Pq2_0> && !CanPlanSlotMask<AlternatingRows>);
+static_assert(CanPlanBase3<Ptq1_0> && !CanPlanBase3<T2p>);
+
+TEST_SUITE("dsl") {
+  TEST_CASE("derived block sizes and bits per weight match the formats") {
+    CHECK(facts<Pq2_0>.block_bytes == 34);
+    CHECK(facts<Ptq1_0>.block_bytes == 28);
+    CHECK(facts<T2x4>.block_bytes == 136);
+    CHECK(facts<T2p>.block_bytes == 136);
+    CHECK(facts<T2p8>.block_bytes == 272);
+    CHECK(facts<Pq2_0>.bits_per_weight == doctest::Approx(2.125));
+    CHECK(facts<Ptq1_0>.bits_per_weight == doctest::Approx(1.75));
+    CHECK(facts<T2p>.payload_begin == 8);
+    CHECK(facts<Ptq1_0>.payload_begin == 0);
+    CHECK(validate(Overlapping::spec) == std::string_view("two weights share one (byte, slot): placement is not injective"));
+    CHECK(validate(OnScale::spec) == std::string_view("a weight is placed on a scale byte"));
+  }
+
+  TEST_CASE("pq2_0 places weight k at byte 2 + k/4, bits 2(k%4)") {
+    for (int k = 0; k < 128; ++k) {
+      const Loc l = locate(Pq2_0::spec, 0, k);
+      CHECK(l.byte == 2 + k / 4);
+      CHECK(l.slot == k % 4);
+    }
+  }
+
+  TEST_CASE("ptq1_0 follows the staged trit order of the spec") {
+    for (int k = 0; k < 128; ++k) {
+      const Loc l = locate(Ptq1_0::spec, 0, k);
+      if (k < 80) {
+        CHECK(l.byte == k % 16);
+        CHECK(l.slot == k / 16);
+      } else if (k < 120) {
+        CHECK(l.byte == 16 + (k - 80) % 8);
+        CHECK(l.slot == (k - 80) / 8);
+      } else {
+        CHECK(l.byte == 24 + (k - 120) % 2);
+        CHECK(l.slot == (k - 120) / 2);
+      }
+    }
+  }
+
+  TEST_CASE("t2x4: byte 8 + 64g + 16r + j, slot s, for weight 64g + 16s + j") {
+    for (int r = 0; r < 4; ++r)
+      for (int k = 0; k < 128; ++k) {
+        const Loc l = locate(T2x4::spec, r, k);
+        CHECK(l.byte == 8 + 64 * (k / 64) + 16 * r + k % 16);
+        CHECK(l.slot == (k % 64) / 16);
+      }
+  }
+
+  TEST_CASE("t2p: byte 8 + 64p + 16w + 8h + k%8, slot (k/8)%4") {
+    for (int r = 0; r < 4; ++r)
+      for (int k = 0; k < 128; ++k) {
+        const Loc l = locate(T2p::spec, r, k);
+        const int c = k / 8;
+        CHECK(l.byte == 8 + 64 * (r / 2) + 16 * (c / 4) + 8 * (r % 2) + k % 8);
+        CHECK(l.slot == c % 4);
+      }
+  }
+
+  TEST_CASE("slot plans: t2p words are row pairs, t2x4 words single rows") {
+    constexpr auto p = slot_plan<T2p>;
+    static_assert(p.size() == 8);
+    for (int w = 0; w < 8; ++w)
+      for (int s = 0; s < 4; ++s) {
+        CHECK(p[w].byte_offset == 8 + 16 * w);
+        CHECK(p[w].slot[s].row_a == 2 * (w / 4));
+        CHECK(p[w].slot[s].row_b == 2 * (w / 4) + 1);
+        CHECK(p[w].slot[s].k0 == 32 * (w % 4) + 8 * s);
+      }
+    constexpr auto q = slot_plan<T2x4>;
+    for (int w = 0; w < 8; ++w)
+      for (int s = 0; s < 4; ++s) {
+        CHECK(q[w].slot[s].row_a == w % 4);
+        CHECK(q[w].slot[s].row_b == -1);
+        CHECK(q[w].slot[s].k0 == 64 * (w / 4) + 16 * s);
+      }
+    CHECK(slot_factor(0) == 1);
+    CHECK(slot_factor(1) == 4);
+    CHECK(slot_factor(2) == 16);
+    CHECK(slot_factor(3) == 64);
+  }
+
+  TEST_CASE("digit plan of ptq1_0: 16 x 5, 8 x 5, 2 x 4") {
+    constexpr auto p = digit_plan<Ptq1_0>;
+    static_assert(p.size() == 3);
+    CHECK(p[0].byte_offset == 0);
+    CHECK(p[0].lanes == 16);
+    CHECK(p[0].digits == 5);
+    CHECK(p[1].byte_offset == 16);
+    CHECK(p[1].lanes == 8);
+    CHECK(p[1].k_begin == 80);
+    CHECK(p[2].byte_offset == 24);
+    CHECK(p[2].lanes == 2);
+    CHECK(p[2].digits == 4);
+    CHECK(p[2].k_begin == 120);
+  }
+
+  TEST_CASE("the registry holds the stock layouts and the test layout, with their strategies") {
+    CHECK(find_layout("t2p8").rows == 8);
+    CHECK(find_layout("pq2_0").gguf_type == 142);
+    CHECK(find_layout("ptq1_0").gguf_type == 143);
+    CHECK(find_layout("t2p").gguf_type == -1);
+    const auto s = find_layout("t2p").strategies();
+    CHECK(std::find(s.begin(), s.end(), "slot-mask") != s.end());
+    const auto b = find_layout("ptq1_0").strategies();
+    CHECK(std::find(b.begin(), b.end(), "base3") != b.end());
+    CHECK(all_layouts().size() >= 5);
+  }
+}

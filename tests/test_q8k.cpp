@@ -1,0 +1,91 @@
+// q8_K activations match ggml's reference quantiser and the q8_Kx4 interleave.
+#include <cstring>
+#include <random>
+
+#include "kernels/q8k.hpp"
+#include "kernels/testdata.hpp"
+#include "tests/support.hpp"
+
+using namespace ternlab;
+
+TEST_SUITE("q8k") {
+  TEST_CASE("nearest_int rounds half to even") {
+    CHECK(nearest_int(0.5f) == 0);
+    CHECK(nearest_int(1.5f) == 2);
+    CHECK(nearest_int(2.5f) == 2);
+    CHECK(nearest_int(-1.5f) == -2);
+    CHECK(nearest_int(-0.4f) == 0);
+    CHECK(nearest_int(126.7f) == 127);
+  }
+
+  TEST_CASE("the first element of greatest magnitude sets the scale and becomes -127") {
+    std::vector<float> x(256, 0.25f);
+    x[10] = 2.0f;
+    x[20] = -2.0f;  // equal magnitude, later: does not win
+    BlockQ8K b;
+    quantize_row_q8k(x.data(), &b, 256);
+    CHECK(b.qs[10] == -127);
+    CHECK(b.qs[20] == 127);
+    CHECK(b.d == doctest::Approx(-2.0f / 127));
+    CHECK(b.d < 0);
+    CHECK(b.qs[0] == nearest_int(-127.0f / 2.0f * 0.25f));
+    int s = 0;
+    for (int i = 0; i < 16; ++i) s += b.qs[i];
+    CHECK(b.bsums[0] == s);
+  }
+
+  TEST_CASE("unit activations quantise with d = 1 in every 256-block and qs = x") {
+    for (ActFill fill : {ActFill::random, ActFill::extreme, ActFill::constant}) {
+      const auto a = make_unit_activations(3, 1024, 9, fill);
+      const Q8KBatch q = quantize_batch(a.f.data(), 3, 1024);
+      for (std::int64_t t = 0; t < 3; ++t)
+        for (std::int64_t b = 0; b < q.blocks(); ++b) {
+          REQUIRE(q.row(t)[b].d == 1.0f);
+          for (int j = 0; j < 256; ++j) CHECK(q.row(t)[b].qs[j] == a.i8[std::size_t(t * 1024 + b * 256 + j)]);
+        }
+    }
+  }
+
+  TEST_CASE("zero blocks: d = 0, qs = 0, bsums = 0") {
+    std::vector<float> x(256, 0.0f);
+    BlockQ8K b;
+    std::memset(&b, 0x5a, sizeof b);
+    quantize_row_q8k(x.data(), &b, 256);
+    CHECK(b.d == 0.0f);
+    for (int g = 0; g < 16; ++g) CHECK(b.bsums[g] == 0);
+  }
+
+  TEST_CASE("q8_Kx4: qs[32c + 8r + j] = token r element 8c + j; bsums interleaved by 4 groups") {
+    const auto x = make_float_activations(4, 256, 3);
+    const Q8KBatch q = quantize_batch(x.data(), 4, 256);
+    const BlockQ8Kx4& t = q.tile(0)[0];
+    for (int r = 0; r < 4; ++r) {
+      CHECK(t.d[r] == q.row(r)[0].d);
+      for (int c = 0; c < 32; ++c)
+        for (int j = 0; j < 8; ++j) CHECK(t.qs[32 * c + 8 * r + j] == q.row(r)[0].qs[8 * c + j]);
+      for (int g = 0; g < 16; ++g) CHECK(t.bsums[16 * (g / 4) + 4 * r + g % 4] == q.row(r)[0].bsums[g]);
+      const BlockQ8K back = deinterleave_x4(t, r);
+      CHECK(std::memcmp(&back, &q.row(r)[0], sizeof back) == 0);
+    }
+  }
+
+  TEST_CASE("leftover tokens ride in a zero-padded tile") {
+    const auto x = make_float_activations(5, 512, 4);
+    const Q8KBatch q = quantize_batch(x.data(), 5, 512);
+    CHECK(q.tiles_count() == 2);
+    const BlockQ8Kx4& t = q.tile(1)[1];
+    CHECK(t.d[0] == q.row(4)[1].d);
+    for (int r = 1; r < 4; ++r) {
+      CHECK(t.d[r] == 0.0f);
+      for (int e = 0; e < 256; ++e) CHECK(t.qs[x4_index(r, e)] == 0);
+    }
+  }
+
+  TEST_CASE("an inner size of 128 modulo 256 is zero-padded to a whole q8_K block") {
+    const auto a = make_unit_activations(1, 384, 2);
+    const Q8KBatch q = quantize_batch(a.f.data(), 1, 384);
+    CHECK(q.blocks() == 2);
+    CHECK(q.row(0)[1].d == 1.0f);
+    for (int j = 128; j < 256; ++j) CHECK(q.row(0)[1].qs[j] == 0);
+  }
+}
