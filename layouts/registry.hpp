@@ -22,6 +22,8 @@ struct LayoutInfo {
   Facts facts;
   std::span<const Loc> placement;  // rows * k entries, index row * k + kk
   int gguf_type = -1;              // GGUF tensor type id when the layout is a GGUF block format
+  std::span<const WordPlan> slot_plan;      // non-empty iff slot-vectorizable (see dsl.hpp)
+  std::span<const DigitSegment> digit_plan;  // non-empty iff digit-planar
 
   int block_bytes() const { return facts.block_bytes; }
   double bits_per_weight() const { return facts.bits_per_weight; }
@@ -41,13 +43,27 @@ constexpr int gguf_type_of() {
     return -1;
 }
 void add_layout(const LayoutInfo* info);
+template <class L>
+constexpr std::span<const WordPlan> slot_plan_of() {
+  if constexpr (SlotVectorizable<L>)
+    return slot_plan<L>;
+  else
+    return {};
+}
+template <class L>
+constexpr std::span<const DigitSegment> digit_plan_of() {
+  if constexpr (DigitPlanar<L>)
+    return digit_plan<L>;
+  else
+    return {};
+}
 }  // namespace detail
 
 template <TernaryLayout L>
 const LayoutInfo& info_of() {
   static const LayoutInfo info{&L::spec,          L::spec.name, L::spec.summary,           L::spec.rows,
                                L::spec.k,         L::spec.code, facts<L>,                  placement_table<L>,
-                               detail::gguf_type_of<L>()};
+                               detail::gguf_type_of<L>(), detail::slot_plan_of<L>(), detail::digit_plan_of<L>()};
   return info;
 }
 

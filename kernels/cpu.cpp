@@ -1,0 +1,160 @@
+#include "kernels/cpu.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+
+#include "common/error.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+namespace ternlab {
+
+namespace {
+
+constexpr std::pair<Isa, std::string_view> kNames[] = {
+    {Isa::scalar, "scalar"}, {Isa::neon, "neon"}, {Isa::dotprod, "dotprod"},
+    {Isa::i8mm, "i8mm"},     {Isa::avx2, "avx2"}, {Isa::avx512vnni, "avx512vnni"},
+};
+
+std::string cpu_model_name() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+#if defined(__aarch64__)
+  return "aarch64";
+#else
+  return "unknown";
+#endif
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  f.model = cpu_model_name();
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    const bool osxsave = c & (1u << 27);
+    f.fma = c & (1u << 12);
+    f.f16c = c & (1u << 29);
+    unsigned long long xcr0 = 0;
+    if (osxsave) {
+      unsigned lo, hi;
+      __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+      xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
+    }
+    const bool os_avx = (xcr0 & 0x6) == 0x6;        // XMM and YMM state
+    const bool os_avx512 = (xcr0 & 0xe6) == 0xe6;   // plus opmask and ZMM state
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+      f.avx2 = os_avx && (b & (1u << 5));
+      f.avx512f = os_avx512 && (b & (1u << 16));
+      f.avx512bw = os_avx512 && (b & (1u << 30));
+      f.avx512vl = os_avx512 && (b & (1u << 31));
+      f.avx512vnni = os_avx512 && (c & (1u << 11));
+    }
+    f.fma = f.fma && os_avx;
+    f.f16c = f.f16c && os_avx;
+  }
+#elif defined(__aarch64__)
+  f.neon = true;  // Advanced SIMD is mandatory on AArch64
+#if defined(__linux__)
+  const unsigned long hw = getauxval(AT_HWCAP);
+  const unsigned long hw2 = getauxval(AT_HWCAP2);
+  f.dotprod = hw & (1ul << 20);  // HWCAP_ASIMDDP
+  f.i8mm = hw2 & (1ul << 13);    // HWCAP2_I8MM
+#endif
+#endif
+  return f;
+}
+
+std::optional<Isa>& ceiling() {
+  static std::optional<Isa> c;
+  return c;
+}
+
+}  // namespace
+
+std::string_view isa_name(Isa isa) {
+  for (const auto& [i, n] : kNames)
+    if (i == isa) return n;
+  return "?";
+}
+
+Isa parse_isa(std::string_view name) {
+  for (const auto& [i, n] : kNames)
+    if (n == name) return i;
+  std::string known;
+  for (const auto& [i, n] : kNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  fail("unknown ISA '", name, "' (known: ", known, ")");
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+std::vector<Isa> supported_isas() {
+  const CpuFeatures& f = cpu_features();
+  std::vector<Isa> v{Isa::scalar};
+#if defined(__aarch64__)
+  v.push_back(Isa::neon);
+  if (f.dotprod) v.push_back(Isa::dotprod);
+  if (f.dotprod && f.i8mm) v.push_back(Isa::i8mm);
+#elif defined(__x86_64__)
+  if (f.avx2 && f.fma && f.f16c) v.push_back(Isa::avx2);
+  if (f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni) v.push_back(Isa::avx512vnni);
+#else
+  (void)f;
+#endif
+  return v;
+}
+
+bool isa_supported(Isa isa) {
+  const auto v = supported_isas();
+  return std::find(v.begin(), v.end(), isa) != v.end();
+}
+
+Isa best_isa() {
+  const auto v = supported_isas();
+  if (!ceiling()) return v.back();
+  Isa best = Isa::scalar;
+  for (Isa i : v)
+    if (int(i) <= int(*ceiling())) best = i;
+  return best;
+}
+
+void set_isa_ceiling(Isa c) {
+  if (!isa_supported(c)) fail("ISA '", isa_name(c), "' is not supported on this CPU (", cpu_features().model, ")");
+  ceiling() = c;
+}
+
+void clear_isa_ceiling() { ceiling().reset(); }
+
+std::string feature_string() {
+  const CpuFeatures& f = cpu_features();
+  std::string s;
+  const auto add = [&](bool on, const char* n) {
+    if (on) s += (s.empty() ? "" : " ") + std::string(n);
+  };
+  add(f.avx2, "avx2");
+  add(f.fma, "fma");
+  add(f.f16c, "f16c");
+  add(f.avx512f, "avx512f");
+  add(f.avx512bw, "avx512bw");
+  add(f.avx512vl, "avx512vl");
+  add(f.avx512vnni, "avx512vnni");
+  add(f.neon, "neon");
+  add(f.dotprod, "dotprod");
+  add(f.i8mm, "i8mm");
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace ternlab

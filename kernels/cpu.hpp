@@ -1,0 +1,38 @@
+// CPU features and the ISA ladder kernels dispatch on. Detection runs once (cpuid/xgetbv on x86,
+// HWCAP/HWCAP2 on aarch64); a ceiling (API or CLI `--isa`) forces a lower path for A/B runs.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ternlab {
+
+// Ordered within each architecture from the plainest to the richest.
+enum class Isa { scalar, neon, dotprod, i8mm, avx2, avx512vnni };
+
+std::string_view isa_name(Isa isa);
+Isa parse_isa(std::string_view name);  // throws ternlab::Error listing the valid names
+
+struct CpuFeatures {
+  std::string model;  // e.g. "AMD EPYC 7B13" or "aarch64"
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false;
+  bool neon = false, dotprod = false, i8mm = false;
+};
+
+const CpuFeatures& cpu_features();
+
+// The ISAs this build and this CPU can run, plainest first (always starts with scalar).
+std::vector<Isa> supported_isas();
+
+// The richest supported ISA not above the ceiling (default: no ceiling).
+Isa best_isa();
+void set_isa_ceiling(Isa ceiling);  // throws if `ceiling` is not supported here
+void clear_isa_ceiling();
+bool isa_supported(Isa isa);
+
+// Features as a short string for result records, e.g. "avx2 fma f16c".
+std::string feature_string();
+
+}  // namespace ternlab
