@@ -5,18 +5,13 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "common/strings.hpp"
 #include "layouts/matrix.hpp"
 #include "layouts/stock.hpp"
 
 namespace ternlab::cli {
 
 namespace {
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
 
 void print_layouts() {
   std::cout << std::left << std::setw(8) << "layout" << std::right << std::setw(6) << "bits" << std::setw(12)

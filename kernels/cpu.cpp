@@ -5,6 +5,9 @@
 #include <optional>
 
 #include "common/error.hpp"
+#include "common/strings.hpp"
+
+#include <range/v3/view/map.hpp>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -91,9 +94,7 @@ std::string_view isa_name(Isa isa) {
 Isa parse_isa(std::string_view name) {
   for (const auto& [i, n] : kNames)
     if (n == name) return i;
-  std::string known;
-  for (const auto& [i, n] : kNames) known += (known.empty() ? "" : ", ") + std::string(n);
-  fail("unknown ISA '", name, "' (known: ", known, ")");
+  fail("unknown ISA '", name, "' (known: ", join(kNames | ranges::views::values), ")");
 }
 
 const CpuFeatures& cpu_features() {
@@ -140,9 +141,9 @@ void clear_isa_ceiling() { ceiling().reset(); }
 
 std::string feature_string() {
   const CpuFeatures& f = cpu_features();
-  std::string s;
-  const auto add = [&](bool on, const char* n) {
-    if (on) s += (s.empty() ? "" : " ") + std::string(n);
+  std::vector<std::string_view> s;
+  const auto add = [&](bool on, std::string_view n) {
+    if (on) s.push_back(n);
   };
   add(f.avx2, "avx2");
   add(f.fma, "fma");
@@ -154,7 +155,7 @@ std::string feature_string() {
   add(f.neon, "neon");
   add(f.dotprod, "dotprod");
   add(f.i8mm, "i8mm");
-  return s.empty() ? "none" : s;
+  return s.empty() ? "none" : join(s, " ");
 }
 
 }  // namespace ternlab

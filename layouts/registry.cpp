@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "common/strings.hpp"
 #include "layouts/stock.hpp"  // links the stock declarations (and their registrations) into every binary
 
 namespace ternlab {
@@ -29,9 +30,7 @@ void detail::add_layout(const LayoutInfo* info) {
 std::span<const LayoutInfo* const> all_layouts() { return registry(); }
 
 std::string layout_names() {
-  std::string s;
-  for (const LayoutInfo* l : registry()) s += (s.empty() ? "" : ", ") + std::string(l->name);
-  return s;
+  return join(registry() | ranges::views::transform([](const LayoutInfo* l) { return l->name; }));
 }
 
 const LayoutInfo& find_layout(std::string_view name) {
