@@ -41,6 +41,33 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
       if (w.slot[s].row_a != w.slot[0].row_a || w.slot[s].row_b != w.slot[0].row_b)
         return reject("word at byte ", w.byte_offset, " feeds different rows from different slots");
 
+  // Groups: vectors whose lanes feed the same rows, in the same places. Equal-sized groups are
+  // processed group by group; otherwise every vector is its own group.
+  const auto same_rows = [&](int a, int b) {
+    for (int u = 0; u < vw; ++u) {
+      const SlotLanes& x = L.slot_plan[std::size_t(a * vw + u)].slot[0];
+      const SlotLanes& y = L.slot_plan[std::size_t(b * vw + u)].slot[0];
+      if (x.row_a != y.row_a || x.row_b != y.row_b) return false;
+    }
+    return true;
+  };
+  std::vector<std::vector<int>> groups;
+  for (int j = 0; j < p.vectors; ++j) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& m) { return same_rows(m[0], j); });
+    if (g == groups.end())
+      groups.push_back({j});
+    else
+      g->push_back(j);
+  }
+  if (std::any_of(groups.begin(), groups.end(), [&](const auto& m) { return m.size() != groups[0].size(); })) {
+    groups.clear();
+    for (int j = 0; j < p.vectors; ++j) groups.push_back({j});
+  }
+  p.groups = int(groups.size());
+  p.group_size = int(groups[0].size());
+  std::vector<int> order;
+  for (const auto& m : groups) order.insert(order.end(), m.begin(), m.end());
+
   // Classes: vectors whose words need identical activations share one expansion.
   const auto same_acts = [&](int a, int b) {
     for (int u = 0; u < vw; ++u)
@@ -51,27 +78,29 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
       }
     return true;
   };
-  for (int j = 0; j < p.vectors; ++j) {
+  for (int i = 0; i < p.vectors; ++i) {
+    const int j = order[std::size_t(i)];
     int c = 0;
     while (c < p.classes && !same_acts(p.class_vector[c], j)) ++c;
     if (c == p.classes) p.class_vector[p.classes++] = j;
-    p.class_offset[j] = c * 4 * vb;
+    p.class_offset[i] = c * 4 * vb;
+    p.vector_offset[i] = p.payload_begin + j * vb;
   }
   p.expanded_block_bytes = p.classes * 4 * vb;
 
   // Pair sums (two int32 lanes = 8 bytes of one word) to rows.
-  const int pairs = 2 * p.vectors * vw;
+  const int pairs = 2 * p.groups * vw;
   if (pairs % L.rows != 0) return reject(pairs, " lane pairs do not split evenly over ", L.rows, " rows");
   p.pairs_per_row = pairs / L.rows;
   std::vector<int> filled(std::size_t(L.rows), 0);
-  for (int j = 0; j < p.vectors; ++j)
+  for (int a = 0; a < p.groups; ++a)
     for (int u = 0; u < vw; ++u)
       for (int h = 0; h < 2; ++h) {
-        const SlotLanes& l = L.slot_plan[std::size_t(j * vw + u)].slot[0];
+        const SlotLanes& l = L.slot_plan[std::size_t(groups[std::size_t(a)][0] * vw + u)].slot[0];
         const int row = (h == 1 && l.row_b >= 0) ? l.row_b : l.row_a;
         int& n = filled[std::size_t(row)];
         if (n == p.pairs_per_row) return reject("row ", row, " owns more lane pairs than the others");
-        p.pair_index[row * p.pairs_per_row + n++] = std::uint16_t(pos(j, u, h));
+        p.pair_index[row * p.pairs_per_row + n++] = std::uint16_t(pos(a, u, h));
       }
   return p;
 }

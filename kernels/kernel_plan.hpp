@@ -17,27 +17,34 @@ inline constexpr int kMaxPlanRows = 8;
 // The slot-mask plan at vector width `vector_bytes` (16, 32, 64): the block payload is read as
 // `vectors` vectors; vector j's slot s meets an activation vector built per token ("expanded"
 // activations: for every 16-byte word, 16 consecutive values, or 8 values twice for row-pair words,
-// i.e. dup8). Vectors with the same activations share one expanded copy (a class).
+// i.e. dup8). Vectors with the same activations share one expanded copy (a class). Vectors whose
+// lanes feed the same rows (a group: t2p's two vectors of one row pair) share one accumulator, so
+// the lanes-to-rows reduction runs once per group, not once per vector.
 struct SlotVectorPlan {
   std::string why_not;  // empty when the slot-mask kernels can run this layout at this width
   int vector_bytes = 0;
   int vectors = 0;        // per block
+  int groups = 0;         // accumulators per block
+  int group_size = 0;     // vectors per group (vectors = groups * group_size)
   int classes = 0;        // distinct activation patterns among the vectors
   int rows = 0;
   int payload_begin = 0;
   int block_bytes = 0;
   int scale_offset[kMaxPlanRows] = {};
-  int class_offset[kMaxPlanVectors] = {};  // byte offset of vector j's 4 slot vectors in a block's expansion
+  // In processing order (group 0's vectors, then group 1's, ...): the vector's byte offset in the
+  // block, and the byte offset of its 4 slot vectors in a block's expansion.
+  int vector_offset[kMaxPlanVectors] = {};
+  int class_offset[kMaxPlanVectors] = {};
   int class_vector[kMaxPlanVectors] = {};  // a vector of each class (whose words the expansion copies)
   int expanded_block_bytes = 0;            // classes * 4 * vector_bytes
-  // Reduction: after each vector's slots are combined, pairs of int32 lanes (8 bytes x 4 slots = 32
-  // weights, always one row) are summed and stored; row r owns the pair sums at
-  // pair_index[r * pairs_per_row + e] of that store (the order is the ISA policy's, see pair_position).
+  // Reduction: pairs of int32 lanes of a group's accumulator (8 bytes x 4 slots = 32 weights,
+  // always one row) are summed and stored; row r owns the pair sums at
+  // pair_index[r * pairs_per_row + e] of that store (the order is the ISA policy's pair_position).
   int pairs_per_row = 0;
   std::uint16_t pair_index[kMaxPlanRows * 64] = {};
 };
 
-// Where the ISA policy stores the pair sum (vector j, 16-byte word u of the vector, half h).
+// Where the ISA policy stores the pair sum (group accumulator a, 16-byte word u of it, half h).
 using PairPosition = int (*)(int j, int u, int h);
 
 // Built once per (layout, vector width, policy) and cached; never throws (why_not says what failed).

@@ -32,21 +32,21 @@ namespace {
 
 using P = isa::Avx512Vnni;
 
-template <int NV, int ROWS>
+template <int G, int M, int ROWS>
 bool pick_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  using K = strategies::SlotMask<P, NV, ROWS>;
+  using K = strategies::SlotMask<P, G, M, ROWS>;
   if (!K::fits(p)) return false;
   gemv = &K::gemv;
   gemm = &K::gemm;
   return true;
 }
 
-// The block shapes instantiated (vectors per block x rows): 136-byte 4-row blocks (t2p, t2x4) are
-// 2 x 4, 272-byte 8-row blocks (t2p8) 4 x 8, 8-row-pair 544-byte blocks 8 x 16 are not taken.
+// The block shapes instantiated (groups x vectors per group, rows): t2p 2 x 1 (one vector per
+// row pair), t2x4 1 x 2 (each vector spans all 4 rows), t2p8 4 x 1; layouts whose vectors do not
+// group get one group per vector (2 or 4 vectors of 4 or 8 rows).
 bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  return pick_slot_mask<2, 4>(p, gemv, gemm) || pick_slot_mask<4, 8>(p, gemv, gemm) ||
-         pick_slot_mask<1, 2>(p, gemv, gemm) || pick_slot_mask<4, 4>(p, gemv, gemm) ||
-         pick_slot_mask<8, 8>(p, gemv, gemm);
+  return pick_slot_mask<2, 1, 4>(p, gemv, gemm) || pick_slot_mask<1, 2, 4>(p, gemv, gemm) ||
+         pick_slot_mask<4, 1, 8>(p, gemv, gemm) || pick_slot_mask<2, 2, 8>(p, gemv, gemm);
 }
 
 std::int64_t dpbusd_loop(std::int64_t iters) {

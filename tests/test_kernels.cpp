@@ -94,13 +94,22 @@ TEST_SUITE("kernels") {
     const SlotVectorPlan& t2p = slot_vector_plan(find_layout("t2p"), 32, pos);
     REQUIRE(t2p.why_not.empty());
     CHECK(t2p.vectors == 4);
+    CHECK(t2p.groups == 2);   // one accumulator per row pair
+    CHECK(t2p.group_size == 2);
     CHECK(t2p.classes == 2);  // pair 1's words need the same activations as pair 0's
-    CHECK(t2p.pairs_per_row == 4);
+    CHECK(t2p.pairs_per_row == 2);
+    CHECK(t2p.vector_offset[1] == 8 + 32);  // pair 0's second vector
+    CHECK(t2p.vector_offset[2] == 8 + 64);  // pair 1 starts the second group
     const SlotVectorPlan& wide = slot_vector_plan(find_layout("t2p"), 64, pos);
     CHECK(wide.vectors == 2);
+    CHECK(wide.groups == 2);
     CHECK(wide.classes == 1);
+    const SlotVectorPlan& t2x4 = slot_vector_plan(find_layout("t2x4"), 64, pos);
+    CHECK(t2x4.groups == 1);  // each 64-byte vector holds rows 0..3 of one 64-weight half
+    CHECK(t2x4.classes == 2);
     const SlotVectorPlan& t2p8 = slot_vector_plan(find_layout("t2p8"), 32, pos);
     CHECK(t2p8.vectors == 8);
+    CHECK(t2p8.groups == 4);
     CHECK(t2p8.rows == 8);
     const SlotVectorPlan& pq = slot_vector_plan(find_layout("pq2_0"), 32, pos);
     CHECK(pq.why_not == "layout is not slot-vectorizable");

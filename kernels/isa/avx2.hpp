@@ -55,8 +55,8 @@ struct Avx2 {
       _mm256_store_si256(reinterpret_cast<__m256i*>(out + 4 * j), h);
     }
   }
-  // hadd(c_j, c_j+1): per 128-bit word u, [c_j pairs 0,1 | c_j+1 pairs 0,1].
-  static int pair_position(int j, int u, int h) { return 8 * (j / 2) + 4 * u + 2 * (j % 2) + h; }
+  // hadd(c_a, c_a+1): per 128-bit word u, [c_a pairs 0,1 | c_a+1 pairs 0,1].
+  static int pair_position(int a, int u, int h) { return 8 * (a / 2) + 4 * u + 2 * (a % 2) + h; }
 
   static std::int32_t reduce_add(V v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));

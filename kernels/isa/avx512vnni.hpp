@@ -41,8 +41,8 @@ struct Avx512Vnni {
     for (int j = 0; j < NV; ++j)
       _mm512_store_si512(out + 16 * j, _mm512_add_epi32(c[j], _mm512_shuffle_epi32(c[j], _MM_PERM_CDAB)));
   }
-  // Lane 2p (and 2p+1) of vector j's store holds pair p; word u covers pairs 2u, 2u+1.
-  static int pair_position(int j, int u, int h) { return 16 * j + 4 * u + 2 * h; }
+  // Lane 2p (and 2p+1) of accumulator a's store holds pair p; word u covers pairs 2u, 2u+1.
+  static int pair_position(int a, int u, int h) { return 16 * a + 4 * u + 2 * h; }
 
   static std::int32_t reduce_add(V v) { return _mm512_reduce_add_epi32(v); }
 

@@ -1,12 +1,13 @@
 // The slot-mask strategy, one template for every slot-vectorizable layout (t2p, t2x4, t2p8, ...),
-// instantiated per ISA policy P (kernels/isa/*.hpp) and per block shape (vectors NV, rows ROWS).
+// instantiated per ISA policy P (kernels/isa/*.hpp) and per block shape (G groups of M vectors,
+// ROWS rows).
 // The layout enters only through its runtime SlotVectorPlan (kernels/kernel_plan.hpp):
 //
 //   per token, once:  expanded activations (per block, class and slot: the bytes matching each
 //                     word's lanes, 16 consecutive values or dup8 for row-pair words) + BlockActs
-//   per block:        for each weight vector j: one load, then P::slot_dot = AND per slot, dot4
-//                     against the expansion, the 1/4/16(/64) recombination; pair sums of lanes are
-//                     gathered into rows by the plan's pair_index; the +1 code offset leaves with
+//   per block:        for each weight vector: one load, then P::slot_dot = AND per slot, dot4
+//                     against the expansion, the 1/4/16(/64) recombination, summed per group;
+//                     pair sums of lanes are gathered into rows by the plan's pair_index; the +1 code offset leaves with
 //                     the q8_K partial sums (S - ysum); one fma per row with d_w * d_y.
 //
 // Exactness: every slot value is a code u in 0..3 times 4^s, every product fits the dot4's
@@ -25,23 +26,26 @@
 
 namespace ternlab::strategies {
 
-template <class P, int NV, int ROWS>
+template <class P, int G, int M, int ROWS>
 struct SlotMask {
-  static constexpr int kPairsPerRow = 2 * NV * (P::kBytes / kWordBytes) / ROWS;
+  static constexpr int kPairsPerRow = 2 * G * (P::kBytes / kWordBytes) / ROWS;
 
   static const SlotVectorPlan& plan(const LayoutInfo& L) { return slot_vector_plan(L, P::kBytes, &P::pair_position); }
   // Whether this instantiation's shape is the plan's.
   static bool fits(const SlotVectorPlan& p) {
-    return p.why_not.empty() && p.vectors == NV && p.rows == ROWS && p.pairs_per_row == kPairsPerRow;
+    return p.why_not.empty() && p.groups == G && p.group_size == M && p.rows == ROWS && p.pairs_per_row == kPairsPerRow;
   }
 
   // Sum of u * y for each row of one block, times 2^P::kSlotShift.
   static void block_dot(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* x, std::int32_t* s) {
-    typename P::V c[NV];
-    const std::uint8_t* w = blk + p.payload_begin;
-    for (int j = 0; j < NV; ++j) c[j] = P::slot_dot(P::load(w + j * P::kBytes), x + p.class_offset[j]);
-    alignas(64) std::int32_t pairs[(NV + 1) * P::kBytes / 4];
-    P::template store_pair_sums<NV>(c, pairs);
+    typename P::V c[G];
+    for (int g = 0; g < G; ++g) {
+      c[g] = P::slot_dot(P::load(blk + p.vector_offset[g * M]), x + p.class_offset[g * M]);
+      for (int m = 1; m < M; ++m)
+        c[g] = P::add32(c[g], P::slot_dot(P::load(blk + p.vector_offset[g * M + m]), x + p.class_offset[g * M + m]));
+    }
+    alignas(64) std::int32_t pairs[(G + 1) * P::kBytes / 4];
+    P::template store_pair_sums<G>(c, pairs);
     for (int r = 0; r < ROWS; ++r) {
       std::int32_t sum = 0;
       for (int e = 0; e < kPairsPerRow; ++e) sum += pairs[p.pair_index[r * kPairsPerRow + e]];
@@ -52,7 +56,7 @@ struct SlotMask {
   static const SlotVectorPlan& checked_plan(const LayoutInfo& L) {
     const SlotVectorPlan& p = plan(L);
     if (!fits(p))
-      fail("slot-mask/", P::name, " kernel (", NV, " vectors x ", ROWS, " rows) cannot run layout '", L.name,
+      fail("slot-mask/", P::name, " kernel (", G, " x ", M, " vectors, ", ROWS, " rows) cannot run layout '", L.name,
            "': ", p.why_not.empty() ? std::string("its plan has another shape") : p.why_not);
     return p;
   }
