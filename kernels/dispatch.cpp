@@ -47,6 +47,8 @@ KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling) {
     }
   }
   // What the layout or the CPU rules out, so the listing is explicit about the absent arms.
+  for (Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::dotprod, Isa::i8mm})
+    if (!isa_supported(isa)) c.notes.push_back(cat(isa_name(isa), ": no kernels, this CPU lacks it (", feature_string(), ")"));
   for (const std::string& s : layout.strategies())
     if (std::none_of(all.begin(), all.end(), [&](const KernelVariant& k) { return k.strategy == s; }))
       c.notes.push_back(cat(s, ": no kernel for this CPU (", feature_string(), ")"));

@@ -69,6 +69,8 @@ TEST_SUITE("kernels") {
         CHECK(has(ks, "unpack/avx2") == L->facts.natural_two_bit);
         CHECK(has(ks, "base3/avx2") == L->facts.digit_planar);
       }
+      // The shared slot-mask template also instantiates the 16-byte NEON dotprod policy.
+      CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && L->facts.slot_vectorizable));
       if (isa_supported(Isa::avx512vnni)) {
         CHECK(has(ks, "slot-mask/avx512vnni") == L->facts.slot_vectorizable);
         CHECK(has(ks, "unpack/avx512vnni") == L->facts.natural_two_bit);
