@@ -33,15 +33,23 @@ struct Avx2 {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
   }
 
-  // Slot-mask: the four slots of weight vector v against their expanded activations x[0..3].
-  // Returns 16 * (sum of u * y) per int32 lane (kSlotShift = 4). Two int16 partials keep every
-  // int16 below 2^15 even for code 3: a = m2 + 4 m1 <= 24576, b = m0 + m3 <= 1536.
+  // Slot-mask: extract the four slots of weight vector v (slots 0-2 masked in place, slot 3
+  // shifted), then dot them with their expanded activations x[0..3]: 16 * (sum of u * y) per int32
+  // lane (kSlotShift = 4). Two int16 partials keep every int16 below 2^15 even for code 3:
+  // a = m2 + 4 m1 <= 24576, b = m0 + m3 <= 1536.
   static constexpr int kSlotShift = 4;
-  static V slot_dot(V v, const std::uint8_t* x) {
-    const V m0 = _mm256_maddubs_epi16(and_(v, set1_u8(0x03)), load(x));
-    const V m1 = _mm256_maddubs_epi16(and_(v, set1_u8(0x0c)), load(x + 32));
-    const V m2 = _mm256_maddubs_epi16(and_(v, set1_u8(0x30)), load(x + 64));
-    const V m3 = _mm256_maddubs_epi16(and_(shr_u8_dirty<6>(v), set1_u8(0x03)), load(x + 96));
+  struct Slots {
+    V s[4];
+  };
+  static Slots extract(V v) {
+    return {{and_(v, set1_u8(0x03)), and_(v, set1_u8(0x0c)), and_(v, set1_u8(0x30)),
+             and_(shr_u8_dirty<6>(v), set1_u8(0x03))}};
+  }
+  static V slot_dot(const Slots& w, const std::uint8_t* x) {
+    const V m0 = _mm256_maddubs_epi16(w.s[0], load(x));
+    const V m1 = _mm256_maddubs_epi16(w.s[1], load(x + 32));
+    const V m2 = _mm256_maddubs_epi16(w.s[2], load(x + 64));
+    const V m3 = _mm256_maddubs_epi16(w.s[3], load(x + 96));
     const V a = _mm256_add_epi16(m2, _mm256_slli_epi16(m1, 2));
     const V b = _mm256_add_epi16(m0, m3);
     return _mm256_add_epi32(_mm256_madd_epi16(a, set1_i16(1)), _mm256_madd_epi16(b, set1_i16(16)));

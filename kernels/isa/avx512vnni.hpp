@@ -29,11 +29,17 @@ struct Avx512Vnni {
   static V dot4(V acc, V u8, V s8) { return _mm512_dpbusd_epi32(acc, u8, s8); }
 
   static constexpr int kSlotShift = 0;
-  static V slot_dot(V v, const std::uint8_t* x) {
-    V acc = _mm512_dpbusd_epi32(zero(), and_(v, set1_u8(0xc0)), load(x + 192));
-    acc = _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), and_(v, set1_u8(0x30)), load(x + 128));
-    acc = _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), and_(v, set1_u8(0x0c)), load(x + 64));
-    return _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), and_(v, set1_u8(0x03)), load(x));
+  struct Slots {
+    V s[4];
+  };
+  static Slots extract(V v) {
+    return {{and_(v, set1_u8(0x03)), and_(v, set1_u8(0x0c)), and_(v, set1_u8(0x30)), and_(v, set1_u8(0xc0))}};
+  }
+  static V slot_dot(const Slots& w, const std::uint8_t* x) {
+    V acc = _mm512_dpbusd_epi32(zero(), w.s[3], load(x + 192));
+    acc = _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), w.s[2], load(x + 128));
+    acc = _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), w.s[1], load(x + 64));
+    return _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), w.s[0], load(x));
   }
 
   template <int NV>

@@ -22,13 +22,19 @@ struct NeonDotprod {
   static V add32(V a, V b) { return vaddq_s32(a, b); }
 
   static constexpr int kSlotShift = 0;
-  static V slot_dot(uint8x16_t v, const std::uint8_t* x) {
+  struct Slots {
+    int8x16_t s[4];
+  };
+  static Slots extract(uint8x16_t v) {
+    const auto mask = [&](std::uint8_t m) { return vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(m))); };
+    return {{mask(0x03), mask(0x0c), mask(0x30), vreinterpretq_s8_u8(vshrq_n_u8(v, 6))}};
+  }
+  static V slot_dot(const Slots& w, const std::uint8_t* x) {
     const auto acts = [&](int s) { return vld1q_s8(reinterpret_cast<const std::int8_t*>(x + 16 * s)); };
-    const auto slot = [&](std::uint8_t mask) { return vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(mask))); };
-    V acc = vdotq_s32(vdupq_n_s32(0), slot(0x30), acts(2));
-    acc = vdotq_s32(vshrq_n_s32(acc, 2), slot(0x0c), acts(1));
-    acc = vdotq_s32(vshrq_n_s32(acc, 2), slot(0x03), acts(0));
-    return vdotq_s32(acc, vreinterpretq_s8_u8(vshrq_n_u8(v, 6)), acts(3));
+    V acc = vdotq_s32(vdupq_n_s32(0), w.s[2], acts(2));
+    acc = vdotq_s32(vshrq_n_s32(acc, 2), w.s[1], acts(1));
+    acc = vdotq_s32(vshrq_n_s32(acc, 2), w.s[0], acts(0));
+    return vdotq_s32(acc, w.s[3], acts(3));
   }
 
   template <int G>

@@ -37,19 +37,33 @@ struct SlotMask {
   }
 
   // Sum of u * y for each row of one block, times 2^P::kSlotShift.
-  static void block_dot(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* x, std::int32_t* s) {
-    typename P::V c[G];
-    for (int g = 0; g < G; ++g) {
-      c[g] = P::slot_dot(P::load(blk + p.vector_offset[g * M]), x + p.class_offset[g * M]);
-      for (int m = 1; m < M; ++m)
-        c[g] = P::add32(c[g], P::slot_dot(P::load(blk + p.vector_offset[g * M + m]), x + p.class_offset[g * M + m]));
-    }
-    alignas(64) std::int32_t pairs[(G + 1) * P::kBytes / 4];
-    P::template store_pair_sums<G>(c, pairs);
-    for (int r = 0; r < ROWS; ++r) {
-      std::int32_t sum = 0;
-      for (int e = 0; e < kPairsPerRow; ++e) sum += pairs[p.pair_index[r * kPairsPerRow + e]];
-      s[r] = sum;
+  static void block_dot(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* x,
+                        std::int32_t (&s)[ROWS]) {
+    block_dot_tokens<1>(p, blk, &x, &s);
+  }
+
+  // The same for T tokens at once: each weight vector is loaded and its slots extracted once, then
+  // dotted with every token's expansion (the 4-column tile of gemm).
+  template <int T>
+  static void block_dot_tokens(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
+                               std::int32_t (*s)[ROWS]) {
+    typename P::V c[T][G];
+    for (int g = 0; g < G; ++g)
+      for (int m = 0; m < M; ++m) {
+        const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
+        for (int t = 0; t < T; ++t) {
+          const typename P::V d = P::slot_dot(w, x[t] + p.class_offset[g * M + m]);
+          c[t][g] = m == 0 ? d : P::add32(c[t][g], d);
+        }
+      }
+    for (int t = 0; t < T; ++t) {
+      alignas(64) std::int32_t pairs[(G + 1) * P::kBytes / 4];
+      P::template store_pair_sums<G>(c[t], pairs);
+      for (int r = 0; r < ROWS; ++r) {
+        std::int32_t sum = 0;
+        for (int e = 0; e < kPairsPerRow; ++e) sum += pairs[p.pair_index[r * kPairsPerRow + e]];
+        s[t][r] = sum;
+      }
     }
   }
 
@@ -87,7 +101,8 @@ struct SlotMask {
     }
   }
 
-  // 4-column tiles of q8_Kx4; a last, partial tile is one more pass over its live tokens.
+  // 4-column tiles of q8_Kx4, all four columns in one pass over the weights; a last, partial tile
+  // is one more such pass with its missing tokens zero (q8_Kx4 pads them), never a gemv per column.
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
     const LayoutInfo& L = *w.layout;
@@ -96,19 +111,21 @@ struct SlotMask {
     for (std::int64_t t = 0; t < x.tiles_count(); ++t) {
       const int live = int(std::min<std::int64_t>(4, x.tokens - 4 * t));
       SlotActs a[4];
-      for (int m = 0; m < live; ++m) a[m] = prepare_slot_acts_x4(p, L, x.tile(t), m, nb, m);
+      for (int m = 0; m < 4; ++m) a[m] = prepare_slot_acts_x4(p, L, x.tile(t), m, nb, m);
       for (std::int64_t g = g0; g < g1; ++g) {
         float acc[4][ROWS] = {};
         const std::uint8_t* blk = w.block(g, 0);
         for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes) {
           float d[ROWS];
           scales(p, blk, d);
-          for (int m = 0; m < live; ++m) {
-            std::int32_t s[ROWS];
-            block_dot(p, blk, a[m].expanded + i * p.expanded_block_bytes, s);
+          const std::uint8_t* xs[4];
+          for (int m = 0; m < 4; ++m) xs[m] = a[m].expanded + i * p.expanded_block_bytes;
+          std::int32_t s[4][ROWS];
+          block_dot_tokens<4>(p, blk, xs, s);
+          for (int m = 0; m < 4; ++m) {
             const BlockActs b = a[m].blocks[i];
             for (int r = 0; r < ROWS; ++r)
-              acc[m][r] = __builtin_fmaf(float((s[r] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[m][r]);
+              acc[m][r] = __builtin_fmaf(float((s[m][r] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[m][r]);
           }
         }
         for (int m = 0; m < live; ++m)
