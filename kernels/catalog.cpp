@@ -1,9 +1,20 @@
 #include "kernels/catalog.hpp"
 
+#include "kernels/cpu.hpp"
+#include "kernels/arm_kernels.hpp"
+#include "kernels/x86_kernels.hpp"
+
 namespace ternlab {
 
-std::vector<KernelVariant> kernels_for(const LayoutInfo&) {
-  return {KernelVariant{"reference", "scalar", &gemv_reference, &gemm_reference}};
+std::vector<KernelVariant> kernels_for(const LayoutInfo& layout) {
+  std::vector<KernelVariant> v{KernelVariant{"reference", "scalar", &gemv_reference, &gemm_reference}};
+  // x86 strategies (slot-mask, unpack, base3) per ISA the CPU runs; each adds only what the
+  // layout's properties and plan admit.
+  if (isa_supported(Isa::avx2)) detail::add_avx2_kernels(layout, v);
+  if (isa_supported(Isa::avx512vnni)) detail::add_avx512vnni_kernels(layout, v);
+  // The shared slot-mask template on NEON dotprod (the 16-byte policy).
+  if (isa_supported(Isa::dotprod)) detail::add_dotprod_kernels(layout, v);
+  return v;
 }
 
 }  // namespace ternlab

@@ -1,0 +1,275 @@
+// `ternlab kernels`: the kernel variants each layout has on this CPU and the one dispatch picks.
+// `ternlab bench`:   every layout x strategy x ISA on the issue's shapes (gemv 32768 x 8192, gemm
+//                    17408 x 5120 at 4 and 64 columns), 1 and 2 threads, each pass reported against
+//                    a memory (gemv) or int8 compute (gemm) ceiling measured right beside it.
+// Arms are interleaved within each round, pools are created before any timing, and every arm's
+// output is checked bit for bit against the reference kernel before it is timed.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "common/error.hpp"
+#include "common/strings.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/measure.hpp"
+#include "kernels/testdata.hpp"
+#include "layouts/stock.hpp"
+
+namespace ternlab::cli {
+
+namespace {
+
+void apply_isa(const std::string& isa) {
+  if (!isa.empty()) set_isa_ceiling(parse_isa(isa));
+}
+
+void list_kernels(const std::string& isa, bool explain) {
+  apply_isa(isa);
+  std::cout << "cpu: " << cpu_features().model << " (" << feature_string() << "), ceiling " << isa_name(best_isa())
+            << "\n";
+  for (const LayoutInfo* L : all_layouts()) {
+    const KernelChoice c = best_kernel(*L);
+    std::cout << std::left << std::setw(8) << L->name;
+    for (const KernelVariant& k : kernels_for(*L))
+      std::cout << "  " << (k.name() == c.variant.name() ? "*" : " ") << k.name();
+    std::cout << "\n";
+    if (explain)
+      for (const std::string& n : c.notes) std::cout << "          " << n << "\n";
+  }
+  std::cout << "(* = chosen by best_kernel under the ceiling; --isa lowers it)\n";
+}
+
+std::pair<std::int64_t, std::int64_t> parse_shape(const std::string& s) {
+  const auto x = s.find('x');
+  if (x == std::string::npos) fail("shape '", s, "' must read ROWSxCOLS, e.g. 32768x8192");
+  try {
+    return {std::stoll(s.substr(0, x)), std::stoll(s.substr(x + 1))};
+  } catch (const std::exception&) {
+    fail("shape '", s, "' must read ROWSxCOLS, e.g. 32768x8192");
+  }
+}
+
+struct BenchOptions {
+  std::vector<int> threads{1, 2};
+  std::vector<std::int64_t> cols{4, 64};
+  std::vector<std::string> layouts;
+  std::string gemv_shape = "32768x8192", gemm_shape = "17408x5120", isa, only = "all";
+  int rounds = 3;
+  double min_seconds = 0.1;  // per timed pass
+  std::size_t ceiling_mib = 1024;
+  bool with_reference = false, pin = false;
+};
+
+struct Arm {
+  const LayoutInfo* layout;
+  KernelVariant kernel;
+  PackedMatrix w;
+};
+
+// Kernel arms for one weight matrix: every layout that can hold it x every variant under the ceiling.
+std::vector<Arm> make_arms(const BenchOptions& o, std::int64_t rows, std::int64_t cols) {
+  std::cerr << "bench: generating a " << rows << " x " << cols << " ternary matrix\n";
+  const TernaryMatrix m = make_weights(rows, cols, 2026, Fill::random, ScaleKind::random);
+  std::vector<Arm> arms;
+  for (const LayoutInfo* L : all_layouts()) {
+    if (!o.layouts.empty() && std::find(o.layouts.begin(), o.layouts.end(), L->name) == o.layouts.end()) continue;
+    if (rows % L->rows) continue;
+    const auto packed = std::make_shared<PackedMatrix>(pack(m, *L));
+    for (const KernelVariant& k : kernels_for(*L)) {
+      if (k.strategy == "reference" && !o.with_reference) continue;
+      if (int(parse_isa(k.isa)) > int(best_isa()) && parse_isa(k.isa) != Isa::scalar) continue;
+      arms.push_back({L, k, *packed});
+    }
+  }
+  return arms;
+}
+
+// Bitwise check of an arm's output against the reference kernel on the first and last row groups.
+void verify(const Arm& a, const std::vector<float>& y, const Q8KBatch& x, std::int64_t ldy) {
+  const std::int64_t groups = a.w.row_groups(), n = std::min<std::int64_t>(groups, 8);
+  std::vector<float> ref(std::size_t(x.tokens * ldy), NAN);
+  for (std::int64_t g0 : {std::int64_t(0), groups - n}) {
+    if (x.tokens == 1)
+      gemv_reference(a.w, x.row(0), ref.data(), g0, g0 + n);
+    else
+      gemm_reference(a.w, x, ref.data(), ldy, g0, g0 + n);
+    for (std::int64_t t = 0; t < x.tokens; ++t)
+      for (std::int64_t r = g0 * a.layout->rows; r < (g0 + n) * a.layout->rows; ++r)
+        if (std::memcmp(&y[std::size_t(t * ldy + r)], &ref[std::size_t(t * ldy + r)], sizeof(float)) != 0)
+          fail("bench: ", a.layout->name, " ", a.kernel.name(), " differs from the reference at token ", t,
+               " row ", r, " (", y[std::size_t(t * ldy + r)], " vs ", ref[std::size_t(t * ldy + r)], ")");
+  }
+}
+
+// Mean seconds per call over back-to-back calls lasting at least min_seconds.
+template <class F>
+double time_pass(F&& run, double min_seconds) {
+  run();  // warm: page tables, caches of the activations
+  int reps = 0;
+  double total = 0;
+  while (total < min_seconds) {
+    total += seconds_of(run);
+    ++reps;
+  }
+  return total / reps;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Row {
+  std::vector<double> rate, frac, ceiling;  // per round
+};
+
+void bench(const BenchOptions& o) {
+  apply_isa(o.isa);
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int t : o.threads) pools.push_back(std::make_unique<ThreadPool>(t, o.pin));
+  const std::size_t ceiling_bytes = o.ceiling_mib << 20;
+  std::cout << "machine: " << cpu_features().model << " (" << feature_string() << "), ceiling ISA "
+            << isa_name(best_isa()) << ", threads pinned: " << (o.pin ? "yes" : "no") << "\n";
+  for (auto& p : pools) {
+    const ComputeCeiling c = int8_compute_ceiling(*p);
+    std::cout << "int8 compute ceiling, " << p->size() << " thread(s): " << std::fixed << std::setprecision(1)
+              << c.gmacs << " GMAC/s (" << c.instruction << ")\n";
+  }
+  // Rates keyed by "kind|layout|kernel|threads|cols" for the summary ratios.
+  std::map<std::string, double> med;
+
+  if (o.only == "all" || o.only == "gemv") {
+    const auto [rows, cols] = parse_shape(o.gemv_shape);
+    std::vector<Arm> arms = make_arms(o, rows, cols);
+    const std::vector<float> xf = make_float_activations(1, cols, 7);
+    const Q8KBatch x = quantize_batch(xf.data(), 1, cols);
+    std::vector<float> y(static_cast<std::size_t>(rows));
+    for (const Arm& a : arms) {
+      run_gemv(*pools.front(), a.kernel, a.w, x, y);
+      verify(a, y, x, rows);
+    }
+    std::cout << "\ngemv " << rows << " x " << cols << " (outputs verified against reference), median of "
+              << o.rounds << " rounds; ceiling = streaming read of " << o.ceiling_mib
+              << " MiB beside each pass\n";
+    std::cout << std::left << std::setw(8) << "layout" << std::setw(22) << "kernel" << std::right << std::setw(4)
+              << "thr" << std::setw(12) << "Gweights/s" << std::setw(9) << "GB/s" << std::setw(11) << "ceil GB/s"
+              << std::setw(9) << "of ceil" << "\n";
+    for (std::size_t pi = 0; pi < pools.size(); ++pi) {
+      ThreadPool& pool = *pools[pi];
+      std::vector<Row> res(arms.size());
+      for (int r = 0; r < o.rounds; ++r)
+        for (std::size_t i = 0; i < arms.size(); ++i) {
+          const Arm& a = arms[i];
+          const double before = read_ceiling_gbs(pool, ceiling_bytes);
+          const double s = time_pass([&] { run_gemv(pool, a.kernel, a.w, x, y); }, o.min_seconds);
+          const double after = read_ceiling_gbs(pool, ceiling_bytes);
+          const double gbs = double(a.w.bytes.size()) / s / 1e9, ceil = (before + after) / 2;
+          res[i].rate.push_back(double(rows) * double(cols) / s / 1e9);
+          res[i].ceiling.push_back(ceil);
+          res[i].frac.push_back(gbs / ceil);
+        }
+      for (std::size_t i = 0; i < arms.size(); ++i) {
+        const Arm& a = arms[i];
+        const double gw = median(res[i].rate);
+        const double bpw = double(a.w.bytes.size()) / (double(rows) * double(cols));
+        std::cout << std::left << std::setw(8) << a.layout->name << std::setw(22) << a.kernel.name() << std::right
+                  << std::setw(4) << pool.size() << std::fixed << std::setprecision(1) << std::setw(12) << gw
+                  << std::setw(9) << gw * bpw << std::setw(11) << median(res[i].ceiling) << std::setw(8)
+                  << std::setprecision(0) << 100 * median(res[i].frac) << "%\n";
+        med[cat("gemv|", a.layout->name, "|", a.kernel.name(), "|", pool.size())] = gw;
+      }
+    }
+  }
+
+  if (o.only == "all" || o.only == "gemm") {
+    const auto [rows, cols] = parse_shape(o.gemm_shape);
+    std::vector<Arm> arms = make_arms(o, rows, cols);
+    for (std::int64_t tokens : o.cols) {
+      const std::vector<float> xf = make_float_activations(tokens, cols, 9);
+      const Q8KBatch x = quantize_batch(xf.data(), tokens, cols);
+      std::vector<float> y(std::size_t(rows * tokens));
+      for (const Arm& a : arms) {
+        run_gemm(*pools.front(), a.kernel, a.w, x, y, rows);
+        verify(a, y, x, rows);
+      }
+      std::cout << "\ngemm " << rows << " x " << cols << " x " << tokens
+                << " columns (outputs verified), median of " << o.rounds
+                << " rounds; ceiling = int8 dot loop beside each pass\n";
+      std::cout << std::left << std::setw(8) << "layout" << std::setw(22) << "kernel" << std::right << std::setw(4)
+                << "thr" << std::setw(10) << "GMAC/s" << std::setw(12) << "ceil GMAC/s" << std::setw(9) << "of ceil"
+                << "\n";
+      for (std::size_t pi = 0; pi < pools.size(); ++pi) {
+        ThreadPool& pool = *pools[pi];
+        std::vector<Row> res(arms.size());
+        for (int r = 0; r < o.rounds; ++r)
+          for (std::size_t i = 0; i < arms.size(); ++i) {
+            const Arm& a = arms[i];
+            const double s = time_pass([&] { run_gemm(pool, a.kernel, a.w, x, y, rows); }, o.min_seconds);
+            const double ceil = int8_compute_ceiling(pool).gmacs;
+            const double gmacs = double(rows) * double(cols) * double(tokens) / s / 1e9;
+            res[i].rate.push_back(gmacs);
+            res[i].ceiling.push_back(ceil);
+            res[i].frac.push_back(gmacs / ceil);
+          }
+        for (std::size_t i = 0; i < arms.size(); ++i) {
+          const Arm& a = arms[i];
+          std::cout << std::left << std::setw(8) << a.layout->name << std::setw(22) << a.kernel.name() << std::right
+                    << std::setw(4) << pool.size() << std::fixed << std::setprecision(1) << std::setw(10)
+                    << median(res[i].rate) << std::setw(12) << median(res[i].ceiling) << std::setw(8)
+                    << std::setprecision(0) << 100 * median(res[i].frac) << "%\n";
+          med[cat("gemm", tokens, "|", a.layout->name, "|", a.kernel.name(), "|", pool.size())] = median(res[i].rate);
+        }
+      }
+    }
+  }
+
+  // The issue's comparisons, from the medians above: each slot-mask arm against the unpack arm of
+  // pq2_0 on the same ISA, threads and shape.
+  std::cout << "\nratios to the stock pq2_0 unpack arm (same ISA, threads, shape):\n";
+  for (const auto& [key, rate] : med) {
+    std::istringstream is(key);
+    std::string kind, layout, kernel, thr;
+    std::getline(is, kind, '|'), std::getline(is, layout, '|'), std::getline(is, kernel, '|'), std::getline(is, thr);
+    if (layout == "pq2_0") continue;
+    const std::string isa = kernel.substr(kernel.find('/') + 1);
+    const auto base = med.find(cat(kind, "|pq2_0|unpack/", isa, "|", thr));
+    if (base == med.end() || base->second <= 0) continue;
+    std::cout << "  " << std::left << std::setw(7) << kind << std::setw(8) << layout << std::setw(22) << kernel
+              << thr << " thr: " << std::fixed << std::setprecision(2) << rate / base->second << "x\n";
+  }
+}
+
+}  // namespace
+
+void add_kernel_commands(CLI::App& app) {
+  auto* list = app.add_subcommand("kernels", "List the kernel variants of each layout on this CPU and the chosen one");
+  static std::string list_isa;
+  static bool explain = false;
+  list->add_option("--isa", list_isa, "ISA ceiling (scalar, avx2, avx512vnni, neon, dotprod, i8mm)");
+  list->add_flag("--explain", explain, "Say why each candidate was taken or passed over");
+  list->callback([] { list_kernels(list_isa, explain); });
+
+  auto* b = app.add_subcommand("bench", "Kernel benchmark: gemv/gemm per layout x strategy x ISA vs measured ceilings");
+  static BenchOptions o;
+  b->add_option("--threads", o.threads, "Thread counts (persistent pools)")->delimiter(',');
+  b->add_option("--cols", o.cols, "gemm column counts")->delimiter(',');
+  b->add_option("--layouts", o.layouts, "Only these layouts")->delimiter(',');
+  b->add_option("--gemv", o.gemv_shape, "gemv shape ROWSxCOLS");
+  b->add_option("--gemm", o.gemm_shape, "gemm weight shape ROWSxCOLS");
+  b->add_option("--isa", o.isa, "ISA ceiling: arms above it are left out");
+  b->add_option("--only", o.only, "all, gemv or gemm")->check(CLI::IsMember({"all", "gemv", "gemm"}));
+  b->add_option("--rounds", o.rounds, "Interleaved rounds (median reported)");
+  b->add_option("--min-seconds", o.min_seconds, "Minimum duration of each timed pass");
+  b->add_option("--ceiling-mib", o.ceiling_mib, "Streaming-read ceiling buffer size (MiB, >= 1024 for the issue)");
+  b->add_flag("--reference", o.with_reference, "Also time the scalar reference kernels (slow)");
+  b->add_flag("--pin", o.pin, "Pin pool threads to CPUs");
+  b->callback([] { bench(o); });
+}
+
+}  // namespace ternlab::cli

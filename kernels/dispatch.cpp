@@ -1,0 +1,99 @@
+#include "kernels/dispatch.hpp"
+
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "common/strings.hpp"
+
+namespace ternlab {
+
+namespace {
+
+int strategy_rank(const std::string& s) {
+  for (int i = 0; i < int(std::size(kStrategyPreference)); ++i)
+    if (s == kStrategyPreference[i]) return i;
+  return int(std::size(kStrategyPreference));
+}
+
+// ISAs compare only within one architecture's ladder (scalar is below all of them).
+bool at_or_below(Isa isa, Isa ceiling) {
+  if (isa == Isa::scalar) return true;
+  const bool x86 = isa == Isa::avx2 || isa == Isa::avx512vnni;
+  const bool x86_ceiling = ceiling == Isa::avx2 || ceiling == Isa::avx512vnni;
+  if (ceiling != Isa::scalar && x86 != x86_ceiling) return false;
+  return int(isa) <= int(ceiling);
+}
+
+}  // namespace
+
+KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling) {
+  std::vector<KernelVariant> all = kernels_for(layout);
+  // Richest ISA first, then the preferred strategy; stable keeps the catalog's order otherwise.
+  std::stable_sort(all.begin(), all.end(), [](const KernelVariant& a, const KernelVariant& b) {
+    const int ia = int(parse_isa(a.isa)), ib = int(parse_isa(b.isa));
+    return ia != ib ? ia > ib : strategy_rank(a.strategy) < strategy_rank(b.strategy);
+  });
+  KernelChoice c;
+  bool chosen = false;
+  for (const KernelVariant& k : all) {
+    if (!at_or_below(parse_isa(k.isa), ceiling)) {
+      c.notes.push_back(cat(k.name(), ": passed over, above the ceiling ", isa_name(ceiling)));
+    } else if (chosen) {
+      c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first"));
+    } else {
+      c.variant = k;
+      chosen = true;
+      c.notes.push_back(cat(k.name(), ": chosen"));
+    }
+  }
+  // What the layout or the CPU rules out, so the listing is explicit about the absent arms.
+  for (Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::dotprod, Isa::i8mm})
+    if (!isa_supported(isa)) c.notes.push_back(cat(isa_name(isa), ": no kernels, this CPU lacks it (", feature_string(), ")"));
+  for (const std::string& s : layout.strategies())
+    if (std::none_of(all.begin(), all.end(), [&](const KernelVariant& k) { return k.strategy == s; }))
+      c.notes.push_back(cat(s, ": no kernel for this CPU (", feature_string(), ")"));
+  for (const char* s : {"slot-mask", "unpack", "base3"}) {
+    const auto props = layout.strategies();
+    if (std::find(props.begin(), props.end(), s) == props.end())
+      c.notes.push_back(cat(s, ": not applicable, the layout lacks the property"));
+  }
+  return c;
+}
+
+KernelChoice best_kernel(const LayoutInfo& layout) { return best_kernel(layout, best_isa()); }
+
+KernelVariant find_kernel(const LayoutInfo& layout, const std::string& name) {
+  const std::vector<KernelVariant> all = kernels_for(layout);
+  for (const KernelVariant& k : all)
+    if (k.name() == name) return k;
+  fail("no kernel '", name, "' for layout '", layout.name, "' on this CPU (available: ",
+       join(all | ranges::views::transform([](const KernelVariant& k) { return k.name(); })), ")");
+}
+
+void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,
+              std::int64_t x_cols, std::span<float> y) {
+  check_gemv_args(w, x, x_cols, y.data(), std::int64_t(y.size()));
+  const std::int64_t groups = w.row_groups();
+  pool.run([&](int t) {
+    const auto [g0, g1] = ThreadPool::split(groups, t, pool.size());
+    if (g0 < g1) k.gemv(w, x, y.data(), g0, g1);
+  });
+}
+
+void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
+              std::span<float> y) {
+  if (x.tokens != 1) fail("gemv: the activation batch holds ", x.tokens, " tokens, need exactly 1");
+  run_gemv(pool, k, w, x.row(0), x.cols, y);
+}
+
+void run_gemm(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
+              std::span<float> y, std::int64_t ldy) {
+  check_gemm_args(w, x, y.data(), ldy, std::int64_t(y.size()));
+  const std::int64_t groups = w.row_groups();
+  pool.run([&](int t) {
+    const auto [g0, g1] = ThreadPool::split(groups, t, pool.size());
+    if (g0 < g1) k.gemm(w, x, y.data(), ldy, g0, g1);
+  });
+}
+
+}  // namespace ternlab

@@ -1,0 +1,44 @@
+// Choosing a kernel and running it on a thread pool.
+//
+// best_kernel(layout, ceiling) picks, among kernels_for(layout), the richest ISA not above the
+// ceiling and, within it, the first strategy of kStrategyPreference; the reference kernel is the
+// fallback. It also says, per candidate, why it was taken or passed over, so a run can record the
+// path it measured (`ternlab kernels`, `--isa`).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/catalog.hpp"
+#include "kernels/cpu.hpp"
+#include "kernels/thread_pool.hpp"
+
+namespace ternlab {
+
+inline constexpr const char* kStrategyPreference[] = {"slot-mask", "base3", "unpack", "reference"};
+
+struct KernelChoice {
+  KernelVariant variant;
+  std::vector<std::string> notes;  // one line per candidate: "slot-mask/avx2: chosen", "...: above ceiling avx2"
+};
+
+// Ceiling defaults to best_isa() (the CPU's richest, or the one set_isa_ceiling() imposed).
+KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling);
+KernelChoice best_kernel(const LayoutInfo& layout);
+
+// The variant called "strategy/isa" for this layout; throws listing the available ones.
+KernelVariant find_kernel(const LayoutInfo& layout, const std::string& name);
+
+// y = W x for one token, row groups split statically over the pool's threads (ThreadPool::split,
+// so every thread gets whole row groups of the layout). Arguments are checked first.
+void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,
+              std::int64_t x_cols, std::span<float> y);
+void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
+              std::span<float> y);  // x must hold one token
+// Y[t * ldy + row] for every token of x.
+void run_gemm(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
+              std::span<float> y, std::int64_t ldy);
+
+}  // namespace ternlab

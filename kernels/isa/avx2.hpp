@@ -1,0 +1,120 @@
+// The AVX2 policy: 256-bit vectors (two 16-byte words). Include only from a translation unit whose
+// code is compiled for avx2,fma,f16c (see kernels/x86_avx2.cpp).
+//
+// dot4 is maddubs (u8 x s8 -> saturating int16 pair sums) + madd (int16 -> int32). Saturation is
+// why slot 3 is shifted down here: masked in place it would be 64u <= 192, and 2 * 192 * 127 >
+// 32767. Slots 0-2 stay in place (u, 4u, 16u; 2 * 48 * 128 = 12288 fits int16).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace ternlab::isa {
+
+struct Avx2 {
+  static constexpr const char* name = "avx2";
+  static constexpr int kBytes = 32;
+  using V = __m256i;
+
+  static V load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static V zero() { return _mm256_setzero_si256(); }
+  static V and_(V a, V b) { return _mm256_and_si256(a, b); }
+  static V set1_u8(std::uint8_t v) { return _mm256_set1_epi8(char(v)); }
+  static V set1_i16(std::int16_t v) { return _mm256_set1_epi16(v); }
+  static V add32(V a, V b) { return _mm256_add_epi32(a, b); }
+  static V sub32(V a, V b) { return _mm256_sub_epi32(a, b); }
+  // Bytes shifted right by n (the 16-bit shift drags in bits of the next byte; callers mask them).
+  template <int n>
+  static V shr_u8_dirty(V a) { return _mm256_srli_epi16(a, n); }
+
+  // acc + sum of 4 products u8 x s8 per int32 lane (no saturation for |u| <= 63: 2 * 63 * 128 fits).
+  static V dot4(V acc, V u8, V s8) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
+  }
+
+  // Slot-mask: extract the four slots of weight vector v (slots 0-2 masked in place, slot 3
+  // shifted), then dot them with their expanded activations x[0..3]: 16 * (sum of u * y) per int32
+  // lane (kSlotShift = 4). Two int16 partials keep every int16 below 2^15 even for code 3:
+  // a = m2 + 4 m1 <= 24576, b = m0 + m3 <= 1536.
+  static constexpr int kSlotShift = 4;
+  struct Slots {
+    V s[4];
+  };
+  static Slots extract(V v) {
+    return {{and_(v, set1_u8(0x03)), and_(v, set1_u8(0x0c)), and_(v, set1_u8(0x30)),
+             and_(shr_u8_dirty<6>(v), set1_u8(0x03))}};
+  }
+  static V slot_dot(const Slots& w, const std::uint8_t* x) {
+    const V m0 = _mm256_maddubs_epi16(w.s[0], load(x));
+    const V m1 = _mm256_maddubs_epi16(w.s[1], load(x + 32));
+    const V m2 = _mm256_maddubs_epi16(w.s[2], load(x + 64));
+    const V m3 = _mm256_maddubs_epi16(w.s[3], load(x + 96));
+    const V a = _mm256_add_epi16(m2, _mm256_slli_epi16(m1, 2));
+    const V b = _mm256_add_epi16(m0, m3);
+    return _mm256_add_epi32(_mm256_madd_epi16(a, set1_i16(1)), _mm256_madd_epi16(b, set1_i16(16)));
+  }
+
+  // Pair sums of NV slot-dot vectors, stored in the order pair_position describes.
+  template <int NV>
+  static void store_pair_sums(const V* c, std::int32_t* out) {
+    for (int j = 0; j < NV; j += 2) {
+      const V h = _mm256_hadd_epi32(c[j], j + 1 < NV ? c[j + 1] : zero());
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 4 * j), h);
+    }
+  }
+  // hadd(c_a, c_a+1): per 128-bit word u, [c_a pairs 0,1 | c_a+1 pairs 0,1].
+  static int pair_position(int a, int u, int h) { return 8 * (a / 2) + 4 * u + 2 * (a % 2) + h; }
+
+  static std::int32_t reduce_add(V v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+  }
+
+  // --- natural 2-bit order (the stock unpack strategy, spec 6.2 / 6.5) -------------------------
+  static constexpr int kNaturalWeights = 32;  // weights per unpack step
+  // Broadcast 8 code bytes to the four 64-bit lanes, shift lane j by 2j, AND 3: byte 8j + b holds
+  // the code of weight 4b + j.
+  static V unpack_natural(const std::uint8_t* codes) {
+    std::int64_t c;
+    __builtin_memcpy(&c, codes, 8);
+    const V b = _mm256_set1_epi64x(c);
+    return and_(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 2, 4, 6)), set1_u8(3));
+  }
+  // The matching activation order: 4x4 byte transpose in each 128-bit lane, then interleave dwords.
+  static V natural_order_acts(const std::int8_t* q) {
+    const V t = _mm256_shuffle_epi8(load(q), _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                                             0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    return _mm256_permutevar8x32_epi32(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  }
+
+  // --- base-3 (digit-planar) -----------------------------------------------------------------
+  // Two 16-byte windows, one per 128-bit lane, then a byte shuffle inside each lane.
+  static V windows(const std::uint8_t* lo, const std::uint8_t* hi) {
+    return _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(hi), reinterpret_cast<const __m128i*>(lo));
+  }
+  static V shuffle_bytes(V a, V idx) { return _mm256_shuffle_epi8(a, idx); }
+  // Byte-wise product mod 256 with per-byte multipliers (even bytes' in `even`, odd bytes' in
+  // `odd`, as 16-bit values): two 16-bit multiplies, each keeping the byte it got right.
+  static V mul_u8(V x, V even, V odd) {
+    const V lo = _mm256_mullo_epi16(x, even);
+    const V hi = _mm256_mullo_epi16(_mm256_and_si256(x, _mm256_set1_epi16(std::int16_t(0xff00))), odd);
+    return _mm256_blendv_epi8(lo, hi, _mm256_set1_epi16(std::int16_t(0xff00)));
+  }
+  // The top trit of each byte, floor(3 x / 256) = (x >= 86) + (x >= 171), as 0..2.
+  static V top_trit(V x) {
+    const V ge86 = _mm256_cmpeq_epi8(_mm256_max_epu8(x, set1_u8(86)), x);
+    const V ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(x, set1_u8(171)), x);
+    return _mm256_sub_epi8(_mm256_sub_epi8(zero(), ge86), ge171);
+  }
+
+  static float fp16(const std::uint8_t* p) {
+    std::uint16_t h;
+    __builtin_memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+  }
+};
+
+}  // namespace ternlab::isa

@@ -1,0 +1,251 @@
+#include "kernels/kernel_plan.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "common/aligned.hpp"
+#include "common/error.hpp"
+
+namespace ternlab {
+
+namespace {
+
+SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
+  SlotVectorPlan p;
+  p.vector_bytes = vb;
+  const auto reject = [&](auto... why) {
+    p.why_not = cat(why...);
+    return p;
+  };
+  if (!L.facts.slot_vectorizable || L.slot_plan.empty()) return reject("layout is not slot-vectorizable");
+  const int payload = int(L.slot_plan.size()) * kWordBytes;
+  if (payload % vb != 0) return reject("payload of ", payload, " bytes is not a whole number of ", vb, "-byte vectors");
+  const int vw = vb / kWordBytes;
+  p.vectors = payload / vb;
+  p.rows = L.rows;
+  if (p.vectors > kMaxPlanVectors) return reject(p.vectors, " vectors per block (at most ", kMaxPlanVectors, ")");
+  if (L.rows > kMaxPlanRows) return reject(L.rows, " rows per block (at most ", kMaxPlanRows, ")");
+  p.payload_begin = L.slot_plan[0].byte_offset;
+  p.block_bytes = L.block_bytes();
+  for (int r = 0; r < L.rows; ++r) p.scale_offset[r] = L.scale_offset(r);
+
+  // Slots are combined per vector before the lanes are reduced to rows, so a word's rows must not
+  // depend on the slot (true of every row and row-pair layout declared so far).
+  for (const WordPlan& w : L.slot_plan)
+    for (int s = 1; s < 4; ++s)
+      if (w.slot[s].row_a != w.slot[0].row_a || w.slot[s].row_b != w.slot[0].row_b)
+        return reject("word at byte ", w.byte_offset, " feeds different rows from different slots");
+
+  // Groups: vectors whose lanes feed the same rows, in the same places. Equal-sized groups are
+  // processed group by group; otherwise every vector is its own group.
+  const auto same_rows = [&](int a, int b) {
+    for (int u = 0; u < vw; ++u) {
+      const SlotLanes& x = L.slot_plan[std::size_t(a * vw + u)].slot[0];
+      const SlotLanes& y = L.slot_plan[std::size_t(b * vw + u)].slot[0];
+      if (x.row_a != y.row_a || x.row_b != y.row_b) return false;
+    }
+    return true;
+  };
+  std::vector<std::vector<int>> groups;
+  for (int j = 0; j < p.vectors; ++j) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& m) { return same_rows(m[0], j); });
+    if (g == groups.end())
+      groups.push_back({j});
+    else
+      g->push_back(j);
+  }
+  if (std::any_of(groups.begin(), groups.end(), [&](const auto& m) { return m.size() != groups[0].size(); })) {
+    groups.clear();
+    for (int j = 0; j < p.vectors; ++j) groups.push_back({j});
+  }
+  p.groups = int(groups.size());
+  p.group_size = int(groups[0].size());
+  std::vector<int> order;
+  for (const auto& m : groups) order.insert(order.end(), m.begin(), m.end());
+
+  // Classes: vectors whose words need identical activations share one expansion.
+  const auto same_acts = [&](int a, int b) {
+    for (int u = 0; u < vw; ++u)
+      for (int s = 0; s < 4; ++s) {
+        const SlotLanes& x = L.slot_plan[std::size_t(a * vw + u)].slot[s];
+        const SlotLanes& y = L.slot_plan[std::size_t(b * vw + u)].slot[s];
+        if (x.k0 != y.k0 || (x.row_b < 0) != (y.row_b < 0)) return false;
+      }
+    return true;
+  };
+  for (int i = 0; i < p.vectors; ++i) {
+    const int j = order[std::size_t(i)];
+    int c = 0;
+    while (c < p.classes && !same_acts(p.class_vector[c], j)) ++c;
+    if (c == p.classes) p.class_vector[p.classes++] = j;
+    p.class_offset[i] = c * 4 * vb;
+    p.vector_offset[i] = p.payload_begin + j * vb;
+  }
+  p.expanded_block_bytes = p.classes * 4 * vb;
+
+  // Pair sums (two int32 lanes = 8 bytes of one word) to rows.
+  const int pairs = 2 * p.groups * vw;
+  if (pairs % L.rows != 0) return reject(pairs, " lane pairs do not split evenly over ", L.rows, " rows");
+  p.pairs_per_row = pairs / L.rows;
+  std::vector<int> filled(std::size_t(L.rows), 0);
+  for (int a = 0; a < p.groups; ++a)
+    for (int u = 0; u < vw; ++u)
+      for (int h = 0; h < 2; ++h) {
+        const SlotLanes& l = L.slot_plan[std::size_t(groups[std::size_t(a)][0] * vw + u)].slot[0];
+        const int row = (h == 1 && l.row_b >= 0) ? l.row_b : l.row_a;
+        int& n = filled[std::size_t(row)];
+        if (n == p.pairs_per_row) return reject("row ", row, " owns more lane pairs than the others");
+        p.pair_index[row * p.pairs_per_row + n++] = std::uint16_t(pos(a, u, h));
+      }
+  return p;
+}
+
+struct Scratch {
+  std::uint8_t* data = nullptr;
+  std::size_t size = 0;
+  ~Scratch() { ::operator delete(data, std::align_val_t{kAlign}); }
+};
+
+std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
+const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_bytes, PairPosition pos) {
+  static std::mutex mu;
+  static std::map<std::tuple<const LayoutInfo*, int, PairPosition>, std::unique_ptr<SlotVectorPlan>> cache;
+  const std::lock_guard lock(mu);
+  auto& slot = cache[{&layout, vector_bytes, pos}];
+  if (!slot) slot = std::make_unique<SlotVectorPlan>(build_slot_plan(layout, vector_bytes, pos));
+  return *slot;
+}
+
+void expand_slot_activations(const SlotVectorPlan& p, const LayoutInfo& L, const std::int8_t* q, std::uint8_t* out) {
+  const int vw = p.vector_bytes / kWordBytes;
+  for (int c = 0; c < p.classes; ++c)
+    for (int s = 0; s < 4; ++s)
+      for (int u = 0; u < vw; ++u) {
+        const SlotLanes& l = L.slot_plan[std::size_t(p.class_vector[c] * vw + u)].slot[s];
+        std::uint8_t* dst = out + (c * 4 + s) * p.vector_bytes + u * kWordBytes;
+        if (l.row_b < 0) {
+          std::memcpy(dst, q + l.k0, 16);
+        } else {  // dup8: the same 8 activations meet row a's and row b's 8 weights
+          std::memcpy(dst, q + l.k0, 8);
+          std::memcpy(dst + 8, q + l.k0, 8);
+        }
+      }
+}
+
+std::uint8_t* kernel_scratch(std::size_t bytes, int index) {
+  thread_local Scratch areas[24];
+  Scratch& a = areas[index];
+  if (a.size < bytes) {
+    ::operator delete(a.data, std::align_val_t{kAlign});
+    a.data = static_cast<std::uint8_t*>(::operator new(align_up(bytes), std::align_val_t{kAlign}));
+    a.size = align_up(bytes);
+  }
+  return a.data;
+}
+
+namespace {
+template <class Fetch>
+SlotActs prepare(const SlotVectorPlan& p, const LayoutInfo& L, std::int64_t nb, int slot, Fetch fetch) {
+  const std::size_t head = align_up(std::size_t(nb) * sizeof(BlockActs));
+  std::uint8_t* mem = kernel_scratch(head + std::size_t(nb) * std::size_t(p.expanded_block_bytes), slot);
+  auto* acts = reinterpret_cast<BlockActs*>(mem);
+  std::uint8_t* expanded = mem + head;
+  alignas(64) std::int8_t q[128];
+  for (std::int64_t i = 0; i < nb; ++i) {
+    acts[i] = fetch(i, q);
+    expand_slot_activations(p, L, q, expanded + i * p.expanded_block_bytes);
+  }
+  return {expanded, acts};
+}
+}  // namespace
+
+SlotActs prepare_slot_acts(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8K* x, std::int64_t nb,
+                           int slot) {
+  return prepare(p, L, nb, slot, [&](std::int64_t i, std::int8_t* q) {
+    const BlockQ8K& b = x[i / 2];
+    std::memcpy(q, b.qs + 128 * (i % 2), 128);
+    return BlockActs{b.d, half_sum(b, int(i % 2))};
+  });
+}
+
+SlotActs prepare_slot_acts_x4(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8Kx4* x, int m,
+                              std::int64_t nb, int slot) {
+  return prepare(p, L, nb, slot, [&](std::int64_t i, std::int8_t* q) {
+    const BlockQ8Kx4& b = x[i / 2];
+    const int h = int(i % 2);
+    for (int c = 0; c < 16; ++c) std::memcpy(q + 8 * c, b.qs + x4_index(m, 128 * h + 8 * c), 8);
+    return BlockActs{b.d[m], half_sum_x4(b, m, h)};
+  });
+}
+
+const BlockQ8K* deinterleave_tile_token(const BlockQ8Kx4* x, int m, std::int64_t nb256, int slot) {
+  auto* out = reinterpret_cast<BlockQ8K*>(kernel_scratch(std::size_t(nb256) * sizeof(BlockQ8K), slot));
+  for (std::int64_t i = 0; i < nb256; ++i) out[i] = deinterleave_x4(x[i], m);
+  return out;
+}
+
+}  // namespace ternlab
+
+namespace ternlab {
+
+namespace {
+Base3Plan build_base3_plan(const LayoutInfo& L) {
+  Base3Plan p;
+  if (!L.facts.digit_planar || L.digit_plan.empty()) {
+    p.why_not = "layout is not digit-planar base-3";
+    return p;
+  }
+  if (L.rows != 1 || L.k != 128) {
+    p.why_not = "base-3 kernels take one-row blocks of 128 weights";
+    return p;
+  }
+  p.block_bytes = L.block_bytes();
+  p.scale_offset = L.scale_offset(0);
+  int src[128], digit[128];
+  for (const DigitSegment& s : L.digit_plan)
+    for (int n = 0; n < s.digits; ++n)
+      for (int m = 0; m < s.lanes; ++m) {
+        src[s.k_begin + n * s.lanes + m] = s.byte_offset + m;
+        digit[s.k_begin + n * s.lanes + m] = n;
+      }
+  for (int v = 0; v < 4; ++v)
+    for (int l = 0; l < 2; ++l) {
+      const int k0 = 32 * v + 16 * l;
+      int lo = src[k0], hi = src[k0];
+      for (int e = 0; e < 16; ++e) lo = std::min(lo, src[k0 + e]), hi = std::max(hi, src[k0 + e]);
+      if (hi - lo >= 16) {
+        p.why_not = cat("weights ", k0, "..", k0 + 15, " read bytes more than 16 apart");
+        return p;
+      }
+      p.window[v][l] = lo;
+      p.overreads = p.overreads || lo + 16 > p.block_bytes;
+      for (int e = 0; e < 16; ++e) {
+        int pow3 = 1;
+        for (int n = 0; n < digit[k0 + e]; ++n) pow3 = pow3 * 3 % 256;
+        p.shuffle[v][16 * l + e] = std::uint8_t(src[k0 + e] - lo);
+        const int byte = 16 * l + e;
+        (byte % 2 ? p.mul_odd : p.mul_even)[v][byte / 2] = std::uint16_t(pow3);
+      }
+    }
+  return p;
+}
+}  // namespace
+
+const Base3Plan& base3_plan(const LayoutInfo& layout) {
+  static std::mutex mu;
+  static std::map<const LayoutInfo*, std::unique_ptr<Base3Plan>> cache;
+  const std::lock_guard lock(mu);
+  auto& slot = cache[&layout];
+  if (!slot) slot = std::make_unique<Base3Plan>(build_base3_plan(layout));
+  return *slot;
+}
+
+}  // namespace ternlab

@@ -1,0 +1,102 @@
+// Runtime kernel plans: what the SIMD strategies need to know about a layout at a given vector
+// width, derived once from LayoutInfo's slot_plan / digit_plan and cached. Nothing here is ISA
+// specific, so the per-ISA translation units (compiled for wider targets) only read plain arrays.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/q8k.hpp"
+#include "layouts/registry.hpp"
+
+namespace ternlab {
+
+inline constexpr int kMaxPlanVectors = 16;  // weight vectors per block the slot-mask kernels unroll
+inline constexpr int kMaxPlanRows = 8;
+
+// The slot-mask plan at vector width `vector_bytes` (16, 32, 64): the block payload is read as
+// `vectors` vectors; vector j's slot s meets an activation vector built per token ("expanded"
+// activations: for every 16-byte word, 16 consecutive values, or 8 values twice for row-pair words,
+// i.e. dup8). Vectors with the same activations share one expanded copy (a class). Vectors whose
+// lanes feed the same rows (a group: t2p's two vectors of one row pair) share one accumulator, so
+// the lanes-to-rows reduction runs once per group, not once per vector.
+struct SlotVectorPlan {
+  std::string why_not;  // empty when the slot-mask kernels can run this layout at this width
+  int vector_bytes = 0;
+  int vectors = 0;        // per block
+  int groups = 0;         // accumulators per block
+  int group_size = 0;     // vectors per group (vectors = groups * group_size)
+  int classes = 0;        // distinct activation patterns among the vectors
+  int rows = 0;
+  int payload_begin = 0;
+  int block_bytes = 0;
+  int scale_offset[kMaxPlanRows] = {};
+  // In processing order (group 0's vectors, then group 1's, ...): the vector's byte offset in the
+  // block, and the byte offset of its 4 slot vectors in a block's expansion.
+  int vector_offset[kMaxPlanVectors] = {};
+  int class_offset[kMaxPlanVectors] = {};
+  int class_vector[kMaxPlanVectors] = {};  // a vector of each class (whose words the expansion copies)
+  int expanded_block_bytes = 0;            // classes * 4 * vector_bytes
+  // Reduction: pairs of int32 lanes of a group's accumulator (8 bytes x 4 slots = 32 weights,
+  // always one row) are summed and stored; row r owns the pair sums at
+  // pair_index[r * pairs_per_row + e] of that store (the order is the ISA policy's pair_position).
+  int pairs_per_row = 0;
+  std::uint16_t pair_index[kMaxPlanRows * 64] = {};
+};
+
+// Where the ISA policy stores the pair sum (group accumulator a, 16-byte word u of it, half h).
+using PairPosition = int (*)(int j, int u, int h);
+
+// Built once per (layout, vector width, policy) and cached; never throws (why_not says what failed).
+const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_bytes, PairPosition pos);
+
+// Expands one 128-value activation block for the plan into `out` (expanded_block_bytes).
+void expand_slot_activations(const SlotVectorPlan& plan, const LayoutInfo& layout, const std::int8_t* q128,
+                             std::uint8_t* out);
+
+// Per-block activation facts every kernel needs: scale and the sum of the block's 128 values.
+struct BlockActs {
+  float d;
+  std::int32_t ysum;
+};
+
+// Prepared activations of one token for a slot-mask kernel: expansion of every 128-block plus its
+// BlockActs. Memory comes from a per-thread scratch arena (reused across calls, never freed).
+struct SlotActs {
+  const std::uint8_t* expanded = nullptr;  // blocks * expanded_block_bytes
+  const BlockActs* blocks = nullptr;
+};
+// `slot` picks one of several simultaneously live scratch areas of the calling thread (0..15).
+SlotActs prepare_slot_acts(const SlotVectorPlan& plan, const LayoutInfo& layout, const BlockQ8K* x,
+                           std::int64_t blocks128, int slot);
+// Token `m` of a q8_Kx4 tile row.
+SlotActs prepare_slot_acts_x4(const SlotVectorPlan& plan, const LayoutInfo& layout, const BlockQ8Kx4* x, int m,
+                              std::int64_t blocks128, int slot);
+
+// Plain (q8_K-ordered) activations of token m of a tile, for strategies that read natural order.
+const BlockQ8K* deinterleave_tile_token(const BlockQ8Kx4* x, int m, std::int64_t blocks256, int slot);
+
+// Per-thread, 64-byte aligned scratch of at least `bytes` bytes; index picks one of 24 areas.
+std::uint8_t* kernel_scratch(std::size_t bytes, int index);
+
+}  // namespace ternlab
+
+namespace ternlab {
+
+// The base-3 plan (digit-planar layouts) for 32-weight vectors: lane l (16 weights) of vector v
+// reads a 16-byte window of the block at window[v][l]; byte e of the vector is window byte
+// shuffle[v][e] multiplied by 3^n mod 256 (n = the weight's digit), which brings digit n to the top
+// trit, read by the compares (x >= 86) + (x >= 171) (spec 3.4). Weights are in natural k order.
+struct Base3Plan {
+  std::string why_not;
+  int block_bytes = 0;
+  int scale_offset = 0;
+  bool overreads = false;  // some window reaches past the block's end (the last block needs a copy)
+  int window[4][2] = {};
+  std::uint8_t shuffle[4][32] = {};
+  std::uint16_t mul_even[4][16] = {};  // multiplier of byte 2i of vector v, for a 16-bit multiply
+  std::uint16_t mul_odd[4][16] = {};   // multiplier of byte 2i+1
+};
+const Base3Plan& base3_plan(const LayoutInfo& layout);
+
+}  // namespace ternlab

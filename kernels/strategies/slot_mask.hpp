@@ -1,0 +1,138 @@
+// The slot-mask strategy, one template for every slot-vectorizable layout (t2p, t2x4, t2p8, ...),
+// instantiated per ISA policy P (kernels/isa/*.hpp) and per block shape (G groups of M vectors,
+// ROWS rows).
+// The layout enters only through its runtime SlotVectorPlan (kernels/kernel_plan.hpp):
+//
+//   per token, once:  expanded activations (per block, class and slot: the bytes matching each
+//                     word's lanes, 16 consecutive values or dup8 for row-pair words) + BlockActs
+//   per block:        for each weight vector: one load, then P::slot_dot = AND per slot, dot4
+//                     against the expansion, the 1/4/16(/64) recombination, summed per group;
+//                     pair sums of lanes are gathered into rows by the plan's pair_index; the +1 code offset leaves with
+//                     the q8_K partial sums (S - ysum); one fma per row with d_w * d_y.
+//
+// Exactness: every slot value is a code u in 0..3 times 4^s, every product fits the dot4's
+// intermediate (see the policies), each block's integer is below 2^24 (|S| <= 128 * 3 * 128 * 64),
+// and the fma association is gemv_reference's, so the float result is bit-identical.
+//
+// Include only from an ISA translation unit (after its #pragma GCC target).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "common/error.hpp"
+#include "kernels/kernel.hpp"
+#include "kernels/kernel_plan.hpp"
+
+namespace ternlab::strategies {
+
+template <class P, int G, int M, int ROWS>
+struct SlotMask {
+  static constexpr int kPairsPerRow = 2 * G * (P::kBytes / kWordBytes) / ROWS;
+
+  static const SlotVectorPlan& plan(const LayoutInfo& L) { return slot_vector_plan(L, P::kBytes, &P::pair_position); }
+  // Whether this instantiation's shape is the plan's.
+  static bool fits(const SlotVectorPlan& p) {
+    return p.why_not.empty() && p.groups == G && p.group_size == M && p.rows == ROWS && p.pairs_per_row == kPairsPerRow;
+  }
+
+  // Sum of u * y for each row of one block, times 2^P::kSlotShift.
+  static void block_dot(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* x,
+                        std::int32_t (&s)[ROWS]) {
+    block_dot_tokens<1>(p, blk, &x, &s);
+  }
+
+  // The same for T tokens at once: each weight vector is loaded and its slots extracted once, then
+  // dotted with every token's expansion (the 4-column tile of gemm).
+  template <int T>
+  static void block_dot_tokens(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
+                               std::int32_t (*s)[ROWS]) {
+    typename P::V c[T][G];
+    for (int g = 0; g < G; ++g)
+      for (int m = 0; m < M; ++m) {
+        const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
+        for (int t = 0; t < T; ++t) {
+          const typename P::V d = P::slot_dot(w, x[t] + p.class_offset[g * M + m]);
+          c[t][g] = m == 0 ? d : P::add32(c[t][g], d);
+        }
+      }
+    for (int t = 0; t < T; ++t) {
+      alignas(64) std::int32_t pairs[(G + 1) * P::kBytes / 4];
+      P::template store_pair_sums<G>(c[t], pairs);
+      for (int r = 0; r < ROWS; ++r) {
+        std::int32_t sum = 0;
+        for (int e = 0; e < kPairsPerRow; ++e) sum += pairs[p.pair_index[r * kPairsPerRow + e]];
+        s[t][r] = sum;
+      }
+    }
+  }
+
+  static const SlotVectorPlan& checked_plan(const LayoutInfo& L) {
+    const SlotVectorPlan& p = plan(L);
+    if (!fits(p))
+      fail("slot-mask/", P::name, " kernel (", G, " x ", M, " vectors, ", ROWS, " rows) cannot run layout '", L.name,
+           "': ", p.why_not.empty() ? std::string("its plan has another shape") : p.why_not);
+    return p;
+  }
+
+  static void scales(const SlotVectorPlan& p, const std::uint8_t* blk, float* d) {
+    for (int r = 0; r < ROWS; ++r) d[r] = P::fp16(blk + p.scale_offset[r]);
+  }
+
+  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
+    const LayoutInfo& L = *w.layout;
+    const SlotVectorPlan& p = checked_plan(L);
+    const std::int64_t nb = w.blocks_per_row();
+    const SlotActs a = prepare_slot_acts(p, L, x, nb, 0);
+    for (std::int64_t g = g0; g < g1; ++g) {
+      float acc[ROWS] = {};
+      const std::uint8_t* blk = w.block(g, 0);
+      const std::uint8_t* xe = a.expanded;
+      for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes, xe += p.expanded_block_bytes) {
+        std::int32_t s[ROWS];
+        float d[ROWS];
+        block_dot(p, blk, xe, s);
+        scales(p, blk, d);
+        const BlockActs b = a.blocks[i];
+        for (int r = 0; r < ROWS; ++r)
+          acc[r] = __builtin_fmaf(float((s[r] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[r]);
+      }
+      for (int r = 0; r < ROWS; ++r) y[g * ROWS + r] = acc[r];
+    }
+  }
+
+  // 4-column tiles of q8_Kx4, all four columns in one pass over the weights; a last, partial tile
+  // is one more such pass with its missing tokens zero (q8_Kx4 pads them), never a gemv per column.
+  static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
+                   std::int64_t g1) {
+    const LayoutInfo& L = *w.layout;
+    const SlotVectorPlan& p = checked_plan(L);
+    const std::int64_t nb = w.blocks_per_row();
+    for (std::int64_t t = 0; t < x.tiles_count(); ++t) {
+      const int live = int(std::min<std::int64_t>(4, x.tokens - 4 * t));
+      SlotActs a[4];
+      for (int m = 0; m < 4; ++m) a[m] = prepare_slot_acts_x4(p, L, x.tile(t), m, nb, m);
+      for (std::int64_t g = g0; g < g1; ++g) {
+        float acc[4][ROWS] = {};
+        const std::uint8_t* blk = w.block(g, 0);
+        for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes) {
+          float d[ROWS];
+          scales(p, blk, d);
+          const std::uint8_t* xs[4];
+          for (int m = 0; m < 4; ++m) xs[m] = a[m].expanded + i * p.expanded_block_bytes;
+          std::int32_t s[4][ROWS];
+          block_dot_tokens<4>(p, blk, xs, s);
+          for (int m = 0; m < 4; ++m) {
+            const BlockActs b = a[m].blocks[i];
+            for (int r = 0; r < ROWS; ++r)
+              acc[m][r] = __builtin_fmaf(float((s[m][r] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[m][r]);
+          }
+        }
+        for (int m = 0; m < live; ++m)
+          for (int r = 0; r < ROWS; ++r) y[(4 * t + m) * ldy + g * ROWS + r] = acc[m][r];
+      }
+    }
+  }
+};
+
+}  // namespace ternlab::strategies

@@ -1,0 +1,90 @@
+// The AVX2 instantiations. Everything generic (standard library, project headers) is included
+// first, so it keeps the baseline target; the strategy templates below the pragma are compiled for
+// avx2,fma,f16c and only reached through kernels_for() after cpu.hpp confirmed the features.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "kernels/kernel.hpp"
+#include "kernels/kernel_plan.hpp"
+#include "kernels/x86_kernels.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#include "kernels/isa/avx2.hpp"
+#include "kernels/strategies/base3.hpp"
+#include "kernels/strategies/slot_mask.hpp"
+#include "kernels/strategies/unpack.hpp"
+
+namespace ternlab::detail {
+namespace {
+
+using P = isa::Avx2;
+
+template <int G, int M, int ROWS>
+bool pick_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
+  using K = strategies::SlotMask<P, G, M, ROWS>;
+  if (!K::fits(p)) return false;
+  gemv = &K::gemv;
+  gemm = &K::gemm;
+  return true;
+}
+
+// The block shapes instantiated (groups x vectors per group, rows): t2p and t2x4 2 x 2 (two
+// vectors per row pair / per pair of rows), t2p8 4 x 2, single-row 2-bit blocks 1 x 1; layouts
+// whose vectors do not group get one group per vector (4 or 8 vectors of 4 or 8 rows).
+bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
+  return pick_slot_mask<2, 2, 4>(p, gemv, gemm) || pick_slot_mask<4, 2, 8>(p, gemv, gemm) ||
+         pick_slot_mask<1, 1, 1>(p, gemv, gemm) || pick_slot_mask<4, 1, 4>(p, gemv, gemm) ||
+         pick_slot_mask<8, 1, 8>(p, gemv, gemm);
+}
+
+std::int64_t maddubs_loop(std::int64_t iters) {
+  __m256i acc[kDotChains];
+  for (int c = 0; c < kDotChains; ++c) acc[c] = _mm256_set1_epi16(std::int16_t(c));
+  __m256i a = _mm256_set1_epi8(1);
+  const __m256i b = _mm256_set1_epi8(-1);
+  for (std::int64_t i = 0; i < iters; ++i) {
+    __asm__ volatile("" : "+x"(a));  // an opaque operand each iteration: the products cannot be hoisted
+    for (int c = 0; c < kDotChains; ++c) acc[c] = _mm256_add_epi16(acc[c], _mm256_maddubs_epi16(a, b));
+  }
+  std::int64_t s = 0;
+  for (int c = 0; c < kDotChains; ++c) s += P::reduce_add(acc[c]);
+  return s;
+}
+
+}  // namespace
+}  // namespace ternlab::detail
+#pragma GCC pop_options
+
+namespace ternlab::detail {
+
+void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
+  if (L.facts.slot_vectorizable) {
+    GemvFn gemv = nullptr;
+    GemmFn gemm = nullptr;
+    if (pick_any_slot_mask(slot_vector_plan(L, P::kBytes, &P::pair_position), gemv, gemm))
+      out.push_back({"slot-mask", "avx2", gemv, gemm});
+  }
+  if (L.facts.natural_two_bit)
+    out.push_back({"unpack", "avx2", &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
+  if (L.facts.digit_planar && base3_plan(L).why_not.empty())
+    out.push_back({"base3", "avx2", &strategies::Base3<P>::gemv, &strategies::Base3<P>::gemm});
+}
+
+std::int64_t avx2_maddubs_loop(std::int64_t iters) { return maddubs_loop(iters); }
+
+}  // namespace ternlab::detail
+
+#else  // not x86-64: nothing to add
+namespace ternlab::detail {
+void add_avx2_kernels(const LayoutInfo&, std::vector<KernelVariant>&) {}
+std::int64_t avx2_maddubs_loop(std::int64_t) { return 0; }
+}  // namespace ternlab::detail
+#endif

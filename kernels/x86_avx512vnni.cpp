@@ -1,0 +1,90 @@
+// The AVX-512 VNNI instantiations. Everything generic (standard library, project headers) is
+// included first, so it keeps the baseline target; the strategy templates below the pragma are
+// compiled for AVX-512 F/BW/VL/VNNI and only reached through kernels_for() after cpu.hpp confirmed
+// the features (this machine may lack them: the build must not).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "kernels/kernel.hpp"
+#include "kernels/kernel_plan.hpp"
+#include "kernels/x86_kernels.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*(), which -Wuninitialized
+// misreads once they are inlined (a known false positive of the compiler's own headers).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/isa/avx512vnni.hpp"
+#include "kernels/strategies/slot_mask.hpp"
+#include "kernels/strategies/unpack.hpp"
+
+namespace ternlab::detail {
+namespace {
+
+using P = isa::Avx512Vnni;
+
+template <int G, int M, int ROWS>
+bool pick_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
+  using K = strategies::SlotMask<P, G, M, ROWS>;
+  if (!K::fits(p)) return false;
+  gemv = &K::gemv;
+  gemm = &K::gemm;
+  return true;
+}
+
+// The block shapes instantiated (groups x vectors per group, rows): t2p 2 x 1 (one vector per
+// row pair), t2x4 1 x 2 (each vector spans all 4 rows), t2p8 4 x 1; layouts whose vectors do not
+// group get one group per vector (2 or 4 vectors of 4 or 8 rows).
+bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
+  return pick_slot_mask<2, 1, 4>(p, gemv, gemm) || pick_slot_mask<1, 2, 4>(p, gemv, gemm) ||
+         pick_slot_mask<4, 1, 8>(p, gemv, gemm) || pick_slot_mask<2, 2, 8>(p, gemv, gemm);
+}
+
+std::int64_t dpbusd_loop(std::int64_t iters) {
+  __m512i acc[kDotChains];
+  for (int c = 0; c < kDotChains; ++c) acc[c] = _mm512_set1_epi32(c);
+  const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(-1);
+  for (std::int64_t i = 0; i < iters; ++i)
+    for (int c = 0; c < kDotChains; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], a, b);
+  std::int64_t s = 0;
+  for (int c = 0; c < kDotChains; ++c) s += P::reduce_add(acc[c]);
+  return s;
+}
+
+}  // namespace
+}  // namespace ternlab::detail
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+namespace ternlab::detail {
+
+void add_avx512vnni_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
+  if (L.facts.slot_vectorizable) {
+    GemvFn gemv = nullptr;
+    GemmFn gemm = nullptr;
+    if (pick_any_slot_mask(slot_vector_plan(L, P::kBytes, &P::pair_position), gemv, gemm))
+      out.push_back({"slot-mask", "avx512vnni", gemv, gemm});
+  }
+  if (L.facts.natural_two_bit)
+    out.push_back({"unpack", "avx512vnni", &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
+}
+
+std::int64_t avx512_dpbusd_loop(std::int64_t iters) { return dpbusd_loop(iters); }
+
+}  // namespace ternlab::detail
+
+#else  // not x86-64: nothing to add
+namespace ternlab::detail {
+void add_avx512vnni_kernels(const LayoutInfo&, std::vector<KernelVariant>&) {}
+std::int64_t avx512_dpbusd_loop(std::int64_t) { return 0; }
+}  // namespace ternlab::detail
+#endif

@@ -1,0 +1,21 @@
+// Entry points of the per-ISA x86 translation units. Each appends the kernels its ISA can run on
+// `layout`; callers must first check isa_supported() - the code inside uses that ISA's instructions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/catalog.hpp"
+
+namespace ternlab::detail {
+
+void add_avx2_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out);
+void add_avx512vnni_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out);
+
+// Register-only loops of the widest int8 dot instruction: `iters` iterations of `kDotChains`
+// independent instructions. Return a value derived from the accumulators (so nothing is elided).
+inline constexpr int kDotChains = 12;
+std::int64_t avx2_maddubs_loop(std::int64_t iters);    // vpmaddubsw ymm: 32 int8 MACs each
+std::int64_t avx512_dpbusd_loop(std::int64_t iters);   // vpdpbusd zmm: 64 int8 MACs each
+
+}  // namespace ternlab::detail

@@ -1,0 +1,245 @@
+// The SIMD kernels beyond the oracle sweep: what the catalog lists on this CPU, how dispatch picks
+// and explains a path, the ISA ceiling, the thread-pool drivers, the plans the strategies follow,
+// and the errors the kernels raise on input they cannot take.
+#include <cmath>
+#include <cstring>
+
+#include "kernels/catalog.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/kernel_plan.hpp"
+#include "kernels/oracle.hpp"
+#include "kernels/testdata.hpp"
+#include "tests/support.hpp"
+
+using namespace ternlab;
+using test::check_error;
+
+namespace {
+
+bool has(const std::vector<KernelVariant>& ks, const std::string& name) {
+  for (const KernelVariant& k : ks)
+    if (k.name() == name) return true;
+  return false;
+}
+
+// A slot-vectorizable layout the slot-mask plan must refuse: slot s of every byte holds row s, so
+// one word feeds four rows, one per slot. Declared here, not registered.
+struct RowPerSlot {
+  static constexpr LayoutSpec spec{
+      .name = "row-per-slot",
+      .summary = "test-only: byte k holds weight k of rows 0..3 in slots 0..3",
+      .rows = 4,
+      .code = Code::two_bit,
+      .scales = {.offset = 0, .row_stride = 2},
+      .pieces = pieces(Piece{.row = modes(slots("r", 4, 1)), .k = modes(bytes("k", 128, 1)), .byte_base = 8}),
+  };
+};
+static_assert(SlotVectorizable<RowPerSlot>);
+
+// Every output of `k` on a small random case against the integer oracle; returns mismatches.
+int mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, std::int64_t cols,
+               std::int64_t tokens) {
+  const TernaryMatrix w = make_weights(rows, cols, 7, L.code == Code::two_bit ? Fill::code3 : Fill::random);
+  const UnitActivations a = make_unit_activations(tokens, cols, 8);
+  const Q8KBatch x = quantize_batch(a.f.data(), tokens, cols);
+  const auto want = oracle_int(w, a.i8, tokens);
+  const PackedMatrix p = pack(w, L);
+  std::vector<float> y(std::size_t(tokens * rows), NAN);
+  k.gemm(p, x, y.data(), rows, 0, p.row_groups());
+  int bad = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) bad += double(y[i]) != double(want[i]);
+  return bad;
+}
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("the catalog lists reference/scalar first and every strategy the CPU and layout admit") {
+    for (const LayoutInfo* L : all_layouts()) {
+      CAPTURE(L->name);
+      const auto ks = kernels_for(*L);
+      REQUIRE(!ks.empty());
+      CHECK(ks.front().name() == "reference/scalar");
+      for (const KernelVariant& k : ks) {
+        CHECK(bool(k.gemv));
+        CHECK(bool(k.gemm));
+      }
+      if (isa_supported(Isa::avx2)) {
+        CHECK(has(ks, "slot-mask/avx2") == L->facts.slot_vectorizable);
+        CHECK(has(ks, "unpack/avx2") == L->facts.natural_two_bit);
+        CHECK(has(ks, "base3/avx2") == L->facts.digit_planar);
+      }
+      // The shared slot-mask template also instantiates the 16-byte NEON dotprod policy.
+      CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && L->facts.slot_vectorizable));
+      if (isa_supported(Isa::avx512vnni)) {
+        CHECK(has(ks, "slot-mask/avx512vnni") == L->facts.slot_vectorizable);
+        CHECK(has(ks, "unpack/avx512vnni") == L->facts.natural_two_bit);
+      } else {
+        CHECK_FALSE(has(ks, "slot-mask/avx512vnni"));
+      }
+    }
+    if (!isa_supported(Isa::avx512vnni))
+      MESSAGE("AVX-512 VNNI kernels not run: this CPU (", cpu_features().model, ") reports ", feature_string());
+  }
+
+  TEST_CASE("the slot-mask plan refuses, with the reason, a layout whose word feeds rows per slot") {
+    const LayoutInfo& L = info_of<RowPerSlot>();
+    CHECK(L.facts.slot_vectorizable);
+    const SlotVectorPlan& p = slot_vector_plan(L, 32, [](int j, int u, int h) { return 8 * j + 4 * u + 2 * h; });
+    CHECK(p.why_not.find("different rows from different slots") != std::string::npos);
+    CHECK_FALSE(has(kernels_for(L), "slot-mask/avx2"));
+    CHECK(has(kernels_for(L), "reference/scalar"));
+  }
+
+  TEST_CASE("slot-mask plans: t2p shares one dup8 expansion between its row pairs") {
+    const auto pos = [](int j, int u, int h) { return 8 * j + 4 * u + 2 * h; };
+    const SlotVectorPlan& t2p = slot_vector_plan(find_layout("t2p"), 32, pos);
+    REQUIRE(t2p.why_not.empty());
+    CHECK(t2p.vectors == 4);
+    CHECK(t2p.groups == 2);   // one accumulator per row pair
+    CHECK(t2p.group_size == 2);
+    CHECK(t2p.classes == 2);  // pair 1's words need the same activations as pair 0's
+    CHECK(t2p.pairs_per_row == 2);
+    CHECK(t2p.vector_offset[1] == 8 + 32);  // pair 0's second vector
+    CHECK(t2p.vector_offset[2] == 8 + 64);  // pair 1 starts the second group
+    const SlotVectorPlan& wide = slot_vector_plan(find_layout("t2p"), 64, pos);
+    CHECK(wide.vectors == 2);
+    CHECK(wide.groups == 2);
+    CHECK(wide.classes == 1);
+    const SlotVectorPlan& t2x4 = slot_vector_plan(find_layout("t2x4"), 64, pos);
+    CHECK(t2x4.groups == 1);  // each 64-byte vector holds rows 0..3 of one 64-weight half
+    CHECK(t2x4.classes == 2);
+    const SlotVectorPlan& t2p8 = slot_vector_plan(find_layout("t2p8"), 32, pos);
+    CHECK(t2p8.vectors == 8);
+    CHECK(t2p8.groups == 4);
+    CHECK(t2p8.rows == 8);
+    const SlotVectorPlan& pq = slot_vector_plan(find_layout("pq2_0"), 32, pos);
+    CHECK(pq.why_not == "layout is not slot-vectorizable");
+    // The expansion of a row-pair word is dup8: bytes 8..15 repeat bytes 0..7.
+    std::int8_t q[128];
+    for (int i = 0; i < 128; ++i) q[i] = std::int8_t(i - 64);
+    std::vector<std::uint8_t> e(std::size_t(t2p.expanded_block_bytes));
+    expand_slot_activations(t2p, find_layout("t2p"), q, e.data());
+    CHECK(std::memcmp(e.data(), e.data() + 8, 8) == 0);
+    CHECK(std::int8_t(e[0]) == q[0]);
+    CHECK(std::int8_t(e[32]) == q[8]);  // slot 1 of word 0: chunk 1
+  }
+
+  TEST_CASE("the base-3 plan reads ptq1_0 in natural order and flags its overreaching windows") {
+    const Base3Plan& p = base3_plan(find_layout("ptq1_0"));
+    REQUIRE(p.why_not.empty());
+    CHECK(p.block_bytes == 28);
+    CHECK(p.scale_offset == 26);
+    CHECK(p.overreads);  // the qh window starts at byte 16 and would read 4 bytes of the next block
+    CHECK(base3_plan(find_layout("t2p")).why_not == "layout is not digit-planar base-3");
+  }
+
+  TEST_CASE("best_kernel: the ceiling changes the chosen path, and every path matches the oracle") {
+    for (const LayoutInfo* L : all_layouts()) {
+      CAPTURE(L->name);
+      const std::int64_t rows = 8, cols = 1024, tokens = 5;
+      const KernelChoice top = best_kernel(*L);
+      const KernelChoice scalar = best_kernel(*L, Isa::scalar);
+      CHECK(scalar.variant.name() == "reference/scalar");
+      CHECK(mismatches(top.variant, *L, rows, cols, tokens) == 0);
+      CHECK(mismatches(scalar.variant, *L, rows, cols, tokens) == 0);
+      const bool any_simd = kernels_for(*L).size() > 1;
+      if (any_simd) {
+        CHECK(top.variant.name() != scalar.variant.name());
+        CHECK(top.notes.front().find("chosen") != std::string::npos);
+      } else {
+        MESSAGE(L->name, ": no SIMD kernel on this CPU, the ceiling cannot change the path");
+      }
+      if (isa_supported(Isa::avx2) && isa_supported(Isa::avx512vnni) && L->facts.slot_vectorizable) {
+        CHECK(best_kernel(*L, Isa::avx2).variant.name() == "slot-mask/avx2");
+        CHECK(top.variant.name() == "slot-mask/avx512vnni");
+      }
+      // The process-wide ceiling (CLI --isa) steers the default choice the same way.
+      set_isa_ceiling(Isa::scalar);
+      CHECK(best_kernel(*L).variant.name() == "reference/scalar");
+      clear_isa_ceiling();
+      CHECK(best_kernel(*L).variant.name() == top.variant.name());
+    }
+  }
+
+  TEST_CASE("the notes say why each candidate was passed over") {
+    const KernelChoice c = best_kernel(find_layout("pq2_0"), Isa::scalar);
+    bool slot_mask_note = false;
+    for (const std::string& n : c.notes) slot_mask_note |= n.find("slot-mask: not applicable") != std::string::npos;
+    CHECK(slot_mask_note);
+    if (isa_supported(Isa::avx2)) {
+      bool above = false;
+      for (const std::string& n : c.notes) above |= n.find("unpack/avx2: passed over, above the ceiling scalar") == 0;
+      CHECK(above);
+    }
+    check_error([] { find_kernel(find_layout("t2p"), "unpack/avx2"); }, "no kernel 'unpack/avx2'", "t2p",
+                "reference/scalar");
+  }
+
+  TEST_CASE("run_gemv / run_gemm on 1, 2 and 3 threads give the single-call bits") {
+    const std::int64_t rows = 40, cols = 2048, tokens = 6;
+    const TernaryMatrix w = make_weights(rows, cols, 3, Fill::random, ScaleKind::random);
+    const std::vector<float> xf = make_float_activations(tokens, cols, 4);
+    const Q8KBatch x = quantize_batch(xf.data(), tokens, cols);
+    const std::vector<float> want = oracle_float(w, x);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (const LayoutInfo* L : all_layouts()) {
+        if (rows % L->rows) continue;
+        const PackedMatrix p = pack(w, *L);
+        for (const KernelVariant& k : kernels_for(*L)) {
+          CAPTURE(threads);
+          CAPTURE(k.name());
+          CAPTURE(L->name);
+          std::vector<float> Y(std::size_t(tokens * rows), NAN);
+          run_gemm(pool, k, p, x, Y, rows);
+          std::vector<float> y(std::size_t(rows), NAN);
+          run_gemv(pool, k, p, x.row(2), x.cols, y);
+          for (std::int64_t n = 0; n < rows; ++n) {
+            CHECK(y[std::size_t(n)] == want[std::size_t(2 * rows + n)]);
+            for (std::int64_t t = 0; t < tokens; ++t)
+              CHECK(Y[std::size_t(t * rows + n)] == want[std::size_t(t * rows + n)]);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_SUITE("bad-input") {
+  TEST_CASE("a kernel handed a layout it was not built for names both") {
+    const PackedMatrix pq = pack(make_weights(4, 256, 1), find_layout("pq2_0"));
+    const PackedMatrix t2p = pack(make_weights(4, 256, 1), find_layout("t2p"));
+    const Q8KBatch x = quantize_batch(make_float_activations(1, 256, 1).data(), 1, 256);
+    std::vector<float> y(4);
+    for (const KernelVariant& k : kernels_for(find_layout("t2p")))
+      if (k.strategy == "slot-mask") {
+        CAPTURE(k.name());
+        check_error([&] { k.gemv(pq, x.row(0), y.data(), 0, 4); }, k.name(), "pq2_0", "not slot-vectorizable");
+        check_error([&] { k.gemm(pq, x, y.data(), 4, 0, 4); }, k.name(), "pq2_0");
+      }
+    for (const KernelVariant& k : kernels_for(find_layout("pq2_0")))
+      if (k.strategy == "unpack") check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
+    for (const KernelVariant& k : kernels_for(find_layout("ptq1_0")))
+      if (k.strategy == "base3") check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
+  }
+
+  TEST_CASE("the thread-pool drivers check shapes, token counts and alignment before running") {
+    ThreadPool pool(2);
+    const LayoutInfo& L = find_layout("t2p");
+    const KernelVariant k = best_kernel(L).variant;
+    const PackedMatrix p = pack(make_weights(8, 512, 1), L);
+    const Q8KBatch x = quantize_batch(make_float_activations(2, 512, 1).data(), 2, 512);
+    const Q8KBatch narrow = quantize_batch(make_float_activations(1, 256, 1).data(), 1, 256);
+    std::vector<float> y(16);
+    check_error([&] { run_gemv(pool, k, p, narrow.row(0), narrow.cols, y); }, "256", "512");
+    check_error([&] { run_gemv(pool, k, p, x, y); }, "holds 2 tokens");
+    check_error([&] { run_gemv(pool, k, p, x.row(0), x.cols, std::span<float>(y).first(7)); }, "output holds 7",
+                "need 8");
+    check_error([&] { run_gemm(pool, k, p, x, std::span<float>(y).first(15), 8); }, "output holds 15", "need 16");
+    std::vector<std::uint8_t> raw(sizeof(BlockQ8K) * 2 + 8);
+    std::memcpy(raw.data() + 2, x.row(0), sizeof(BlockQ8K) * 2);
+    check_error([&] { run_gemv(pool, k, p, reinterpret_cast<const BlockQ8K*>(raw.data() + 2), 512, y); },
+                "misaligned");
+  }
+}
