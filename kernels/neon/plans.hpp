@@ -26,6 +26,7 @@ struct SlotProgram {
   bool ok = false;
   bool pairs = false;
   bool chunk_aligned = false;  // every kbase a multiple of 8: smmla reads q8_Kx4 chunks directly
+  bool shared_kbase = false;   // word k of every unit starts at the same weight: activations load once
   int rows = 0;
   int units = 0;
   int words_per_unit = 0;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <span>
 
 #include "kernels/kernel.hpp"
 #include "kernels/neon/isa.hpp"
@@ -90,59 +91,100 @@ void gemv_base3(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t
 // dots each slot with 8 activations duplicated into both halves (dup8), so lanes 0-1 hold row a and
 // lanes 2-3 row b; a single-row word dots each slot with 16 consecutive activations.
 template <class Dot, bool Pairs>
-void gemv_slot_mask_units(const SlotProgram& P, const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0,
-                          std::int64_t g1) {
-  constexpr int kWords = Pairs ? 4 : 2;
-  constexpr int kLanes = Pairs ? 8 : 16;
-  const auto activations = [](const std::int8_t* q) { return Pairs ? dup8(q) : vld1q_s8(q); };
-  const auto dot = [](int32x4_t acc, int8x16_t a, int8x16_t b) {
+struct SlotMaskKernel {
+  static constexpr int kWords = Pairs ? 4 : 2;  // words per unit per block
+  static constexpr int kLanes = Pairs ? 8 : 16;
+
+  static int8x16_t activations(const std::int8_t* q) { return Pairs ? dup8(q) : vld1q_s8(q); }
+  static int32x4_t dot(int32x4_t acc, int8x16_t a, int8x16_t b) {
     return Pairs ? Dot::dot_halves(acc, a, b) : Dot::dot(acc, a, b);
+  }
+
+  struct Acc {
+    int32x4_t a0 = vdupq_n_s32(0), a1 = a0, a2 = a0, a3 = a0;
+    void add(uint8x16_t v, const std::array<int8x16_t, 4>& y) {
+      a0 = dot(a0, slot<0>(v), y[0]);
+      a1 = dot(a1, slot<1>(v), y[1]);
+      a2 = dot(a2, slot<2>(v), y[2]);
+      a3 = dot(a3, slot<3>(v), y[3]);
+    }
+    // The unit's exact block integers w . y into s[row].
+    void finish(const SlotUnit& unit, int ysum, std::array<std::int32_t, 16>& s) const {
+      const int32x4_t t = recombine(a0, a1, a2, a3);  // 16 (u . y): the low 4 bits are 0
+      if constexpr (Pairs) {
+        const int32x2_t ab = vshr_n_s32(vpadd_s32(vget_low_s32(t), vget_high_s32(t)), 4);
+        s[std::size_t(unit.row_a)] = vget_lane_s32(ab, 0) - ysum;
+        s[std::size_t(unit.row_b)] = vget_lane_s32(ab, 1) - ysum;
+      } else {
+        s[std::size_t(unit.row_a)] = (vaddvq_s32(t) >> 4) - ysum;
+      }
+    }
   };
-  for (std::int64_t g = g0; g < g1; ++g) {
-    std::array<float, 16> acc{};
-    for (std::int64_t i = 0; i < w.blocks_per_row(); ++i) {
-      const std::uint8_t* blk = w.block(g, i);
-      const BlockQ8K& xb = x[i / 2];
-      const std::int8_t* q8 = xb.qs + 128 * (i % 2);
-      const int ysum = half_sum(xb.bsums, int(i % 2));
-      std::array<std::int32_t, 16> s{};
+
+  static std::array<int8x16_t, 4> slot_activations(const std::int8_t* q) {
+    return {activations(q), activations(q + kLanes), activations(q + 2 * kLanes), activations(q + 3 * kLanes)};
+  }
+
+  // Block integers for every row; U > 0: all U units read the same weights per word (shared_kbase),
+  // so each word's activations are prepared once and feed U units (t2p: both pairs, t2x4: 4 rows).
+  template <int U>
+  static void block(const SlotProgram& P, const std::uint8_t* blk, const std::int8_t* q8, int ysum,
+                    std::array<std::int32_t, 16>& s) {
+    if constexpr (U > 0) {
+      std::array<Acc, U> acc;
+      for (int k = 0; k < kWords; ++k) {
+        const auto y = slot_activations(q8 + P.unit[0].words[std::size_t(k)].kbase);
+        for (int u = 0; u < U; ++u) acc[std::size_t(u)].add(vld1q_u8(blk + P.unit[std::size_t(u)].words[std::size_t(k)].byte_offset), y);
+      }
+      for (int u = 0; u < U; ++u) acc[std::size_t(u)].finish(P.unit[std::size_t(u)], ysum, s);
+    } else {
       for (int u = 0; u < P.units; ++u) {
         const SlotUnit& unit = P.unit[std::size_t(u)];
-        int32x4_t a0 = vdupq_n_s32(0), a1 = a0, a2 = a0, a3 = a0;
-        for (int k = 0; k < kWords; ++k) {
-          const SlotWord& word = unit.words[std::size_t(k)];
-          const uint8x16_t v = vld1q_u8(blk + word.byte_offset);
-          const std::int8_t* q = q8 + word.kbase;
-          a0 = dot(a0, slot<0>(v), activations(q));
-          a1 = dot(a1, slot<1>(v), activations(q + kLanes));
-          a2 = dot(a2, slot<2>(v), activations(q + 2 * kLanes));
-          a3 = dot(a3, slot<3>(v), activations(q + 3 * kLanes));
-        }
-        const int32x4_t t = recombine(a0, a1, a2, a3);  // 16 (u . y), exact: the low 4 bits are 0
-        if constexpr (Pairs) {
-          const int32x2_t ab = vshr_n_s32(vpadd_s32(vget_low_s32(t), vget_high_s32(t)), 4);
-          s[std::size_t(unit.row_a)] = vget_lane_s32(ab, 0) - ysum;
-          s[std::size_t(unit.row_b)] = vget_lane_s32(ab, 1) - ysum;
-        } else {
-          s[std::size_t(unit.row_a)] = (vaddvq_s32(t) >> 4) - ysum;
-        }
+        Acc acc;
+        for (const SlotWord& word : std::span(unit.words).first(kWords))
+          acc.add(vld1q_u8(blk + word.byte_offset), slot_activations(q8 + word.kbase));
+        acc.finish(unit, ysum, s);
       }
-      for (int r = 0; r < P.rows; ++r)
-        acc[std::size_t(r)] =
-            std::fma(float(s[std::size_t(r)]), load_half(blk + P.scale_offset[std::size_t(r)]) * xb.d, acc[std::size_t(r)]);
     }
-    std::copy_n(acc.begin(), P.rows, y + g * P.rows);
   }
-}
+
+  template <int U>
+  static void gemv(const SlotProgram& P, const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0,
+                   std::int64_t g1) {
+    for (std::int64_t g = g0; g < g1; ++g) {
+      std::array<float, 16> acc{};
+      for (std::int64_t i = 0; i < w.blocks_per_row(); ++i) {
+        const std::uint8_t* blk = w.block(g, i);
+        const BlockQ8K& xb = x[i / 2];
+        std::array<std::int32_t, 16> s;
+        block<U>(P, blk, xb.qs + 128 * (i % 2), half_sum(xb.bsums, int(i % 2)), s);
+        for (int r = 0; r < P.rows; ++r)
+          acc[std::size_t(r)] = std::fma(float(s[std::size_t(r)]), load_half(blk + P.scale_offset[std::size_t(r)]) * xb.d,
+                                         acc[std::size_t(r)]);
+      }
+      std::copy_n(acc.begin(), P.rows, y + g * P.rows);
+    }
+  }
+
+  static void run(const SlotProgram& P, const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0,
+                  std::int64_t g1) {
+    // Register budget: 4 accumulators per unit, so up to 4 units share activations.
+    const int shared = P.shared_kbase ? P.units : 0;
+    if (shared == 1) return gemv<1>(P, w, x, y, g0, g1);
+    if (shared == 2) return gemv<2>(P, w, x, y, g0, g1);
+    if (shared == 4) return gemv<4>(P, w, x, y, g0, g1);
+    gemv<0>(P, w, x, y, g0, g1);
+  }
+};
 
 template <class Dot>
 void gemv_slot_mask(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
   const SlotProgram& P = slot_program(*w.layout);
   if (!P.ok) no_program(*w.layout, "slot-mask");
   if (P.pairs)
-    gemv_slot_mask_units<Dot, true>(P, w, x, y, g0, g1);
+    SlotMaskKernel<Dot, true>::run(P, w, x, y, g0, g1);
   else
-    gemv_slot_mask_units<Dot, false>(P, w, x, y, g0, g1);
+    SlotMaskKernel<Dot, false>::run(P, w, x, y, g0, g1);
 }
 
 }  // namespace
