@@ -55,6 +55,32 @@ struct T2pShuffled {
 };
 static_assert(SlotVectorizable<T2pShuffled> && facts<T2pShuffled>.pairs_rows);
 
+// ptq1_0's stages in another order (8-byte stage first, then the 16-byte one, then qh), also never
+// registered: its 16-weight vectors straddle stage and digit boundaries, so the base-3 kernels must
+// gather lanes as digit_plan says rather than assume ptq1_0's offsets.
+struct Ptq1Reordered {
+  static constexpr LayoutSpec spec{
+      .name = "ptq1-reordered",
+      .summary = "test-only: base-3 with the 8-byte stage first",
+      .rows = 1,
+      .code = Code::base3,
+      .scales = {.offset = 26},
+      .pieces = pieces(Piece{.k_begin = 0,
+                             .row = modes(bytes("row", 1, 0)),
+                             .k = modes(bytes("m", 8, 1), slots("n", 5, 1)),
+                             .byte_base = 0},
+                       Piece{.k_begin = 40,
+                             .row = modes(bytes("row", 1, 0)),
+                             .k = modes(bytes("m", 16, 1), slots("n", 5, 1)),
+                             .byte_base = 8},
+                       Piece{.k_begin = 120,
+                             .row = modes(bytes("row", 1, 0)),
+                             .k = modes(bytes("h", 2, 1), slots("n", 4, 1)),
+                             .byte_base = 24}),
+  };
+};
+static_assert(DigitPlanar<Ptq1Reordered>);
+
 // Runs every kernels_for(L) variant on one case and compares with the integer oracle; returns the
 // number of variants run.
 int check_all_variants(const LayoutInfo& L, std::int64_t rows, std::int64_t cols, std::int64_t tokens,
@@ -219,6 +245,19 @@ TEST_SUITE("dispatch") {
     CHECK(neon::slot_program(find_layout("t2p")).shared_kbase);
     CHECK_FALSE(neon::slot_program(L).shared_kbase);
     if (isa_supported(Isa::i8mm)) CHECK(names.count("slot-mask/i8mm") == 1);
+    CHECK(paths == int(names.size()));
+#else
+    CHECK(paths >= 1);
+#endif
+  }
+
+  TEST_CASE("a base-3 layout with its stages in another order runs exactly on every listed path") {
+    const LayoutInfo& L = info_of<Ptq1Reordered>();
+    const int paths = check_all_variants(L, 4, 1280, 3, 13);
+#if defined(__aarch64__)
+    const std::set<std::string> names = variant_names(L);
+    CHECK(names.count("base3/neon") == 1);
+    CHECK(names.count("base3/dotprod") == (isa_supported(Isa::dotprod) ? 1u : 0u));
     CHECK(paths == int(names.size()));
 #else
     CHECK(paths >= 1);

@@ -132,6 +132,8 @@ struct SlotMaskKernel {
                     std::array<std::int32_t, 16>& s) {
     if constexpr (U > 0) {
       std::array<Acc, U> acc;
+      // Rolled: unrolled, GCC hoists every word's activations at once and spills the accumulators.
+#pragma GCC unroll 1
       for (int k = 0; k < kWords; ++k) {
         const auto y = slot_activations(q8 + P.unit[0].words[std::size_t(k)].kbase);
         for (int u = 0; u < U; ++u) acc[std::size_t(u)].add(vld1q_u8(blk + P.unit[std::size_t(u)].words[std::size_t(k)].byte_offset), y);
