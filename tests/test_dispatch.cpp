@@ -179,6 +179,12 @@ TEST_SUITE("dispatch") {
     test::check_error([] { set_isa_ceiling(Isa::avx2); }, "avx2", "not supported");
 #elif defined(__x86_64__)
     test::check_error([] { set_isa_ceiling(Isa::dotprod); }, "dotprod", "not supported");
+    if (isa_supported(Isa::avx512vnni)) {
+      set_isa_ceiling(Isa::avx2);
+      CHECK(best_isa() == Isa::avx2);
+    } else {
+      test::check_error([] { set_isa_ceiling(Isa::avx512vnni); }, "avx512vnni", "not supported");
+    }
 #endif
   }
 
