@@ -43,8 +43,9 @@ void add_neon_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
   }
   if (s.slot_mask) {
     out.push_back(by_rows<&gemv_slot_mask_neon>("slot-mask", "neon"));
-    // Without i8mm the gemm splits the batch into tokens and runs the dotprod gemv on each (spec 5.9).
-    if (dotprod) out.push_back(by_rows<&gemv_slot_mask_dotprod>("slot-mask", "dotprod"));
+    // slot-mask/dotprod (gemv and its dotprod-only gemm) is the shared slot-mask template's NEON
+    // instantiation (kernels/arm_dotprod.cpp on the kernels branch), not listed here twice; the
+    // i8mm variant pairs this directory's dotprod gemv with the smmla gemm.
     if (i8mm && s.smmla) out.push_back({"slot-mask", "i8mm", &gemv_slot_mask_dotprod, &gemm_slot_mask_i8mm});
   }
 }
