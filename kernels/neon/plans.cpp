@@ -41,8 +41,10 @@ SlotProgram make_slot_program(const LayoutInfo& L) {
     if (filled[std::size_t(u)] != p.words_per_unit) return p;
   p.shared_kbase = true;
   for (int u = 1; u < p.units; ++u)
-    for (int k = 0; k < p.words_per_unit; ++k)
-      p.shared_kbase = p.shared_kbase && p.unit[std::size_t(u)].words[std::size_t(k)].kbase == p.unit[0].words[std::size_t(k)].kbase;
+    for (int k = 0; k < p.words_per_unit; ++k) {
+      const std::size_t w = std::size_t(k);
+      p.shared_kbase = p.shared_kbase && p.unit[std::size_t(u)].words[w].kbase == p.unit[0].words[w].kbase;
+    }
   p.ok = p.units * (p.pairs ? 2 : 1) == p.rows;
   return p;
 }

@@ -136,7 +136,10 @@ struct SlotMaskKernel {
 #pragma GCC unroll 1
       for (int k = 0; k < kWords; ++k) {
         const auto y = slot_activations(q8 + P.unit[0].words[std::size_t(k)].kbase);
-        for (int u = 0; u < U; ++u) acc[std::size_t(u)].add(vld1q_u8(blk + P.unit[std::size_t(u)].words[std::size_t(k)].byte_offset), y);
+        for (int u = 0; u < U; ++u) {
+          const SlotWord& word = P.unit[std::size_t(u)].words[std::size_t(k)];
+          acc[std::size_t(u)].add(vld1q_u8(blk + word.byte_offset), y);
+        }
       }
       for (int u = 0; u < U; ++u) acc[std::size_t(u)].finish(P.unit[std::size_t(u)], ysum, s);
     } else {
@@ -160,9 +163,8 @@ struct SlotMaskKernel {
         const BlockQ8K& xb = x[i / 2];
         std::array<std::int32_t, 16> s;
         block<U>(P, blk, xb.qs + 128 * (i % 2), half_sum(xb.bsums, int(i % 2)), s);
-        for (int r = 0; r < P.rows; ++r)
-          acc[std::size_t(r)] = std::fma(float(s[std::size_t(r)]), load_half(blk + P.scale_offset[std::size_t(r)]) * xb.d,
-                                         acc[std::size_t(r)]);
+        for (std::size_t r = 0; r < std::size_t(P.rows); ++r)
+          acc[r] = std::fma(float(s[r]), load_half(blk + P.scale_offset[r]) * xb.d, acc[r]);
       }
       std::copy_n(acc.begin(), P.rows, y + g * P.rows);
     }
