@@ -1,8 +1,11 @@
 #include "kernels/catalog.hpp"
 
-#include "kernels/cpu.hpp"
 #include "kernels/arm_kernels.hpp"
+#include "kernels/cpu.hpp"
 #include "kernels/x86_kernels.hpp"
+#if defined(__aarch64__)
+#include "kernels/neon/neon_kernels.hpp"
+#endif
 
 namespace ternlab {
 
@@ -14,6 +17,10 @@ std::vector<KernelVariant> kernels_for(const LayoutInfo& layout) {
   if (isa_supported(Isa::avx512vnni)) detail::add_avx512vnni_kernels(layout, v);
   // The shared slot-mask template on NEON dotprod (the 16-byte policy).
   if (isa_supported(Isa::dotprod)) detail::add_dotprod_kernels(layout, v);
+#if defined(__aarch64__)
+  // NEON-specific paths: stock unpack, base-3, plain-NEON slot-mask, smmla gemm.
+  neon::add_neon_kernels(layout, v);
+#endif
   return v;
 }
 

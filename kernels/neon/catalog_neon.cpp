@@ -1,0 +1,53 @@
+// Which NEON paths a layout gets on this CPU. Plain translation unit: it only decides and points;
+// the dotprod and i8mm code it points to runs only behind the HWCAP checks of kernels/cpu.cpp.
+#include "kernels/cpu.hpp"
+#include "kernels/neon/neon_kernels.hpp"
+#include "kernels/neon/plans.hpp"
+
+namespace ternlab::neon {
+
+namespace {
+
+template <GemvFn Gemv>
+void gemm_rows(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0, std::int64_t g1) {
+  gemm_by_rows(Gemv, w, x, y, ldy, g0, g1);
+}
+
+template <GemvFn Gemv>
+KernelVariant by_rows(const char* strategy, const char* isa) {
+  return {strategy, isa, Gemv, &gemm_rows<Gemv>};
+}
+
+}  // namespace
+
+NeonSupport neon_support(const LayoutInfo& L) {
+  NeonSupport s;
+  s.unpack = L.facts.natural_two_bit && L.k == 128;
+  s.base3 = base3_program(L).ok;
+  const SlotProgram& p = slot_program(L);
+  s.slot_mask = p.ok;
+  s.smmla = p.ok && p.pairs && p.chunk_aligned;
+  return s;
+}
+
+void add_neon_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
+  const NeonSupport s = neon_support(L);
+  const bool dotprod = isa_supported(Isa::dotprod), i8mm = isa_supported(Isa::i8mm);
+  if (s.unpack) {
+    out.push_back(by_rows<&gemv_unpack_neon>("unpack", "neon"));
+    if (dotprod) out.push_back(by_rows<&gemv_unpack_dotprod>("unpack", "dotprod"));
+  }
+  if (s.base3) {
+    out.push_back(by_rows<&gemv_base3_neon>("base3", "neon"));
+    if (dotprod) out.push_back(by_rows<&gemv_base3_dotprod>("base3", "dotprod"));
+  }
+  if (s.slot_mask) {
+    out.push_back(by_rows<&gemv_slot_mask_neon>("slot-mask", "neon"));
+    // slot-mask/dotprod (gemv and its dotprod-only gemm) is the shared slot-mask template's NEON
+    // instantiation (kernels/arm_dotprod.cpp on the kernels branch), not listed here twice; the
+    // i8mm variant pairs this directory's dotprod gemv with the smmla gemm.
+    if (i8mm && s.smmla) out.push_back({"slot-mask", "i8mm", &gemv_slot_mask_dotprod, &gemm_slot_mask_i8mm});
+  }
+}
+
+}  // namespace ternlab::neon

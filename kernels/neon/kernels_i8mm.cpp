@@ -1,0 +1,107 @@
+// The row-pair slot-mask gemm on i8mm (spec 5.7): a tile is one row group x 4 tokens (q8_Kx4). A
+// row-pair slot masked in place is smmla's 2x8 weight operand as it stands; the 16 bytes of a q8_Kx4
+// chunk are the 2x8 operand of tokens 0|1 (and of 2|3), so each decoded slot meets two activation
+// operands: 2 smmla per slot per row pair, 32 MACs each. Slots 0 and 3 both carry 1 u and share an
+// accumulator; 4 u and 16 u get their own. Compiled with -march=armv8.2-a+dotprod+i8mm (CMakeLists.txt),
+// called only where kernels/cpu.hpp reports HWCAP2_I8MM.
+#include <algorithm>
+#include <array>
+
+#include "kernels/neon/isa.hpp"
+#include "kernels/neon/neon_kernels.hpp"
+#include "kernels/neon/plans.hpp"
+
+#if !defined(__ARM_FEATURE_MATMUL_INT8)
+#error "kernels_i8mm.cpp must be compiled with i8mm enabled (-march=armv8.2-a+dotprod+i8mm)"
+#endif
+
+namespace ternlab::neon {
+
+namespace {
+
+// Sums of the 128 activations of half h for tokens 0..3: the q8_Kx4 16-sums of token t for groups
+// 8h..8h+7 sit at 32h + 4t + {0..3} and 32h + 16 + 4t + {0..3} (q8k.hpp, x4_bsum_index).
+int32x4_t half_sums_x4(const std::int16_t* bsums, int h) {
+  const std::int16_t* b = bsums + 32 * h;
+  const int16x8_t t01 = vaddq_s16(vld1q_s16(b), vld1q_s16(b + 16));  // |sum of 32 int8| <= 4096
+  const int16x8_t t23 = vaddq_s16(vld1q_s16(b + 8), vld1q_s16(b + 24));
+  return vpaddq_s32(vpaddlq_s16(t01), vpaddlq_s16(t23));
+}
+
+// One unit's (row pair's) tile for one block: 16 (u . y) for (row a, row b) x (token pair q).
+struct PairTile {
+  std::array<int32x4_t, 2> m1, m4, m16;
+};
+
+template <int S>
+inline void smmla_slot(PairTile& t, uint8x16_t word, const std::int8_t* chunk) {
+  const int8x16_t w = slot<S>(word);
+  auto& m = S == 1 ? t.m4 : S == 2 ? t.m16 : t.m1;
+  m[0] = vmmlaq_s32(m[0], w, vld1q_s8(chunk));       // tokens 0 | 1
+  m[1] = vmmlaq_s32(m[1], w, vld1q_s8(chunk + 16));  // tokens 2 | 3
+}
+
+}  // namespace
+
+void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
+                         std::int64_t g1) {
+  const SlotProgram& P = slot_program(*w.layout);
+  if (!P.ok || !P.pairs || !P.chunk_aligned) no_program(*w.layout, "smmla");
+  for (std::int64_t tile = 0; tile < x.tiles_count(); ++tile) {
+    const BlockQ8Kx4* xt = x.tile(tile);
+    // Leftover tokens ride in the zero-padded last tile (d = 0, qs = 0): one extra pass, not one gemv each.
+    const int live = int(std::min<std::int64_t>(4, x.tokens - 4 * tile));
+    for (std::int64_t g = g0; g < g1; ++g) {
+      std::array<std::array<float32x4_t, 2>, 8> acc;
+      for (auto& a : acc) a = {vdupq_n_f32(0), vdupq_n_f32(0)};
+      for (std::int64_t i = 0; i < w.blocks_per_row(); ++i) {
+        const std::uint8_t* blk = w.block(g, i);
+        const BlockQ8Kx4& xb = xt[i / 2];
+        const int h = int(i % 2);
+        const std::int8_t* q8 = xb.qs + 512 * h;  // chunk c of this half at 32 c
+        const int32x4_t ys = half_sums_x4(xb.bsums, h);
+        const float32x4_t dy = vld1q_f32(xb.d);
+        // Lane l of a tile is (row a or b by l >> 1) x (token 2q + (l & 1)).
+        const std::array<int32x4_t, 2> ysum = {vcombine_s32(vget_low_s32(ys), vget_low_s32(ys)),
+                                               vcombine_s32(vget_high_s32(ys), vget_high_s32(ys))};
+        const std::array<float32x4_t, 2> dys = {vcombine_f32(vget_low_f32(dy), vget_low_f32(dy)),
+                                                vcombine_f32(vget_high_f32(dy), vget_high_f32(dy))};
+        for (int u = 0; u < P.units; ++u) {
+          const SlotUnit& unit = P.unit[std::size_t(u)];
+          PairTile t;
+          t.m1 = t.m4 = t.m16 = {vdupq_n_s32(0), vdupq_n_s32(0)};
+          for (const SlotWord& word : unit.words) {
+            const uint8x16_t v = vld1q_u8(blk + word.byte_offset);
+            const std::int8_t* chunk = q8 + 4 * word.kbase;  // chunk kbase / 8: 32 bytes each
+            smmla_slot<0>(t, v, chunk);
+            smmla_slot<1>(t, v, chunk + 32);
+            smmla_slot<2>(t, v, chunk + 64);
+            smmla_slot<3>(t, v, chunk + 96);
+          }
+          const float da = load_half(blk + P.scale_offset[std::size_t(unit.row_a)]);
+          const float db = load_half(blk + P.scale_offset[std::size_t(unit.row_b)]);
+          const float32x4_t dw = {da, da, db, db};
+          for (int q = 0; q < 2; ++q) {
+            const int32x4_t s16 = vaddq_s32(vaddq_s32(t.m16[std::size_t(q)], vshlq_n_s32(t.m4[std::size_t(q)], 2)),
+                                            vshlq_n_s32(t.m1[std::size_t(q)], 4));
+            const int32x4_t s = vsubq_s32(vshrq_n_s32(s16, 4), ysum[std::size_t(q)]);  // exact w . y
+            acc[std::size_t(u)][std::size_t(q)] =
+                vfmaq_f32(acc[std::size_t(u)][std::size_t(q)], vcvtq_f32_s32(s), vmulq_f32(dw, dys[std::size_t(q)]));
+          }
+        }
+      }
+      for (int u = 0; u < P.units; ++u)
+        for (int q = 0; q < 2; ++q) {
+          std::array<float, 4> lanes;
+          vst1q_f32(lanes.data(), acc[std::size_t(u)][std::size_t(q)]);
+          for (int l = 0; l < 4; ++l) {
+            const int token = 2 * q + (l & 1);
+            const int row = l >> 1 ? P.unit[std::size_t(u)].row_b : P.unit[std::size_t(u)].row_a;
+            if (token < live) y[(4 * tile + token) * ldy + g * P.rows + row] = lanes[std::size_t(l)];
+          }
+        }
+    }
+  }
+}
+
+}  // namespace ternlab::neon

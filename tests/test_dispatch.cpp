@@ -1,0 +1,278 @@
+// Dispatch by CPU features. Under qemu each aarch64 test runs with TERNLAB_EXPECT_CPU naming the
+// emulated model (tests/CMakeLists.txt), so the expected ladder comes from the model, not from the
+// detection under test: max has dotprod + i8mm, cortex-a76 dotprod only, cortex-a72 neither (it
+// must fall back to plain NEON, never crash). On x86 the ladder is checked against cpuid instead.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "kernels/catalog.hpp"
+#include "kernels/cpu.hpp"
+#include "kernels/oracle.hpp"
+#include "kernels/testdata.hpp"
+#include "tests/support.hpp"
+
+#if defined(__aarch64__)
+#include "kernels/neon/plans.hpp"
+#endif
+
+using namespace ternlab;
+
+namespace {
+
+std::string expected_cpu() {
+  const char* e = std::getenv("TERNLAB_EXPECT_CPU");
+  return e ? e : "";
+}
+
+std::set<std::string> variant_names(const LayoutInfo& L) {
+  std::set<std::string> s;
+  for (const KernelVariant& k : kernels_for(L)) s.insert(k.name());
+  return s;
+}
+
+// t2p with pair 1's words stored in another k order than pair 0's (weights 64-127 first). Declared
+// here and never registered, so only this file sees it: the slot-mask kernels must follow the plan
+// (words of different units at different weights), not assume t2p's regular word order.
+struct T2pShuffled {
+  static constexpr LayoutSpec spec{
+      .name = "t2p-shuffled",
+      .summary = "test-only: t2p whose second row pair stores weights 64-127 before 0-63",
+      .rows = 4,
+      .code = Code::two_bit,
+      .scales = {.offset = 0, .row_stride = 2},
+      .pieces = pieces(Piece{.k_begin = 0,
+                             .row = modes(bytes("half", 2, 8), bytes("pair", 2, 96)),
+                             .k = modes(bytes("kk", 8, 1), slots("s", 4, 1), bytes("word", 2, 16)),
+                             .byte_base = 8},
+                       Piece{.k_begin = 64,
+                             .row = modes(bytes("half", 2, 8), bytes("pair", 2, 32)),
+                             .k = modes(bytes("kk", 8, 1), slots("s", 4, 1), bytes("word", 2, 16)),
+                             .byte_base = 40}),
+  };
+};
+static_assert(SlotVectorizable<T2pShuffled> && facts<T2pShuffled>.pairs_rows);
+
+// ptq1_0's stages in another order (8-byte stage first, then the 16-byte one, then qh), also never
+// registered: its 16-weight vectors straddle stage and digit boundaries, so the base-3 kernels must
+// gather lanes as digit_plan says rather than assume ptq1_0's offsets.
+struct Ptq1Reordered {
+  static constexpr LayoutSpec spec{
+      .name = "ptq1-reordered",
+      .summary = "test-only: base-3 with the 8-byte stage first",
+      .rows = 1,
+      .code = Code::base3,
+      .scales = {.offset = 26},
+      .pieces = pieces(Piece{.k_begin = 0,
+                             .row = modes(bytes("row", 1, 0)),
+                             .k = modes(bytes("m", 8, 1), slots("n", 5, 1)),
+                             .byte_base = 0},
+                       Piece{.k_begin = 40,
+                             .row = modes(bytes("row", 1, 0)),
+                             .k = modes(bytes("m", 16, 1), slots("n", 5, 1)),
+                             .byte_base = 8},
+                       Piece{.k_begin = 120,
+                             .row = modes(bytes("row", 1, 0)),
+                             .k = modes(bytes("h", 2, 1), slots("n", 4, 1)),
+                             .byte_base = 24}),
+  };
+};
+static_assert(DigitPlanar<Ptq1Reordered>);
+
+// Runs every kernels_for(L) variant on one case and compares with the integer oracle; returns the
+// number of variants run.
+int check_all_variants(const LayoutInfo& L, std::int64_t rows, std::int64_t cols, std::int64_t tokens,
+                       std::uint64_t seed) {
+  const TernaryMatrix w = make_weights(rows, cols, seed);
+  const UnitActivations a = make_unit_activations(tokens, cols, seed + 1);
+  const Q8KBatch x = quantize_batch(a.f.data(), tokens, cols);
+  const std::vector<std::int64_t> want = oracle_int(w, a.i8, tokens);
+  const PackedMatrix p = pack(w, L);
+  int paths = 0;
+  for (const KernelVariant& k : kernels_for(L)) {
+    CAPTURE(L.name);
+    CAPTURE(k.name());
+    std::vector<float> Y(std::size_t(tokens * rows), NAN), y(std::size_t(rows), NAN);
+    k.gemm(p, x, Y.data(), rows, 0, p.row_groups());
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      k.gemv(p, x.row(t), y.data(), 0, p.row_groups());
+      for (std::int64_t n = 0; n < rows; ++n) {
+        CHECK(double(y[std::size_t(n)]) == double(want[std::size_t(t * rows + n)]));
+        CHECK(double(Y[std::size_t(t * rows + n)]) == double(want[std::size_t(t * rows + n)]));
+      }
+    }
+    ++paths;
+  }
+  return paths;
+}
+
+struct IsaCeilingReset {
+  ~IsaCeilingReset() { clear_isa_ceiling(); }
+};
+
+}  // namespace
+
+TEST_SUITE("dispatch") {
+  TEST_CASE("the ISA ladder matches the CPU") {
+    const CpuFeatures& f = cpu_features();
+    const std::vector<Isa> isas = supported_isas();
+    INFO("cpu: ", f.model, "; features: ", feature_string());
+    REQUIRE(!isas.empty());
+    CHECK(isas.front() == Isa::scalar);
+    CHECK(best_isa() == isas.back());
+    CHECK(std::is_sorted(isas.begin(), isas.end(), [](Isa a, Isa b) { return int(a) < int(b); }));
+#if defined(__aarch64__)
+    const std::string cpu = expected_cpu();
+    if (cpu.empty()) {
+      MESSAGE("TERNLAB_EXPECT_CPU unset (native aarch64 run): checking consistency only");
+      CHECK(f.neon);
+      CHECK(isa_supported(Isa::dotprod) == f.dotprod);
+      CHECK(isa_supported(Isa::i8mm) == (f.dotprod && f.i8mm));
+    } else if (cpu == "max") {
+      CHECK(f.dotprod);
+      CHECK(f.i8mm);
+      CHECK(isas == std::vector<Isa>{Isa::scalar, Isa::neon, Isa::dotprod, Isa::i8mm});
+      CHECK(best_isa() == Isa::i8mm);
+    } else if (cpu == "cortex-a76") {
+      CHECK(f.dotprod);
+      CHECK_FALSE(f.i8mm);
+      CHECK(isas == std::vector<Isa>{Isa::scalar, Isa::neon, Isa::dotprod});
+      CHECK(best_isa() == Isa::dotprod);
+    } else if (cpu == "cortex-a72") {
+      CHECK_FALSE(f.dotprod);
+      CHECK_FALSE(f.i8mm);
+      CHECK(isas == std::vector<Isa>{Isa::scalar, Isa::neon});
+      CHECK(best_isa() == Isa::neon);
+    } else {
+      FAIL("TERNLAB_EXPECT_CPU=", cpu, " is not a model this test knows (max, cortex-a76, cortex-a72)");
+    }
+    CHECK_FALSE(f.avx2);
+    CHECK_FALSE(isa_supported(Isa::avx2));
+#elif defined(__x86_64__)
+    if (!expected_cpu().empty()) MESSAGE("TERNLAB_EXPECT_CPU is for the aarch64 suite; ignored on x86");
+    CHECK_FALSE(f.neon);
+    CHECK_FALSE(isa_supported(Isa::neon));
+    CHECK(isa_supported(Isa::avx2) == (f.avx2 && f.fma && f.f16c));
+    CHECK(isa_supported(Isa::avx512vnni) ==
+          (isa_supported(Isa::avx2) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni));
+    if (!isa_supported(Isa::avx512vnni)) MESSAGE("no AVX-512 VNNI on this CPU: that rung is not exercised here");
+#endif
+  }
+
+  TEST_CASE("a ceiling forces a lower path and an unsupported one is refused") {
+    const IsaCeilingReset reset;
+    set_isa_ceiling(Isa::scalar);
+    CHECK(best_isa() == Isa::scalar);
+    clear_isa_ceiling();
+    CHECK(best_isa() == supported_isas().back());
+#if defined(__aarch64__)
+    set_isa_ceiling(Isa::neon);
+    CHECK(best_isa() == Isa::neon);
+    if (isa_supported(Isa::i8mm)) {
+      set_isa_ceiling(Isa::dotprod);
+      CHECK(best_isa() == Isa::dotprod);
+    } else {
+      test::check_error([] { set_isa_ceiling(Isa::i8mm); }, "i8mm", "not supported");
+    }
+    test::check_error([] { set_isa_ceiling(Isa::avx2); }, "avx2", "not supported");
+#elif defined(__x86_64__)
+    test::check_error([] { set_isa_ceiling(Isa::dotprod); }, "dotprod", "not supported");
+    if (isa_supported(Isa::avx512vnni)) {
+      set_isa_ceiling(Isa::avx2);
+      CHECK(best_isa() == Isa::avx2);
+    } else {
+      test::check_error([] { set_isa_ceiling(Isa::avx512vnni); }, "avx512vnni", "not supported");
+    }
+#endif
+  }
+
+  TEST_CASE("kernels_for lists exactly the paths this CPU can run") {
+    for (const LayoutInfo* L : all_layouts()) {
+      CAPTURE(L->name);
+      const std::vector<KernelVariant> ks = kernels_for(*L);
+      REQUIRE(!ks.empty());
+      CHECK(ks.front().name() == "reference/scalar");
+      CHECK(variant_names(*L).size() == ks.size());  // no variant listed twice
+      for (const KernelVariant& k : ks) {
+        CAPTURE(k.name());
+        CHECK(isa_supported(parse_isa(k.isa)));
+        CHECK(bool(k.gemv));
+        CHECK(bool(k.gemm));
+      }
+    }
+#if defined(__aarch64__)
+    // Expected per layout property and emulated model; the names come from the model, not detection.
+    const std::string cpu = expected_cpu();
+    if (cpu.empty()) {
+      MESSAGE("TERNLAB_EXPECT_CPU unset: per-model kernel lists not checked");
+      return;
+    }
+    const bool dotprod = cpu != "cortex-a72", i8mm = cpu == "max";
+    for (const LayoutInfo* L : all_layouts()) {
+      CAPTURE(L->name);
+      std::set<std::string> want{"reference/scalar"};
+      const auto add = [&](const std::string& strategy, bool with_i8mm) {
+        want.insert(strategy + "/neon");
+        if (dotprod) want.insert(strategy + "/dotprod");
+        if (i8mm && with_i8mm) want.insert(strategy + "/i8mm");
+      };
+      if (L->facts.natural_two_bit) add("unpack", false);
+      if (L->facts.digit_planar) add("base3", false);
+      if (L->facts.slot_vectorizable) add("slot-mask", L->facts.pairs_rows);
+      // slot-mask/dotprod comes from the shared slot-mask template (kernels/strategies), which its
+      // own tests pin; here it may or may not be present, but only where dotprod is.
+      std::set<std::string> got = variant_names(*L);
+      if (got.erase("slot-mask/dotprod")) CHECK(dotprod);
+      want.erase("slot-mask/dotprod");
+      CHECK(got == want);
+    }
+    // The stock layouts and the test-only one, named, so a silently lost property fails here too.
+    CHECK(variant_names(find_layout("pq2_0")).count("unpack/neon") == 1);
+    CHECK(variant_names(find_layout("ptq1_0")).count("base3/neon") == 1);
+    CHECK(variant_names(find_layout("t2x4")).count("slot-mask/neon") == 1);
+    CHECK(variant_names(find_layout("t2p8")).count("slot-mask/i8mm") == (i8mm ? 1u : 0u));
+    CHECK(variant_names(find_layout("t2p")).count("slot-mask/i8mm") == (i8mm ? 1u : 0u));
+    CHECK(variant_names(find_layout("pq2_0")).count("unpack/dotprod") == (dotprod ? 1u : 0u));
+#endif
+  }
+
+  TEST_CASE("every listed path, the dotprod-only gemms included, equals the integer oracle") {
+    // A compact exact check on this model (the oracle suite sweeps shapes): 5 tokens = one full x4
+    // tile plus a padded one; rows 8 and K = 768 (three q8_K blocks, the last half-used by 128-blocks).
+    int paths = 0;
+    for (const LayoutInfo* L : all_layouts()) paths += check_all_variants(*L, 8, 768, 5, 7);
+    MESSAGE("paths checked on this CPU: ", paths);
+    CHECK(paths >= int(all_layouts().size()));
+  }
+
+  TEST_CASE("a row-pair layout whose pairs order k differently runs exactly on every listed path") {
+    const LayoutInfo& L = info_of<T2pShuffled>();
+    const int paths = check_all_variants(L, 12, 1024, 6, 11);
+#if defined(__aarch64__)
+    const std::set<std::string> names = variant_names(L);
+    CHECK(names.count("slot-mask/neon") == 1);
+    // Both gemv forms run: t2p's units share each word's activations, this layout's cannot.
+    CHECK(neon::slot_program(find_layout("t2p")).shared_kbase);
+    CHECK_FALSE(neon::slot_program(L).shared_kbase);
+    if (isa_supported(Isa::i8mm)) CHECK(names.count("slot-mask/i8mm") == 1);
+    CHECK(paths == int(names.size()));
+#else
+    CHECK(paths >= 1);
+#endif
+  }
+
+  TEST_CASE("a base-3 layout with its stages in another order runs exactly on every listed path") {
+    const LayoutInfo& L = info_of<Ptq1Reordered>();
+    const int paths = check_all_variants(L, 4, 1280, 3, 13);
+#if defined(__aarch64__)
+    const std::set<std::string> names = variant_names(L);
+    CHECK(names.count("base3/neon") == 1);
+    CHECK(names.count("base3/dotprod") == (isa_supported(Isa::dotprod) ? 1u : 0u));
+    CHECK(paths == int(names.size()));
+#else
+    CHECK(paths >= 1);
+#endif
+  }
+}
