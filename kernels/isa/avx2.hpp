@@ -101,6 +101,13 @@ struct Avx2 {
     for (int r = 0; r < rows; ++r) y[r] = t[r];
   }
 
+  // Horizontal sums of four vectors at once (three hadds, one lane fold).
+  static void reduce_add4(V a, V b, V c, V d, std::int32_t* out) {
+    const V h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                     _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+  }
+
   static std::int32_t reduce_add(V v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
