@@ -102,6 +102,16 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
         if (n == p.pairs_per_row) return reject("row ", row, " owns more lane pairs than the others");
         p.pair_index[row * p.pairs_per_row + n++] = std::uint16_t(pos(a, u, h));
       }
+  if (p.pairs_per_row <= 8)
+    for (int r = 0; r < L.rows; ++r)
+      for (int e = 0; e < p.pairs_per_row; ++e) {
+        const int q = p.pair_index[r * p.pairs_per_row + e];
+        if (q / 8 >= 8) continue;
+        p.row_perm[q / 8][e][r] = q % 8;
+        p.row_mask[q / 8][e][r] = -1;
+      }
+  p.scales_contiguous = true;
+  for (int r = 0; r < L.rows; ++r) p.scales_contiguous = p.scales_contiguous && p.scale_offset[r] == p.scale_offset[0] + 2 * r;
   return p;
 }
 

@@ -42,6 +42,12 @@ struct SlotVectorPlan {
   // pair_index[r * pairs_per_row + e] of that store (the order is the ISA policy's pair_position).
   int pairs_per_row = 0;
   std::uint16_t pair_index[kMaxPlanRows * 64] = {};
+  // The same gather as lane permutes, for policies that keep the pair sums in 8-lane vectors
+  // (entry q of the store = lane q % 8 of vector q / 8): row r's e-th pair sum is lane
+  // row_perm[k][e][r] of vector k where row_mask[k][e][r] is all ones.
+  std::int32_t row_perm[8][8][8] = {};
+  std::int32_t row_mask[8][8][8] = {};
+  bool scales_contiguous = false;  // row r's scale at scale_offset[0] + 2 r
 };
 
 // Where the ISA policy stores the pair sum (group accumulator a, 16-byte word u of it, half h).

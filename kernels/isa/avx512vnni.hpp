@@ -51,6 +51,9 @@ struct Avx512Vnni {
   static int pair_position(int a, int u, int h) { return 16 * a + 4 * u + 2 * h; }
 
   static std::int32_t reduce_add(V v) { return _mm512_reduce_add_epi32(v); }
+  static void reduce_add4(V a, V b, V c, V d, std::int32_t* out) {
+    out[0] = reduce_add(a), out[1] = reduce_add(b), out[2] = reduce_add(c), out[3] = reduce_add(d);
+  }
 
   // --- natural 2-bit order: the 256-bit recipe of spec 6.2 in both halves -----------------------
   static constexpr int kNaturalWeights = 64;

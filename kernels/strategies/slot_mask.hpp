@@ -42,12 +42,11 @@ struct SlotMask {
     block_dot_tokens<1>(p, blk, &x, &s);
   }
 
-  // The same for T tokens at once: each weight vector is loaded and its slots extracted once, then
-  // dotted with every token's expansion (the 4-column tile of gemm).
+  // Group accumulators of one block for T tokens at once: each weight vector is loaded and its
+  // slots extracted once, then dotted with every token's expansion (the 4-column tile of gemm).
   template <int T>
-  static void block_dot_tokens(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
-                               std::int32_t (*s)[ROWS]) {
-    typename P::V c[T][G];
+  static void accumulate(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
+                         typename P::V (*c)[G]) {
     for (int g = 0; g < G; ++g)
       for (int m = 0; m < M; ++m) {
         const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
@@ -56,6 +55,14 @@ struct SlotMask {
           c[t][g] = m == 0 ? d : P::add32(c[t][g], d);
         }
       }
+  }
+
+  // Per-row sums through memory: the portable reduction.
+  template <int T>
+  static void block_dot_tokens(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
+                               std::int32_t (*s)[ROWS]) {
+    typename P::V c[T][G];
+    accumulate<T>(p, blk, x, c);
     for (int t = 0; t < T; ++t) {
       alignas(64) std::int32_t pairs[(G + 1) * P::kBytes / 4];
       P::template store_pair_sums<G>(c[t], pairs);
@@ -65,6 +72,13 @@ struct SlotMask {
         s[t][r] = sum;
       }
     }
+  }
+
+  // Policies with 8-lane row vectors (AVX2) keep the reduction and the epilogue in registers when
+  // the plan allows: rows <= 8, contiguous scales readable as one 16-byte load inside the block.
+  static constexpr bool kVectorRows = requires { typename P::RowF; } && ROWS <= 8 && kPairsPerRow <= 8;
+  static bool vector_rows(const SlotVectorPlan& p) {
+    return kVectorRows && p.scales_contiguous && p.scale_offset[0] + 16 <= p.block_bytes && (G + 1) / 2 <= 8;
   }
 
   static const SlotVectorPlan& checked_plan(const LayoutInfo& L) {
@@ -84,6 +98,23 @@ struct SlotMask {
     const SlotVectorPlan& p = checked_plan(L);
     const std::int64_t nb = w.blocks_per_row();
     const SlotActs a = prepare_slot_acts(p, L, x, nb, 0);
+    if constexpr (kVectorRows)
+      if (vector_rows(p)) {
+        for (std::int64_t g = g0; g < g1; ++g) {
+          typename P::RowF acc = P::row_zero();
+          const std::uint8_t* blk = w.block(g, 0);
+          const std::uint8_t* xe = a.expanded;
+          for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes, xe += p.expanded_block_bytes) {
+            typename P::V c[1][G];
+            accumulate<1>(p, blk, &xe, c);
+            const typename P::V s = P::template rows_from_pairs<G, kPairsPerRow>(c[0], p);
+            acc = P::template row_fma<P::kSlotShift>(s, a.blocks[i].ysum, P::row_scales(blk + p.scale_offset[0]),
+                                                     a.blocks[i].d, acc);
+          }
+          P::row_store(y + g * ROWS, acc, ROWS);
+        }
+        return;
+      }
     for (std::int64_t g = g0; g < g1; ++g) {
       float acc[ROWS] = {};
       const std::uint8_t* blk = w.block(g, 0);
@@ -112,6 +143,25 @@ struct SlotMask {
       const int live = int(std::min<std::int64_t>(4, x.tokens - 4 * t));
       SlotActs a[4];
       for (int m = 0; m < 4; ++m) a[m] = prepare_slot_acts_x4(p, L, x.tile(t), m, nb, m);
+      if constexpr (kVectorRows)
+        if (vector_rows(p)) {
+          for (std::int64_t g = g0; g < g1; ++g) {
+            typename P::RowF acc[4] = {P::row_zero(), P::row_zero(), P::row_zero(), P::row_zero()};
+            const std::uint8_t* blk = w.block(g, 0);
+            for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes) {
+              const std::uint8_t* xs[4];
+              for (int m = 0; m < 4; ++m) xs[m] = a[m].expanded + i * p.expanded_block_bytes;
+              typename P::V c[4][G];
+              accumulate<4>(p, blk, xs, c);
+              const typename P::RowF d = P::row_scales(blk + p.scale_offset[0]);
+              for (int m = 0; m < 4; ++m)
+                acc[m] = P::template row_fma<P::kSlotShift>(P::template rows_from_pairs<G, kPairsPerRow>(c[m], p),
+                                                            a[m].blocks[i].ysum, d, a[m].blocks[i].d, acc[m]);
+            }
+            for (int m = 0; m < live; ++m) P::row_store(y + (4 * t + m) * ldy + g * ROWS, acc[m], ROWS);
+          }
+          continue;
+        }
       for (std::int64_t g = g0; g < g1; ++g) {
         float acc[4][ROWS] = {};
         const std::uint8_t* blk = w.block(g, 0);
