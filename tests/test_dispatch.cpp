@@ -275,4 +275,33 @@ TEST_SUITE("dispatch") {
     CHECK(paths >= 1);
 #endif
   }
+
+  TEST_CASE("a kernel handed a layout it cannot read refuses it, naming kernel, layout and reason") {
+    const Q8KBatch x = quantize_batch(make_float_activations(1, 256, 1).data(), 1, 256);
+    std::vector<float> y(8);
+    int refused = 0;
+    for (const LayoutInfo* built_for : all_layouts())
+      for (const KernelVariant& k : kernels_for(*built_for)) {
+        if (k.strategy == "reference") continue;
+        for (const LayoutInfo* other : all_layouts()) {
+          const bool readable = k.strategy == "slot-mask"  ? other->facts.slot_vectorizable
+                                : k.strategy == "unpack" ? other->facts.natural_two_bit
+                                : k.strategy == "base3"  ? other->facts.digit_planar
+                                                         : true;
+          if (readable) continue;
+          CAPTURE(k.name());
+          CAPTURE(other->name);
+          const PackedMatrix p = pack(make_weights(8, 256, 1), *other);
+          test::check_error([&] { k.gemv(p, x.row(0), y.data(), 0, p.row_groups()); }, k.name(),
+                            std::string(other->name));
+          test::check_error([&] { k.gemm(p, x, y.data(), 8, 0, p.row_groups()); }, k.name(), std::string(other->name));
+          ++refused;
+        }
+      }
+#if defined(__aarch64__)
+    CHECK(refused > 0);
+#else
+    MESSAGE("kernels refusing foreign layouts checked here: ", refused);
+#endif
+  }
 }

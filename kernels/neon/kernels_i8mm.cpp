@@ -45,8 +45,8 @@ inline void smmla_slot(PairTile& t, uint8x16_t word, const std::int8_t* chunk) {
 
 void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                          std::int64_t g1) {
+  require_layout(*w.layout, NeonStrategy::smmla, "slot-mask/i8mm");
   const SlotProgram& P = slot_program(*w.layout);
-  if (!P.ok || !P.pairs || !P.chunk_aligned) no_program(*w.layout, "smmla");
   for (std::int64_t tile = 0; tile < x.tiles_count(); ++tile) {
     const BlockQ8Kx4* xt = x.tile(tile);
     // Leftover tokens ride in the zero-padded last tile (d = 0, qs = 0): one extra pass, not one gemv each.

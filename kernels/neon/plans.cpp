@@ -99,8 +99,26 @@ const Program& cached(const LayoutInfo& L) {
 const SlotProgram& slot_program(const LayoutInfo& L) { return cached<SlotProgram, make_slot_program>(L); }
 const Base3Program& base3_program(const LayoutInfo& L) { return cached<Base3Program, make_base3_program>(L); }
 
-void no_program(const LayoutInfo& L, const char* strategy) {
-  fail("NEON ", strategy, " kernel: layout ", L.name, " has no ", strategy, " program (see kernels/neon/plans.hpp)");
+void require_layout(const LayoutInfo& L, NeonStrategy strategy, const char* kernel) {
+  const auto refuse = [&](const char* why) { fail(kernel, " kernel cannot run layout '", L.name, "': ", why); };
+  switch (strategy) {
+    case NeonStrategy::unpack:
+      if (!L.facts.natural_two_bit || L.k != 128) refuse("not natural 2-bit (one row, weight k in byte k/4, field k%4)");
+      return;
+    case NeonStrategy::base3:
+      if (!L.facts.digit_planar) refuse("not digit-planar base-3");
+      if (!base3_program(L).ok) refuse("its digit plan has no NEON program (block over 32 bytes)");
+      return;
+    case NeonStrategy::slot_mask:
+    case NeonStrategy::smmla: {
+      if (!L.facts.slot_vectorizable) refuse("not slot-vectorizable");
+      const SlotProgram& p = slot_program(L);
+      if (!p.ok) refuse("its slot plan has no NEON program (units of irregular words)");
+      if (strategy == NeonStrategy::smmla && !(p.pairs && p.chunk_aligned))
+        refuse("smmla needs row-pair words on 8-weight chunks");
+      return;
+    }
+  }
 }
 
 }  // namespace ternlab::neon

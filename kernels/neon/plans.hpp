@@ -51,7 +51,9 @@ struct Base3Program {
 const SlotProgram& slot_program(const LayoutInfo& layout);
 const Base3Program& base3_program(const LayoutInfo& layout);
 
-// Throws ternlab::Error: `layout` has no NEON program for `strategy` (the catalog never lists one).
-[[noreturn]] void no_program(const LayoutInfo& layout, const char* strategy);
+// Throws ternlab::Error naming `kernel` ("slot-mask/neon", ...), the layout and the reason, unless
+// `layout` has what that kernel reads. Entry points call it once per call, before any load.
+enum class NeonStrategy { unpack, base3, slot_mask, smmla };
+void require_layout(const LayoutInfo& layout, NeonStrategy strategy, const char* kernel);
 
 }  // namespace ternlab::neon

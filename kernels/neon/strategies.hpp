@@ -1,5 +1,6 @@
 // The NEON gemv strategies, written once against an ISA policy (isa.hpp: Mull or Sdot) and
-// instantiated by kernels_neon.cpp and kernels_dotprod.cpp. Every kernel computes each 128-weight
+// instantiated by kernels_neon.cpp and kernels_dotprod.cpp, whose entry points first check the
+// layout (require_layout). Every kernel computes each 128-weight
 // block's exact int32 dot S = w . y and adds fma(S, d_w * d_y, acc) in block order, as
 // gemv_reference does, so all of them return the reference's float bits.
 #pragma once
@@ -56,7 +57,6 @@ void gemv_unpack(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_
 template <class Dot>
 void gemv_base3(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
   const Base3Program& P = base3_program(*w.layout);
-  if (!P.ok) no_program(*w.layout, "base3");
   std::array<uint8x16_t, 8> pow3, gather;
   for (int c = 0; c < 8; ++c) {
     pow3[std::size_t(c)] = vld1q_u8(P.pow3[std::size_t(c)].data());
@@ -184,7 +184,6 @@ struct SlotMaskKernel {
 template <class Dot>
 void gemv_slot_mask(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
   const SlotProgram& P = slot_program(*w.layout);
-  if (!P.ok) no_program(*w.layout, "slot-mask");
   if (P.pairs)
     SlotMaskKernel<Dot, true>::run(P, w, x, y, g0, g1);
   else
