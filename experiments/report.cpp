@@ -248,7 +248,7 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
       continue;
     }
     if (!a.verified) continue;
-    if (s.bytes > 0) bars.push_back({s.name, gb.median, gb.min, gb.max});
+    if (s.bytes > 0) bars.push_back({s.name, gb.median, gb.min, gb.max, frac.valid ? sig(frac.median * 100) + "% of bound" : ""});
     if (s.bits_per_weight > 0 && speed.valid) points.push_back({s.name, s.bits_per_weight, speed.median, speed.min, speed.max});
   }
   js << "]}";
@@ -309,7 +309,8 @@ std::string svg_bars(const std::string& title, const std::string& unit, const st
       << "\" fill=\"" << kPalette[i % 10] << "\"/>\n";
     s << "<line x1=\"" << fixed(X(b.min), 1) << "\" y1=\"" << y + row / 2 << "\" x2=\"" << fixed(X(b.max), 1) << "\" y2=\""
       << y + row / 2 << "\" stroke=\"black\" stroke-width=\"1.5\"/>\n";
-    s << "<text x=\"" << fixed(X(b.max) + 6, 1) << "\" y=\"" << y + row / 2 + 4 << "\" fill=\"#333\">" << sig(b.median) << "</text>\n";
+    s << "<text x=\"" << fixed(X(b.max) + 6, 1) << "\" y=\"" << y + row / 2 + 4 << "\" fill=\"#333\">" << sig(b.median)
+      << (b.note.empty() ? "" : " · " + xml(b.note)) << "</text>\n";
   }
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const RuleLine& r = rules[i];
@@ -402,8 +403,16 @@ std::string svg_scatter(const std::string& title, const std::string& xlabel, con
   for (const RuleLine& r : shown)
     s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(r.value), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(r.value), 1)
       << "\" stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/>\n";
+  // Arms at the same bits per weight sit side by side instead of on top of each other.
+  std::vector<double> px;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const ScatterPoint& p = points[i];
+    int same = 0;
+    for (std::size_t j = 0; j < i; ++j) same += points[j].x == points[i].x;
+    px.push_back(points[i].x + (x1 - x0) * 0.012 * same);
+  }
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    ScatterPoint p = points[i];
+    p.x = px[i];
     s << "<line x1=\"" << fixed(X(p.x), 1) << "\" y1=\"" << fixed(Y(p.ymin), 1) << "\" x2=\"" << fixed(X(p.x), 1) << "\" y2=\""
       << fixed(Y(p.ymax), 1) << "\" stroke=\"black\"/>\n<circle cx=\"" << fixed(X(p.x), 1) << "\" cy=\"" << fixed(Y(p.y), 1)
       << "\" r=\"5\" fill=\"" << kPalette[i % 10] << "\" stroke=\"black\"/>\n";

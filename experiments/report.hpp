@@ -40,6 +40,7 @@ std::string json_number(double v);
 struct BarItem {
   std::string label;
   double median = 0, min = 0, max = 0;
+  std::string note;  // printed after the value, e.g. "61% of bound"
 };
 struct RuleLine {
   std::string label;
