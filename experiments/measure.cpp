@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "common/error.hpp"
 
@@ -81,8 +82,11 @@ TimingResult measure_arms(std::vector<ArmSetup> arms, const MeasureOptions& opt,
     t.setup = std::move(a);
     res.arms.push_back(std::move(t));
   }
-  for (const ArmTiming& a : res.arms) pools.get(a.setup.threads);  // every pool exists before timing
-  const std::vector<int> counts = pools.thread_counts();
+  std::set<int> counts;  // the thread counts of this run's arms, each with its ceilings every round
+  for (const ArmTiming& a : res.arms) {
+    pools.get(a.setup.threads);  // every pool exists before timing
+    counts.insert(a.setup.threads);
+  }
   const MemoryCeiling ceiling(opt.ceiling_bytes);
   res.ceiling_bytes = double(ceiling.bytes());
 

@@ -52,7 +52,21 @@ struct TempFolder {
 
 }  // namespace
 
+namespace {
+RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream& out);
+}  // namespace
+
 RunOutcome run_experiment_file(const std::string& path, const RunOptions& opt, std::ostream& out) {
+  try {
+    return run_plan(path, opt, out);
+  } catch (const fs::filesystem_error& e) {
+    fail(path, ": ", e.what());  // e.g. the disk filled up while writing results
+  }
+}
+
+namespace {
+
+RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream& out) {
   const Plan plan = load_plan(path, opt.overrides);
   out << describe(plan);
   RunOutcome outcome;
@@ -127,5 +141,7 @@ RunOutcome run_experiment_file(const std::string& path, const RunOptions& opt, s
   out << "\nresults: " << outcome.folder << "/ (summary.md, summary.json, rounds.csv, plots)\n";
   return outcome;
 }
+
+}  // namespace
 
 }  // namespace ternlab::experiments

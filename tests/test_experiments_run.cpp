@@ -279,6 +279,11 @@ leftover = ["pad", "gemv"]
     CHECK(md.find("| t2p leftover=gemv |") != std::string::npos);
     CHECK(md.find("exp [threads=2]") != std::string::npos);
     CHECK(md.find("FAILED") == std::string::npos);
+    // Each run measures its ceilings on its own thread count only, though both pools persist.
+    const std::string json = read_text(fs::path(o.folder) / "summary.json");
+    CHECK(json.find("\"ceiling_gbps\": {\"1\": {") != std::string::npos);
+    CHECK(json.find("\"ceiling_gbps\": {\"2\": {") != std::string::npos);
+    CHECK(json.find("}, \"2\": {\"median") == std::string::npos);
     fs::remove_all(dir);
   }
 
