@@ -283,15 +283,17 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
 
 std::string svg_bars(const std::string& title, const std::string& unit, const std::vector<BarItem>& bars,
                      const std::vector<RuleLine>& rules) {
-  const int left = 230, right = 40, top = 44, row = 30, w = 860;
+  // Labels left, bars in the middle, values in their own column on the right (never under a band).
+  const int left = 230, right = 220, top = 44, row = 30, w = 1000;
   const int plot_w = w - left - right;
   const int h = top + row * int(bars.size()) + 60 + 18 * int(rules.size());
   double hi = 0;
   for (const BarItem& b : bars) hi = std::max(hi, b.max);
   for (const RuleLine& r : rules) hi = std::max(hi, r.max);
-  hi = hi > 0 ? hi * 1.08 : 1;
+  hi = hi > 0 ? hi * 1.05 : 1;
   const auto X = [&](double v) { return left + plot_w * v / hi; };
   const int bottom = top + row * int(bars.size());
+  const auto color_of = [](std::size_t i) { return i % 2 ? "#8b0000" : "#d62728"; };
   std::ostringstream s;
   s << svg_head(w, h, title);
   for (double t : linear_ticks(hi)) {
@@ -301,6 +303,10 @@ std::string svg_bars(const std::string& title, const std::string& unit, const st
   }
   s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 34 << "\" text-anchor=\"middle\">" << xml(unit)
     << " (bar: median over kept rounds; whisker: min–max)</text>\n";
+  for (std::size_t i = 0; i < rules.size(); ++i)  // ranges first, under the bars
+    s << "<rect x=\"" << fixed(X(rules[i].min), 1) << "\" y=\"" << top << "\" width=\""
+      << fixed(std::max(1.0, X(rules[i].max) - X(rules[i].min)), 1) << "\" height=\"" << bottom - top << "\" fill=\"" << color_of(i)
+      << "\" fill-opacity=\"0.10\"/>\n";
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const BarItem& b = bars[i];
     const int y = top + row * int(i);
@@ -309,20 +315,17 @@ std::string svg_bars(const std::string& title, const std::string& unit, const st
       << "\" fill=\"" << kPalette[i % 10] << "\"/>\n";
     s << "<line x1=\"" << fixed(X(b.min), 1) << "\" y1=\"" << y + row / 2 << "\" x2=\"" << fixed(X(b.max), 1) << "\" y2=\""
       << y + row / 2 << "\" stroke=\"black\" stroke-width=\"1.5\"/>\n";
-    s << "<text x=\"" << fixed(X(b.max) + 6, 1) << "\" y=\"" << y + row / 2 + 4 << "\" fill=\"#333\">" << sig(b.median)
+    s << "<text x=\"" << left + plot_w + 10 << "\" y=\"" << y + row / 2 + 4 << "\" fill=\"#333\">" << sig(b.median) << " " << xml(unit)
       << (b.note.empty() ? "" : " · " + xml(b.note)) << "</text>\n";
   }
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const RuleLine& r = rules[i];
-    const char* color = i % 2 ? "#8b0000" : "#d62728";
-    s << "<rect x=\"" << fixed(X(r.min), 1) << "\" y=\"" << top << "\" width=\"" << fixed(std::max(1.0, X(r.max) - X(r.min)), 1)
-      << "\" height=\"" << bottom - top << "\" fill=\"" << color << "\" fill-opacity=\"0.12\"/>\n";
     s << "<line x1=\"" << fixed(X(r.value), 1) << "\" y1=\"" << top - 4 << "\" x2=\"" << fixed(X(r.value), 1) << "\" y2=\"" << bottom
-      << "\" stroke=\"" << color << "\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n";
+      << "\" stroke=\"" << color_of(i) << "\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n";
     const int ly = bottom + 52 + 18 * int(i);
-    s << "<line x1=\"" << left << "\" y1=\"" << ly - 4 << "\" x2=\"" << left + 24 << "\" y2=\"" << ly - 4 << "\" stroke=\"" << color
+    s << "<line x1=\"" << left << "\" y1=\"" << ly - 4 << "\" x2=\"" << left + 24 << "\" y2=\"" << ly - 4 << "\" stroke=\"" << color_of(i)
       << "\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n<text x=\"" << left + 30 << "\" y=\"" << ly << "\">"
-      << xml(r.label + ": " + sig(r.value) + " " + unit + " [" + sig(r.min) + "–" + sig(r.max) + "]") << "</text>\n";
+      << xml(r.label + ": " + sig(r.value) + " " + unit + " [" + sig(r.min) + "–" + sig(r.max) + "], band: min–max over rounds") << "</text>\n";
   }
   s << "</svg>\n";
   return s.str();
