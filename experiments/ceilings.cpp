@@ -74,7 +74,7 @@ __attribute__((target("avx2"))) std::uint64_t compute_avx2(std::int64_t macs) {
 #endif
 
 #if defined(__aarch64__)
-__attribute__((target("+dotprod"))) std::uint64_t compute_dotprod(std::int64_t macs) {
+__attribute__((target("arch=armv8.2-a+dotprod"))) std::uint64_t compute_dotprod(std::int64_t macs) {
   int32x4_t acc0 = vdupq_n_s32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   int8x16_t w = vdupq_n_s8(1), x0 = vdupq_n_s8(3), x1 = vdupq_n_s8(-5), x2 = vdupq_n_s8(7), x3 = vdupq_n_s8(-9);
   for (std::int64_t i = 0; i < macs / 64; ++i) {
