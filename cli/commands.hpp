@@ -7,5 +7,6 @@ namespace ternlab::cli {
 void add_layout_commands(CLI::App& app);
 void add_quickstart_command(CLI::App& app);
 void add_kernel_commands(CLI::App& app);
+void add_run_command(CLI::App& app);
 
 }  // namespace ternlab::cli

@@ -1,0 +1,35 @@
+// `ternlab run FILE.toml`: an experiment described entirely in TOML (see docs/experiments.md).
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "experiments/runner.hpp"
+
+namespace ternlab::cli {
+
+void add_run_command(CLI::App& app) {
+  struct Options {
+    std::string file;
+    std::vector<std::string> overrides;
+    bool dry_run = false, progress = false, no_progress = false;
+  };
+  static Options o;
+  auto* r = app.add_subcommand("run", "Run a TOML experiment: arms interleaved in one process, verified, tabled and plotted");
+  r->add_option("file", o.file, "Experiment file (configs/*.toml)")->required()->check(CLI::ExistingFile);
+  r->add_option("--set", o.overrides, "Override a key: --set shape.rows=512, --set arm.threads=2, --set 'threads=[1,2]'");
+  r->add_flag("--dry-run", o.dry_run, "Print the expanded plan and stop");
+  r->add_flag("--progress", o.progress, "Draw the progress bar even when stderr is not a terminal");
+  r->add_flag("--no-progress", o.no_progress, "Never draw the progress bar");
+  r->callback([] {
+    experiments::RunOptions opt;
+    opt.overrides = o.overrides;
+    opt.dry_run = o.dry_run;
+    opt.progress = o.no_progress ? 0 : o.progress ? 1 : -1;
+    const auto outcome = experiments::run_experiment_file(o.file, opt, std::cout);
+    if (outcome.exit_code) {
+      std::cerr << "ternlab run: some arm failed verification against the oracle (see the table)\n";
+      std::exit(outcome.exit_code);
+    }
+  });
+}
+
+}  // namespace ternlab::cli

@@ -1,0 +1,561 @@
+// The kernel experiment kinds:
+//   bandwidth - streaming reads per thread count (the memory read ceiling itself, as arms);
+//   gemv      - one activation row through each arm's layout x kernel x threads;
+//   gemm      - a batch of `shape.tokens` rows; leftover rows as a padded tile pass or one gemv each;
+//   oracle    - every arm against the integer oracle over a grid of cases, untimed.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/strings.hpp"
+#include "experiments/kinds.hpp"
+#include "experiments/measure.hpp"
+#include "experiments/run_context.hpp"
+#include "kernels/catalog.hpp"
+#include "kernels/cpu.hpp"
+#include "kernels/oracle.hpp"
+#include "kernels/testdata.hpp"
+#include "layouts/stock.hpp"
+
+namespace ternlab::experiments {
+
+namespace {
+
+constexpr std::int64_t kMaxDim = std::int64_t(1) << 20;
+
+template <class F>
+decltype(auto) relocated(const Located& at, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    fail_at(at, e.what());
+  }
+}
+
+const LayoutInfo& arm_layout(const ArmSpec& arm) {
+  const Located at = arm.at("layout");
+  if (!at) fail_at(arm.table, "arm '", arm.name, "' needs a layout (one of: ", layout_names(), ")");
+  const std::string name = as_string(at);
+  return relocated(at, [&]() -> const LayoutInfo& { return find_layout(name); });
+}
+
+std::string variant_names(const std::vector<KernelVariant>& v) {
+  std::vector<std::string> n;
+  for (const KernelVariant& k : v) n.push_back(k.name());
+  return join(n);
+}
+
+// "best" (the last, richest kernel listed for the layout), "strategy" (its richest ISA here) or
+// "strategy/isa".
+KernelVariant arm_kernel(const ArmSpec& arm, const LayoutInfo& L, bool need_gemm) {
+  const Located at = arm.at("kernel");
+  const std::string text = at ? as_string(at) : "best";
+  std::vector<KernelVariant> all = kernels_for(L);
+  std::erase_if(all, [&](const KernelVariant& k) { return !k.gemv || (need_gemm && !k.gemm); });
+  if (all.empty()) fail_at(arm.table, "no kernel runs layout '", L.name, "' on this machine");
+  if (text == "best") return all.back();
+  const auto slash = text.find('/');
+  const std::string strategy = text.substr(0, slash);
+  std::string isa;
+  if (slash != std::string::npos) {
+    isa = text.substr(slash + 1);
+    const Isa parsed = relocated(at, [&] { return parse_isa(isa); });
+    const std::vector<Isa> here = supported_isas();
+    if (!isa_supported(parsed))
+      fail_at(at, "ISA '", isa, "' is not supported on this CPU (", cpu_features().model, "; supported here: ",
+              join(here | ranges::views::transform(isa_name)), ")");
+  }
+  const KernelVariant* found = nullptr;
+  for (const KernelVariant& k : all)
+    if (k.strategy == strategy && (isa.empty() || k.isa == isa)) found = &k;
+  if (!found) fail_at(at, "no kernel '", text, "' for layout '", L.name, "' on this machine (available: best, ", variant_names(all), ")");
+  return *found;
+}
+
+int arm_threads(const RunSpec& run, const ArmSpec& arm) {
+  const int fallback = int(run.integer("threads", 1, 1, 4096));
+  const Located at = arm.at("threads");
+  return at ? int(as_integer(at, 1, 4096)) : fallback;
+}
+
+bool arm_spawn(const ArmSpec& arm) {
+  const Located at = arm.at("spawn");
+  return at ? as_boolean(at) : false;
+}
+
+void check_baseline(const RunSpec& run) {
+  const Located at = run.at("baseline");
+  if (!at) return;
+  const std::string b = as_string(at);
+  std::vector<std::string> names;
+  for (const ArmSpec& a : run.arms) {
+    if (a.name == b) return;
+    names.push_back(a.name);
+  }
+  fail_at(at, "no arm is called '", b, "' (arms: ", join(names), ")");
+}
+
+void check_common(const RunSpec& run) {
+  run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max());
+  run.integer("rounds", 5, 1, 100000);
+  run.integer("warmup", 1, 0, 100000);
+  run.integer("threads", 1, 1, 4096);
+  run.integer("ceiling_mib", 1024, 1, 1 << 20);
+  run.number("sample_ms", 20, 0.001, 1e6);
+  run.boolean("control", true);
+  run.boolean("pin", false);
+  if (run.arms.empty()) fail(run.file, ": kind '", run.kind, "' needs at least one [[arm]] table");
+  check_baseline(run);
+  for (const ArmSpec& a : run.arms) {
+    arm_threads(run, a);
+    arm_spawn(a);
+  }
+}
+
+struct Shape {
+  std::int64_t rows, cols, tokens;
+};
+
+Shape run_shape(const RunSpec& run, bool batch) {
+  Shape s;
+  s.rows = run.integer("shape.rows", 256, 1, kMaxDim);
+  s.cols = run.integer("shape.cols", 1024, 128, kMaxDim);
+  s.tokens = batch ? run.integer("shape.tokens", 4, 1, 4096) : 1;
+  if (s.cols % kBlockK != 0) fail_at(run.at("shape.cols"), s.cols, " is not a multiple of ", kBlockK, " (one scale per 128 weights)");
+  if (double(s.rows) * double(s.cols) > double(std::int64_t(1) << 32))
+    fail_at(run.at("shape.rows"), s.rows, " x ", s.cols, " weights exceed the 2^32 this harness holds in memory");
+  return s;
+}
+
+void validate_matrix_kind(const RunSpec& run, bool batch) {
+  check_common(run);
+  const Shape s = run_shape(run, batch);
+  for (const ArmSpec& a : run.arms) {
+    const LayoutInfo& L = arm_layout(a);
+    if (s.rows % L.rows != 0)
+      fail_at(run.at("shape.rows"), s.rows, " rows cannot be packed as ", L.name, " (arm '", a.name, "'): rows must be a multiple of ", L.rows);
+    arm_kernel(a, L, batch);
+    if (batch) {
+      const Located at = a.at("leftover");
+      if (at) {
+        const std::string v = as_string(at);
+        if (v != "pad" && v != "gemv") fail_at(at, "'", v, "' is not a leftover strategy (pad: one zero-padded tile pass; gemv: one gemv per leftover row)");
+      }
+    }
+  }
+}
+
+// Runs fn(t) on `threads` threads: from the persistent pool, or spawned fresh for this call.
+std::function<void(const std::function<void(int)>&)> dispatcher(Pools& pools, int threads, bool spawn) {
+  if (!spawn) {
+    ThreadPool* pool = &pools.get(threads);
+    return [pool](const std::function<void(int)>& fn) { pool->run(fn); };
+  }
+  return [threads](const std::function<void(int)>& fn) {
+    std::vector<std::thread> ts;
+    ts.reserve(std::size_t(threads));
+    for (int t = 0; t < threads; ++t) ts.emplace_back(fn, t);
+    for (auto& t : ts) t.join();
+  };
+}
+
+struct MatrixData {
+  TernaryMatrix weights;
+  UnitActivations acts;
+  Q8KBatch x;
+  std::vector<std::int64_t> want;
+  std::map<std::string, PackedMatrix> packed;  // by layout name
+};
+
+std::string compare_exact(const std::vector<float>& y, const std::vector<std::int64_t>& want, std::int64_t rows) {
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!(double(y[i]) == double(want[i])))
+      return cat("token ", i / std::size_t(rows), " row ", i % std::size_t(rows), ": got ", y[i], ", oracle ", want[i]);
+  return "";
+}
+
+RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
+  const Shape s = run_shape(run, batch);
+  const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
+  auto data = std::make_shared<MatrixData>();
+  data->weights = make_weights(s.rows, s.cols, seed, Fill::random, ScaleKind::unit);
+  data->acts = make_unit_activations(s.tokens, s.cols, seed + 1);
+  data->x = quantize_batch(data->acts.f.data(), s.tokens, s.cols);
+  data->want = oracle_int(data->weights, data->acts.i8, s.tokens);
+  const double act_bytes = double(s.tokens * data->x.blocks()) * sizeof(BlockQ8K);
+  const double out_bytes = double(s.rows * s.tokens) * sizeof(float);
+
+  std::vector<ArmSetup> arms;
+  std::set<int> thread_counts;
+  for (const ArmSpec& a : run.arms) {
+    const LayoutInfo& L = arm_layout(a);
+    const KernelVariant k = arm_kernel(a, L, batch);
+    const int threads = arm_threads(run, a);
+    const bool spawn = arm_spawn(a);
+    const std::string leftover = batch && a.at("leftover") ? as_string(a.at("leftover")) : "pad";
+    thread_counts.insert(threads);
+    if (!data->packed.count(std::string(L.name))) data->packed.emplace(std::string(L.name), pack(data->weights, L));
+    const PackedMatrix* p = &data->packed.at(std::string(L.name));
+    auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
+    const auto run_on = dispatcher(ctx.pools, threads, spawn);
+    const std::int64_t groups = p->row_groups();
+    std::function<void()> call;
+    if (!batch) {
+      call = [=] {
+        run_on([&](int t) {
+          const auto [g0, g1] = ThreadPool::split(groups, t, threads);
+          if (g0 < g1) k.gemv(*p, data->x.row(0), y->data(), g0, g1);
+        });
+      };
+    } else if (leftover == "pad" || s.tokens % 4 == 0) {
+      call = [=] {
+        run_on([&](int t) {
+          const auto [g0, g1] = ThreadPool::split(groups, t, threads);
+          if (g0 < g1) k.gemm(*p, data->x, y->data(), s.rows, g0, g1);
+        });
+      };
+    } else {
+      // Full tiles through gemm, then one gemv per leftover row: each streams every weight again.
+      const std::int64_t full = s.tokens / 4 * 4;
+      auto head = std::make_shared<Q8KBatch>();
+      if (full > 0)
+        *head = batch_from_rows(std::vector<BlockQ8K>(data->x.rows.begin(), data->x.rows.begin() + full * data->x.blocks()), full, s.cols);
+      call = [=] {
+        if (full > 0)
+          run_on([&](int t) {
+            const auto [g0, g1] = ThreadPool::split(groups, t, threads);
+            if (g0 < g1) k.gemm(*p, *head, y->data(), s.rows, g0, g1);
+          });
+        for (std::int64_t j = full; j < s.tokens; ++j)
+          run_on([&](int t) {
+            const auto [g0, g1] = ThreadPool::split(groups, t, threads);
+            if (g0 < g1) k.gemv(*p, data->x.row(j), y->data() + j * s.rows, g0, g1);
+          });
+      };
+    }
+    ArmSetup setup;
+    setup.name = a.name;
+    setup.layout = std::string(L.name);
+    setup.kernel = k.name();
+    setup.threads = threads;
+    std::vector<std::string> opts;
+    if (spawn) opts.push_back("spawn");
+    if (batch) opts.push_back("leftover=" + leftover);
+    setup.options = join(opts, " ");
+    setup.bits_per_weight = L.bits_per_weight();
+    setup.weight_bytes = double(p->bytes.size());
+    setup.bytes = setup.weight_bytes + act_bytes + out_bytes;
+    setup.weights = double(s.rows * s.cols);
+    setup.macs = setup.weights * double(s.tokens);
+    setup.call = call;
+    setup.verify = [=] {
+      std::fill(y->begin(), y->end(), std::numeric_limits<float>::quiet_NaN());
+      call();
+      return compare_exact(*y, data->want, s.rows);
+    };
+    arms.push_back(std::move(setup));
+  }
+  if (run.boolean("control", true)) {
+    // Same pools and row partition as the arms, no weight bytes: dispatch and output writes only.
+    for (int threads : thread_counts) {
+      ThreadPool* pool = &ctx.pools.get(threads);
+      const std::int64_t groups = s.rows;  // finest partition; the control has no row groups of its own
+      auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
+      ArmSetup c;
+      c.name = thread_counts.size() == 1 ? "no-weights control" : cat("no-weights control t=", threads);
+      c.threads = threads;
+      c.control = true;
+      c.options = "no weight bytes";
+      c.call = [=] {
+        pool->run([&](int t) {
+          const auto [r0, r1] = ThreadPool::split(groups, t, threads);
+          for (std::int64_t tok = 0; tok < s.tokens; ++tok)
+            std::fill(y->begin() + tok * s.rows + r0, y->begin() + tok * s.rows + r1, 0.0f);
+        });
+      };
+      arms.push_back(std::move(c));
+    }
+  }
+  MeasureOptions opt;
+  opt.rounds = int(run.integer("rounds", 5, 1, 100000));
+  opt.warmup = int(run.integer("warmup", 1, 0, 100000));
+  opt.sample_seconds = run.number("sample_ms", 20, 0.001, 1e6) / 1e3;
+  opt.ceiling_bytes = run.integer("ceiling_mib", 1024, 1, 1 << 20) << 20;
+  opt.baseline = run.string("baseline", run.arms.front().name);
+  const TimingResult r = measure_arms(std::move(arms), opt, ctx.pools, ctx.progress);
+  RunReport rep = report_timing(run, r);
+  rep.markdown = cat("shape ", s.rows, " x ", s.cols, batch ? cat(", ", s.tokens, " tokens") : std::string(", 1 token (gemv)"),
+                     "; synthetic ternary weights (seed ", seed, ", unit scales) and integer activations, so the oracle is exact.\n\n") +
+                 rep.markdown;
+  // Put the shape line right under the title.
+  const auto nl = rep.markdown.find("### ");
+  if (nl != std::string::npos) {
+    const std::string title_line = rep.markdown.substr(nl, rep.markdown.find('\n', nl) - nl + 2);
+    rep.markdown.erase(nl, title_line.size());
+    rep.markdown = title_line + rep.markdown;
+  }
+  return rep;
+}
+
+std::int64_t matrix_units(const RunSpec& run) {
+  std::set<int> counts;
+  for (const ArmSpec& a : run.arms) counts.insert(arm_threads(run, a));
+  MeasureOptions o;
+  o.rounds = int(run.integer("rounds", 5, 1, 100000));
+  o.warmup = int(run.integer("warmup", 1, 0, 100000));
+  return measure_units(run.arms.size() + (run.boolean("control", true) ? counts.size() : 0), o);
+}
+
+// --- bandwidth ----------------------------------------------------------------------------------
+
+std::vector<KeySpec> bandwidth_keys() {
+  std::vector<KeySpec> k = common_keys();
+  for (const KeySpec& m : matrix_keys())
+    if (m.path.rfind("shape.", 0) != 0 && m.path != "arm.layout" && m.path != "arm.kernel" && m.path != "control") k.push_back(m);
+  k.push_back({"buffer_mib", Type::integer, true, "buffer the arms stream over (default 64 MiB)"});
+  return k;
+}
+
+void validate_bandwidth(const RunSpec& run) {
+  check_common(run);
+  run.integer("buffer_mib", 64, 1, 1 << 20);
+}
+
+RunReport run_bandwidth(const RunSpec& run, RunContext& ctx) {
+  const std::int64_t bytes = run.integer("buffer_mib", 64, 1, 1 << 20) << 20;
+  auto buffer = std::make_shared<MemoryCeiling>(bytes);
+  std::vector<ArmSetup> arms;
+  for (const ArmSpec& a : run.arms) {
+    const int threads = arm_threads(run, a);
+    const bool spawn = arm_spawn(a);
+    ArmSetup s;
+    s.name = a.name;
+    s.kernel = "streaming sum";
+    s.threads = threads;
+    s.options = spawn ? "spawn" : "";
+    s.bytes = double(buffer->bytes());
+    if (!spawn) {
+      ThreadPool* pool = &ctx.pools.get(threads);
+      s.call = [=] { buffer->sum(*pool); };
+      s.verify = [=] {
+        const std::uint64_t got = buffer->sum(*pool);
+        return got == buffer->expected_sum() ? std::string() : cat("sum ", got, " != ", buffer->expected_sum());
+      };
+    } else {
+      // A fresh pool per call: thread creation and teardown are inside the timed call.
+      s.call = [=] {
+        ThreadPool fresh(threads);
+        buffer->sum(fresh);
+      };
+      s.verify = [=] {
+        ThreadPool fresh(threads);
+        const std::uint64_t got = buffer->sum(fresh);
+        return got == buffer->expected_sum() ? std::string() : cat("sum ", got, " != ", buffer->expected_sum());
+      };
+    }
+    arms.push_back(std::move(s));
+  }
+  MeasureOptions opt;
+  opt.rounds = int(run.integer("rounds", 5, 1, 100000));
+  opt.warmup = int(run.integer("warmup", 1, 0, 100000));
+  opt.sample_seconds = run.number("sample_ms", 20, 0.001, 1e6) / 1e3;
+  opt.ceiling_bytes = run.integer("ceiling_mib", 1024, 1, 1 << 20) << 20;
+  opt.baseline = run.string("baseline", run.arms.front().name);
+  const TimingResult r = measure_arms(std::move(arms), opt, ctx.pools, ctx.progress);
+  RunReport rep = report_timing(run, r);
+  return rep;
+}
+
+std::int64_t bandwidth_units(const RunSpec& run) {
+  MeasureOptions o;
+  o.rounds = int(run.integer("rounds", 5, 1, 100000));
+  o.warmup = int(run.integer("warmup", 1, 0, 100000));
+  return measure_units(run.arms.size(), o);
+}
+
+// --- oracle -------------------------------------------------------------------------------------
+
+std::vector<KeySpec> oracle_keys() {
+  std::vector<KeySpec> k = common_keys();
+  k.push_back({"cases.tokens", Type::integer, true, "batch widths (default [1, 2, 3, 4, 5, 7, 8])"});
+  k.push_back({"cases.rows", Type::integer, true, "row counts (default [4, 8, 12])"});
+  k.push_back({"cases.cols", Type::integer, true, "inner sizes (default [256, 512, 1024])"});
+  k.push_back({"cases.weights", Type::string, true, "random, zero, all_plus, all_minus (default all)"});
+  k.push_back({"cases.activations", Type::string, true, "random, extreme, constant, zero (default all)"});
+  k.push_back({"arm.name", Type::string, false, "the arm's name"});
+  k.push_back({"arm.layout", Type::string, true, "a registered layout"});
+  k.push_back({"arm.kernel", Type::string, true, "best, a strategy or strategy/isa"});
+  return k;
+}
+
+const std::map<std::string, Fill> kWeightFills = {{"random", Fill::random}, {"zero", Fill::zero}, {"all_plus", Fill::all_plus}, {"all_minus", Fill::all_minus}};
+const std::map<std::string, ActFill> kActFills = {{"random", ActFill::random}, {"extreme", ActFill::extreme}, {"constant", ActFill::constant}, {"zero", ActFill::zero}};
+
+template <class T>
+std::vector<T> grid_axis(const RunSpec& run, const std::string& key, std::vector<T> fallback,
+                         const std::function<T(const Located&)>& read) {
+  const Located at = run.at(key);
+  if (!at) return fallback;
+  std::vector<T> out;
+  for (const toml::node* n : elements(at)) out.push_back(read(Located{n, at.origin, at.key, at.line}));
+  return out;
+}
+
+struct Cases {
+  std::vector<std::int64_t> tokens, rows, cols;
+  std::vector<std::string> weights, acts;
+};
+
+Cases oracle_cases(const RunSpec& run) {
+  Cases c;
+  const auto int_in = [](std::int64_t lo, std::int64_t hi) { return [=](const Located& v) { return as_integer(v, lo, hi); }; };
+  c.tokens = grid_axis<std::int64_t>(run, "cases.tokens", {1, 2, 3, 4, 5, 7, 8}, int_in(1, 64));
+  c.rows = grid_axis<std::int64_t>(run, "cases.rows", {4, 8, 12}, int_in(1, 4096));
+  c.cols = grid_axis<std::int64_t>(run, "cases.cols", {256, 512, 1024}, [](const Located& v) {
+    const std::int64_t x = as_integer(v, 128, 65536);
+    if (x % kBlockK) fail_at(v, x, " is not a multiple of ", kBlockK);
+    return x;
+  });
+  const auto name_in = [](const auto& table) {
+    return [&table](const Located& v) {
+      const std::string s = as_string(v);
+      if (!table.count(s)) {
+        std::vector<std::string> names;
+        for (const auto& [k, x] : table) names.push_back(k);
+        fail_at(v, "unknown fill '", s, "' (known: ", join(names), ")");
+      }
+      return s;
+    };
+  };
+  c.weights = grid_axis<std::string>(run, "cases.weights", {"random", "zero", "all_plus", "all_minus"}, name_in(kWeightFills));
+  c.acts = grid_axis<std::string>(run, "cases.activations", {"random", "extreme", "constant", "zero"}, name_in(kActFills));
+  return c;
+}
+
+void validate_oracle(const RunSpec& run) {
+  run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max());
+  if (run.arms.empty()) fail(run.file, ": kind 'oracle' needs at least one [[arm]] table");
+  oracle_cases(run);
+  for (const ArmSpec& a : run.arms) arm_kernel(a, arm_layout(a), true);
+}
+
+std::int64_t oracle_units(const RunSpec& run) {
+  const Cases c = oracle_cases(run);
+  return std::int64_t(run.arms.size() * c.tokens.size() * c.rows.size() * c.cols.size() * c.weights.size() * c.acts.size());
+}
+
+RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
+  const Cases c = oracle_cases(run);
+  const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
+  RunReport rep;
+  rep.title = run.name();
+  std::ostringstream csv, md, js;
+  csv << "run,arm,layout,kernel,tokens,rows,cols,weights,activations,result,detail\n";
+  md << "### " << rep.title << "\n\nEvery arm's gemv (each token) and gemm (the batch) against the scalar integer oracle, "
+     << "no tolerance: unit scales and activations whose every block quantises to d = 1. Row counts a layout cannot hold must be "
+     << "rejected with an error.\n\n| arm | kernel | cases | exact | rejected as expected | mismatches |\n|---|---|--:|--:|--:|--:|\n";
+  js << "{\"index\": " << run.index << ", \"name\": " << json_string(rep.title) << ", \"kind\": \"oracle\", \"arms\": [";
+  std::vector<std::string> first_failures;
+  for (std::size_t ai = 0; ai < run.arms.size(); ++ai) {
+    const ArmSpec& a = run.arms[ai];
+    const LayoutInfo& L = arm_layout(a);
+    const KernelVariant k = arm_kernel(a, L, true);
+    int cases = 0, exact = 0, rejected = 0, mismatched = 0;
+    for (std::int64_t tokens : c.tokens)
+      for (std::int64_t rows : c.rows)
+        for (std::int64_t cols : c.cols)
+          for (const std::string& wf : c.weights)
+            for (const std::string& af : c.acts) {
+              ++cases;
+              std::string result = "exact", detail;
+              const TernaryMatrix w = make_weights(rows, cols, seed + std::uint64_t(rows * 7 + cols), kWeightFills.at(wf));
+              if (rows % L.rows != 0) {
+                try {
+                  pack(w, L);
+                  result = "MISMATCH";
+                  detail = cat(rows, " rows were accepted by ", L.name, " (row group ", L.rows, ")");
+                } catch (const Error&) {
+                  result = "rejected";
+                }
+              } else {
+                const PackedMatrix p = pack(w, L);
+                const UnitActivations u = make_unit_activations(tokens, cols, seed + std::uint64_t(tokens), kActFills.at(af));
+                const Q8KBatch x = quantize_batch(u.f.data(), tokens, cols);
+                const std::vector<std::int64_t> want = oracle_int(w, u.i8, tokens);
+                std::vector<float> y(std::size_t(tokens * rows), std::numeric_limits<float>::quiet_NaN());
+                for (std::int64_t t = 0; t < tokens; ++t) k.gemv(p, x.row(t), y.data() + t * rows, 0, p.row_groups());
+                detail = compare_exact(y, want, rows);
+                if (detail.empty()) {
+                  std::fill(y.begin(), y.end(), std::numeric_limits<float>::quiet_NaN());
+                  k.gemm(p, x, y.data(), rows, 0, p.row_groups());
+                  detail = compare_exact(y, want, rows);
+                  if (!detail.empty()) detail = "gemm: " + detail;
+                } else {
+                  detail = "gemv: " + detail;
+                }
+                if (!detail.empty()) result = "MISMATCH";
+              }
+              if (result == "exact") ++exact;
+              if (result == "rejected") ++rejected;
+              if (result == "MISMATCH") {
+                ++mismatched;
+                if (first_failures.size() < 10)
+                  first_failures.push_back(cat(a.name, " tokens=", tokens, " rows=", rows, " cols=", cols, " weights=", wf,
+                                               " activations=", af, ": ", detail));
+              }
+              csv << run.index << "," << a.name << "," << L.name << "," << k.name() << "," << tokens << "," << rows << "," << cols
+                  << "," << wf << "," << af << "," << result << "," << detail << "\n";
+              ctx.progress.step("oracle " + a.name);
+            }
+    md << "| " << a.name << " | " << k.name() << " | " << cases << " | " << exact << " | " << rejected << " | "
+       << (mismatched ? cat("**", mismatched, "**") : "0") << " |\n";
+    js << (ai ? ", " : "") << "{\"name\": " << json_string(a.name) << ", \"layout\": " << json_string(std::string(L.name))
+       << ", \"kernel\": " << json_string(k.name()) << ", \"cases\": " << cases << ", \"exact\": " << exact
+       << ", \"rejected_as_expected\": " << rejected << ", \"mismatches\": " << mismatched << "}";
+    if (mismatched) rep.ok = false;
+  }
+  js << "]}";
+  md << "\ncases: tokens " << join(c.tokens | ranges::views::transform([](auto v) { return cat(v); })) << " x rows "
+     << join(c.rows | ranges::views::transform([](auto v) { return cat(v); })) << " x cols "
+     << join(c.cols | ranges::views::transform([](auto v) { return cat(v); })) << " x weights " << join(c.weights)
+     << " x activations " << join(c.acts) << "\n";
+  for (const std::string& f : first_failures) md << "\n- mismatch: " << f;
+  if (!first_failures.empty()) md << "\n";
+  rep.markdown = md.str();
+  rep.csv = csv.str();
+  rep.json = js.str();
+  return rep;
+}
+
+std::vector<KeySpec> gemv_keys() {
+  std::vector<KeySpec> k = common_keys();
+  for (const KeySpec& m : matrix_keys()) k.push_back(m);
+  return k;
+}
+
+std::vector<KeySpec> gemm_keys() {
+  std::vector<KeySpec> k = gemv_keys();
+  k.push_back({"shape.tokens", Type::integer, true, "activation rows in the batch (default 4)"});
+  k.push_back({"arm.leftover", Type::string, true, "rows past the last full 4-row tile: pad (one padded tile pass) or gemv (one gemv each)"});
+  return k;
+}
+
+}  // namespace
+
+void register_kernel_kinds() {
+  register_kind({"bandwidth", "streaming reads over a buffer per thread count: the memory read ceiling as arms", bandwidth_keys(), {},
+                 validate_bandwidth, run_bandwidth, bandwidth_units});
+  register_kind({"gemv", "one activation row through each arm's layout x kernel x threads", gemv_keys(), {},
+                 [](const RunSpec& r) { validate_matrix_kind(r, false); },
+                 [](const RunSpec& r, RunContext& c) { return run_matrix_kind(r, c, false); }, matrix_units});
+  register_kind({"gemm", "a batch of activation rows (x4 tiles); leftover rows padded or one gemv each", gemm_keys(), {},
+                 [](const RunSpec& r) { validate_matrix_kind(r, true); },
+                 [](const RunSpec& r, RunContext& c) { return run_matrix_kind(r, c, true); }, matrix_units});
+  register_kind({"oracle", "every arm against the integer oracle over a grid of cases (untimed)", oracle_keys(), {"cases"},
+                 validate_oracle, run_oracle, oracle_units});
+}
+
+}  // namespace ternlab::experiments

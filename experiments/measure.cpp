@@ -1,0 +1,137 @@
+#include "experiments/measure.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "common/error.hpp"
+
+namespace ternlab::experiments {
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+ThreadPool& Pools::get(int threads) {
+  auto& p = pools_[threads];
+  if (!p) p = std::make_unique<ThreadPool>(threads, pin_);
+  return *p;
+}
+
+std::vector<int> Pools::thread_counts() const {
+  std::vector<int> v;
+  for (const auto& [n, p] : pools_) v.push_back(n);
+  return v;
+}
+
+Stat stat_of(std::vector<double> v) {
+  Stat s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  s.min = v.front();
+  s.max = v.back();
+  s.valid = true;
+  return s;
+}
+
+const ArmTiming* TimingResult::find(const std::string& name) const {
+  for (const ArmTiming& a : arms)
+    if (a.setup.name == name) return &a;
+  return nullptr;
+}
+
+std::vector<double> TimingResult::speedups(const ArmTiming& arm) const {
+  const ArmTiming* base = find(baseline);
+  std::vector<double> r;
+  if (!base || base->seconds.size() != arm.seconds.size()) return r;
+  for (std::size_t i = 0; i < arm.seconds.size(); ++i) r.push_back(base->seconds[i] / arm.seconds[i]);
+  return r;
+}
+
+std::vector<double> TimingResult::gbps(const ArmTiming& arm) const {
+  std::vector<double> r;
+  for (double s : arm.seconds) r.push_back(arm.setup.bytes / s / 1e9);
+  return r;
+}
+
+std::vector<double> TimingResult::bound_fractions(const ArmTiming& arm) const {
+  std::vector<double> r;
+  const auto it = ceiling_gbps.find(arm.setup.threads);
+  if (it == ceiling_gbps.end() || arm.setup.bytes <= 0) return r;
+  const std::vector<double> g = gbps(arm);
+  for (std::size_t i = 0; i < g.size() && i < it->second.size(); ++i) r.push_back(g[i] / it->second[i]);
+  return r;
+}
+
+std::int64_t measure_units(std::size_t arms, const MeasureOptions& opt) {
+  return std::int64_t(arms) * (2 + opt.rounds + opt.warmup);  // verify, calibrate, every round
+}
+
+TimingResult measure_arms(std::vector<ArmSetup> arms, const MeasureOptions& opt, Pools& pools, Progress& progress) {
+  TimingResult res;
+  res.rounds = opt.rounds;
+  res.warmup = opt.warmup;
+  res.baseline = opt.baseline.empty() && !arms.empty() ? arms.front().name : opt.baseline;
+  for (ArmSetup& a : arms) {
+    ArmTiming t;
+    t.setup = std::move(a);
+    res.arms.push_back(std::move(t));
+  }
+  std::set<int> counts;  // the thread counts of this run's arms, each with its ceilings every round
+  for (const ArmTiming& a : res.arms) {
+    pools.get(a.setup.threads);  // every pool exists before timing
+    counts.insert(a.setup.threads);
+  }
+  const MemoryCeiling ceiling(opt.ceiling_bytes);
+  res.ceiling_bytes = double(ceiling.bytes());
+
+  // 1. Verify every arm before any timing.
+  for (ArmTiming& a : res.arms) {
+    try {
+      a.failure = a.setup.verify ? a.setup.verify() : "";
+    } catch (const Error& e) {
+      a.failure = e.what();
+    }
+    a.verified = a.failure.empty();
+    progress.step("verify " + a.setup.name);
+  }
+  // 2. Calibrate the calls per sample from one untimed-for-results call (after verification warmed it).
+  for (ArmTiming& a : res.arms) {
+    if (a.verified) {
+      const double t0 = now_seconds();
+      a.setup.call();
+      const double t = std::max(now_seconds() - t0, 1e-7);
+      a.reps = int(std::clamp(std::ceil(opt.sample_seconds / t), 1.0, 1e6));
+    }
+    progress.step("calibrate " + a.setup.name);
+  }
+  // 3. Rounds: ceilings first, then every verified arm in the same fixed order.
+  for (int round = 0; round < opt.warmup + opt.rounds; ++round) {
+    const bool kept = round >= opt.warmup;
+    for (int n : counts) {
+      const double gbps = ceiling.measure(pools.get(n));
+      const double gmacs = measure_int8_compute(pools.get(n), opt.compute_macs);
+      if (kept) {
+        res.ceiling_gbps[n].push_back(gbps);
+        res.compute_gmacs[n].push_back(gmacs);
+      }
+    }
+    for (ArmTiming& a : res.arms) {
+      if (a.verified) {
+        const double t0 = now_seconds();
+        for (int r = 0; r < a.reps; ++r) a.setup.call();
+        const double t = (now_seconds() - t0) / a.reps;
+        if (kept) a.seconds.push_back(t);
+      }
+      progress.step(cat(kept ? "round " : "warm-up ", kept ? round - opt.warmup + 1 : round + 1, ": ", a.setup.name));
+    }
+  }
+  return res;
+}
+
+}  // namespace ternlab::experiments

@@ -1,0 +1,89 @@
+// The measurement method (after the lattice-layouts paper): all arms in one process, interleaved in
+// a fixed order within each round, warm-up rounds discarded; every arm verified against the exact
+// oracle before any timing (a failing arm is reported, never timed); the memory read ceiling and the
+// int8 compute ceiling measured in every round right beside the arms, on each thread count in use;
+// ratios against a baseline arm as the median of per-round ratios with their min-max range.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiments/ceilings.hpp"
+#include "experiments/progress.hpp"
+#include "kernels/thread_pool.hpp"
+
+namespace ternlab::experiments {
+
+// One persistent pool per thread count, created before any timing and reused by every arm.
+class Pools {
+ public:
+  explicit Pools(bool pin = false) : pin_(pin) {}
+  ThreadPool& get(int threads);
+  std::vector<int> thread_counts() const;
+
+ private:
+  bool pin_;
+  std::map<int, std::unique_ptr<ThreadPool>> pools_;
+};
+
+struct ArmSetup {
+  std::string name, layout, kernel, options;
+  int threads = 1;
+  bool control = false;         // the no-weights control: same threads and partition, no weight bytes
+  double bits_per_weight = 0;   // 0 where no weights are read
+  double bytes = 0;             // bytes billed per call (weights + activations + outputs)
+  double weight_bytes = 0;
+  double weights = 0;           // weights touched per call
+  double macs = 0;              // multiply-accumulates per call
+  std::function<void()> call;   // one call of the arm (threads come from a persistent pool unless spawning)
+  std::function<std::string()> verify;  // runs the arm once and compares; "" when exact
+};
+
+struct Stat {
+  double median = 0, min = 0, max = 0;
+  bool valid = false;
+};
+Stat stat_of(std::vector<double> v);
+
+struct ArmTiming {
+  ArmSetup setup;
+  bool verified = false;
+  std::string failure;
+  int reps = 0;                  // calls per timed sample
+  std::vector<double> seconds;   // per kept round: seconds per call
+};
+
+struct TimingResult {
+  std::vector<ArmTiming> arms;   // in dispatch order; the control last
+  std::string baseline;          // arm name
+  int rounds = 0, warmup = 0;
+  double ceiling_bytes = 0;
+  std::map<int, std::vector<double>> ceiling_gbps;    // thread count -> per kept round
+  std::map<int, std::vector<double>> compute_gmacs;   // thread count -> per kept round
+
+  const ArmTiming* find(const std::string& name) const;
+  // Per kept round: baseline seconds / arm seconds (> 1: the arm is faster).
+  std::vector<double> speedups(const ArmTiming& arm) const;
+  // Per kept round: achieved GB/s / that round's memory ceiling on the arm's thread count.
+  std::vector<double> bound_fractions(const ArmTiming& arm) const;
+  std::vector<double> gbps(const ArmTiming& arm) const;
+};
+
+struct MeasureOptions {
+  int rounds = 5, warmup = 1;
+  double sample_seconds = 0.02;   // each timed sample repeats the call to last about this long
+  std::int64_t ceiling_bytes = std::int64_t(1) << 30;
+  std::int64_t compute_macs = std::int64_t(1) << 24;  // per thread per round
+  std::string baseline;           // arm name; empty: the first arm
+};
+
+// Verifies, calibrates and times the arms. Pools must already hold every thread count in use.
+TimingResult measure_arms(std::vector<ArmSetup> arms, const MeasureOptions& opt, Pools& pools, Progress& progress);
+
+// Progress units measure_arms will step through.
+std::int64_t measure_units(std::size_t arms, const MeasureOptions& opt);
+
+}  // namespace ternlab::experiments

@@ -1,0 +1,444 @@
+#include "experiments/report.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <iomanip>
+#include <sstream>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/strings.hpp"
+#include "experiments/ceilings.hpp"
+#include "experiments/config.hpp"
+#include "experiments/measure.hpp"
+#include "kernels/cpu.hpp"
+
+#ifndef TERNLAB_GIT
+#define TERNLAB_GIT ""
+#endif
+#ifndef TERNLAB_CXX
+#define TERNLAB_CXX "unknown"
+#endif
+#ifndef TERNLAB_CXX_FLAGS
+#define TERNLAB_CXX_FLAGS "unknown"
+#endif
+#ifndef TERNLAB_BUILD_TYPE
+#define TERNLAB_BUILD_TYPE "unknown"
+#endif
+
+namespace ternlab::experiments {
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+// Three significant digits, whatever the magnitude.
+std::string sig(double v) {
+  if (!std::isfinite(v)) return "—";
+  const double a = std::fabs(v);
+  if (a == 0) return "0";
+  const int digits = std::clamp(2 - int(std::floor(std::log10(a))), 0, 9);
+  return fixed(v, digits);
+}
+
+std::string with_range(const Stat& s, const std::string& suffix = "", double scale = 1) {
+  if (!s.valid) return "—";
+  return sig(s.median * scale) + suffix + " [" + sig(s.min * scale) + "–" + sig(s.max * scale) + "]";
+}
+
+std::string stat_json(const Stat& s) {
+  if (!s.valid) return "null";
+  return cat("{\"median\": ", json_number(s.median), ", \"min\": ", json_number(s.min), ", \"max\": ", json_number(s.max), "}");
+}
+
+std::string xml(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// 1-2-5 ticks covering [0, hi].
+std::vector<double> linear_ticks(double hi) {
+  const double raw = hi / 5;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  const double step = raw / p < 1.5 ? p : raw / p < 3.5 ? 2 * p : raw / p < 7.5 ? 5 * p : 10 * p;
+  std::vector<double> t;
+  for (double v = 0; v <= hi * 1.0001; v += step) t.push_back(v);
+  return t;
+}
+
+const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+
+std::string svg_head(int w, int h, const std::string& title) {
+  return cat("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", w,
+             "\" height=\"", h, "\" viewBox=\"0 0 ", w, " ", h, "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
+             "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"", w / 2,
+             "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">", xml(title), "</text>\n");
+}
+
+}  // namespace
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += char(c);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream os;
+  os << std::setprecision(9) << v;
+  return os.str();
+}
+
+Machine this_machine() {
+  Machine m;
+  m.cpu = cpu_features().model;
+  m.features = feature_string();
+  m.cores = int(std::thread::hardware_concurrency());
+  m.compiler = TERNLAB_CXX;
+  m.flags = TERNLAB_CXX_FLAGS;
+  m.build_type = TERNLAB_BUILD_TYPE;
+  m.git = TERNLAB_GIT[0] ? TERNLAB_GIT : "unknown";
+  m.int8_loop = int8_compute_isa();
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) m.hostname = host;
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  m.started_utc = buf;
+  return m;
+}
+
+std::string machine_json(const Machine& m) {
+  return cat("{\"cpu\": ", json_string(m.cpu), ", \"features\": ", json_string(m.features), ", \"cores\": ", m.cores,
+             ", \"hostname\": ", json_string(m.hostname), ", \"compiler\": ", json_string(m.compiler),
+             ", \"flags\": ", json_string(m.flags), ", \"build_type\": ", json_string(m.build_type),
+             ", \"git\": ", json_string(m.git), ", \"int8_compute_loop\": ", json_string(m.int8_loop),
+             ", \"started_utc\": ", json_string(m.started_utc), "}");
+}
+
+std::string machine_markdown(const Machine& m) {
+  return cat("machine: ", m.cpu, " (", m.cores, " logical cores; ", m.features, "), ", m.compiler, " ", m.build_type,
+             " [", m.flags, "], git ", m.git, ", started ", m.started_utc, "\n");
+}
+
+RunReport report_timing(const RunSpec& run, const TimingResult& r) {
+  RunReport rep;
+  rep.title = run.name();
+  const ArmTiming* base = r.find(r.baseline);
+
+  std::ostringstream md;
+  md << "### " << rep.title << "\n\n";
+  md << "kind " << run.kind << "; " << r.rounds << " rounds kept after " << r.warmup << " warm-up; arms interleaved in the order below; "
+     << "baseline '" << r.baseline << "'; every arm verified against the exact oracle before timing.\n\n";
+  std::vector<std::string> ceil_text, comp_text;
+  for (const auto& [n, v] : r.ceiling_gbps) ceil_text.push_back(cat(n, " thr ", with_range(stat_of(v), " GB/s")));
+  for (const auto& [n, v] : r.compute_gmacs) comp_text.push_back(cat(n, " thr ", with_range(stat_of(v), " GMAC/s")));
+  md << "memory read ceiling (streaming sum over " << sig(r.ceiling_bytes / (1 << 20)) << " MiB, each round): "
+     << join(ceil_text, "; ") << "  \nint8 compute ceiling (register-only loop, each round): " << join(comp_text, "; ") << "\n\n";
+  md << "| arm | kernel | thr | bits/w | MB/call | oracle | ms/call | Gweights/s | GB/s | GMAC/s | of byte bound | vs baseline |\n";
+  md << "|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|\n";
+
+  std::ostringstream csv;
+  csv << "run,round,arm,layout,kernel,threads,options,bits_per_weight,bytes,weights,macs,reps,seconds,gbps,ceiling_gbps,"
+         "fraction_of_bound,speedup_vs_baseline,compute_ceiling_gmacs\n";
+  std::ostringstream js;
+  js << "{\"index\": " << run.index << ", \"name\": " << json_string(rep.title) << ", \"kind\": " << json_string(run.kind)
+     << ", \"sweep\": {";
+  for (std::size_t i = 0; i < run.sweep_point.size(); ++i)
+    js << (i ? ", " : "") << json_string(run.sweep_point[i].first) << ": " << json_string(run.sweep_point[i].second);
+  js << "}, \"params\": {";
+  {
+    bool first = true;
+    for (const auto& [k, v] : run.params) {
+      js << (first ? "" : ", ") << json_string(k) << ": " << json_string(value_text(*v.node));
+      first = false;
+    }
+  }
+  js << "}, \"baseline\": " << json_string(r.baseline) << ", \"rounds\": " << r.rounds << ", \"warmup\": " << r.warmup
+     << ", \"ceiling_bytes\": " << json_number(r.ceiling_bytes) << ", \"ceiling_gbps\": {";
+  {
+    bool first = true;
+    for (const auto& [n, v] : r.ceiling_gbps) {
+      js << (first ? "" : ", ") << "\"" << n << "\": " << stat_json(stat_of(v));
+      first = false;
+    }
+    js << "}, \"compute_gmacs\": {";
+    first = true;
+    for (const auto& [n, v] : r.compute_gmacs) {
+      js << (first ? "" : ", ") << "\"" << n << "\": " << stat_json(stat_of(v));
+      first = false;
+    }
+  }
+  js << "}, \"arms\": [";
+
+  std::vector<BarItem> bars;
+  std::vector<ScatterPoint> points;
+  std::vector<RuleLine> control_rules;
+  for (std::size_t ai = 0; ai < r.arms.size(); ++ai) {
+    const ArmTiming& a = r.arms[ai];
+    const ArmSetup& s = a.setup;
+    const Stat secs = stat_of(a.seconds);
+    const Stat gb = stat_of(r.gbps(a));
+    const Stat frac = stat_of(r.bound_fractions(a));
+    const Stat speed = stat_of(r.speedups(a));
+    const Stat gw = s.weights > 0 && secs.valid ? Stat{s.weights / secs.median / 1e9, s.weights / secs.max / 1e9, s.weights / secs.min / 1e9, true} : Stat{};
+    const Stat gm = s.macs > 0 && secs.valid ? Stat{s.macs / secs.median / 1e9, s.macs / secs.max / 1e9, s.macs / secs.min / 1e9, true} : Stat{};
+    const std::string oracle = s.control ? "—" : a.verified ? "exact" : "**FAILED**";
+    if (!a.verified) rep.ok = false;
+    md << "| " << s.name << (s.name == r.baseline ? " (baseline)" : "") << " | " << (s.kernel.empty() ? "—" : s.kernel) << " | "
+       << s.threads << " | " << (s.bits_per_weight > 0 ? fixed(s.bits_per_weight, 3) : "—") << " | " << (s.bytes > 0 ? sig(s.bytes / 1e6) : "—") << " | "
+       << oracle << " | " << with_range(secs, "", 1e3) << " | " << (gw.valid ? sig(gw.median) : "—") << " | "
+       << (s.bytes > 0 && gb.valid ? sig(gb.median) : "—") << " | " << (gm.valid ? sig(gm.median) : "—") << " | "
+       << (frac.valid ? with_range(frac, "%", 100) : "—") << " | " << (speed.valid ? with_range(speed, "×") : "—") << " |\n";
+    js << (ai ? ", " : "") << "{\"name\": " << json_string(s.name) << ", \"layout\": " << json_string(s.layout)
+       << ", \"kernel\": " << json_string(s.kernel) << ", \"threads\": " << s.threads << ", \"options\": " << json_string(s.options)
+       << ", \"control\": " << (s.control ? "true" : "false") << ", \"verified\": " << (a.verified ? "true" : "false")
+       << ", \"failure\": " << json_string(a.failure) << ", \"bits_per_weight\": " << json_number(s.bits_per_weight)
+       << ", \"bytes_per_call\": " << json_number(s.bytes) << ", \"weight_bytes_per_call\": " << json_number(s.weight_bytes)
+       << ", \"weights_per_call\": " << json_number(s.weights) << ", \"macs_per_call\": " << json_number(s.macs)
+       << ", \"calls_per_sample\": " << a.reps << ", \"seconds_per_call\": " << stat_json(secs) << ", \"gbps\": " << stat_json(gb)
+       << ", \"gweights_per_s\": " << stat_json(gw) << ", \"gmacs_per_s\": " << stat_json(gm)
+       << ", \"fraction_of_byte_bound\": " << stat_json(frac) << ", \"speedup_vs_baseline\": " << stat_json(speed) << "}";
+    const auto speeds = r.speedups(a);
+    const auto fracs = r.bound_fractions(a);
+    const auto gbs = r.gbps(a);
+    const auto ceil_it = r.ceiling_gbps.find(s.threads);
+    const auto comp_it = r.compute_gmacs.find(s.threads);
+    for (std::size_t i = 0; i < a.seconds.size(); ++i)
+      csv << run.index << "," << i << "," << s.name << "," << s.layout << "," << s.kernel << "," << s.threads << "," << s.options
+          << "," << json_number(s.bits_per_weight) << "," << json_number(s.bytes) << "," << json_number(s.weights) << ","
+          << json_number(s.macs) << "," << a.reps << "," << json_number(a.seconds[i]) << "," << json_number(gbs[i]) << ","
+          << (ceil_it != r.ceiling_gbps.end() ? json_number(ceil_it->second[i]) : "") << ","
+          << (i < fracs.size() ? json_number(fracs[i]) : "") << "," << (i < speeds.size() ? json_number(speeds[i]) : "") << ","
+          << (comp_it != r.compute_gmacs.end() ? json_number(comp_it->second[i]) : "") << "\n";
+    if (s.control) {
+      if (speed.valid) control_rules.push_back({"no-weights control (" + sig(speed.median) + "×)", speed.median, speed.min, speed.max});
+      continue;
+    }
+    if (!a.verified) continue;
+    if (s.bytes > 0) bars.push_back({s.name, gb.median, gb.min, gb.max, frac.valid ? sig(frac.median * 100) + "% of bound" : ""});
+    if (s.bits_per_weight > 0 && speed.valid) points.push_back({s.name, s.bits_per_weight, speed.median, speed.min, speed.max});
+  }
+  js << "]}";
+  for (const ArmTiming& a : r.arms)
+    if (!a.verified) md << "\n**" << a.setup.name << " failed verification and was not timed:** " << a.failure << "\n";
+  md << "\nms/call, of byte bound and vs baseline: median over kept rounds [min–max]; of byte bound = bytes billed per call "
+        "(weights + activations + outputs, each once) / time / that round's memory ceiling on the arm's thread count; "
+        "vs baseline = median of per-round time ratios (> 1 is faster).\n";
+
+  std::vector<RuleLine> ceilings;
+  for (const auto& [n, v] : r.ceiling_gbps) {
+    const Stat c = stat_of(v);
+    ceilings.push_back({cat("memory read ceiling, ", n, " thr"), c.median, c.min, c.max});
+  }
+  if (!bars.empty()) rep.svgs.emplace_back("gbps.svg", svg_bars(rep.title + ": achieved bandwidth", "GB/s", bars, ceilings));
+  if (base && base->verified && base->setup.weights > 0 && !points.empty()) {
+    // The byte bound: the speedup an arm of b bits/weight would reach streaming its bytes at the baseline's ceiling.
+    const Stat tb = stat_of(base->seconds);
+    const auto c_it = r.ceiling_gbps.find(base->setup.threads);
+    const double ceil = c_it != r.ceiling_gbps.end() ? stat_of(c_it->second).median * 1e9 : 0;
+    const double other = base->setup.bytes - base->setup.weight_bytes, w = base->setup.weights;
+    const auto bound = [=](double b) { return tb.median / ((w * b / 8 + other) / ceil); };
+    rep.svgs.emplace_back("speedup.svg", svg_scatter(rep.title + ": speedup vs bits per weight", "bits per weight",
+                                                     "speedup vs " + r.baseline + " (log scale)", points, bound,
+                                                     cat("byte bound (", base->setup.threads, "-thread ceiling)"), control_rules));
+  }
+  rep.markdown = md.str();
+  rep.csv = csv.str();
+  rep.json = js.str();
+  return rep;
+}
+
+std::string svg_bars(const std::string& title, const std::string& unit, const std::vector<BarItem>& bars,
+                     const std::vector<RuleLine>& rules) {
+  // Labels left, bars in the middle, values in their own column on the right (never under a band).
+  const int left = 230, right = 220, top = 44, row = 30, w = 1000;
+  const int plot_w = w - left - right;
+  const int h = top + row * int(bars.size()) + 60 + 18 * int(rules.size());
+  double hi = 0;
+  for (const BarItem& b : bars) hi = std::max(hi, b.max);
+  for (const RuleLine& r : rules) hi = std::max(hi, r.max);
+  hi = hi > 0 ? hi * 1.05 : 1;
+  const auto X = [&](double v) { return left + plot_w * v / hi; };
+  const int bottom = top + row * int(bars.size());
+  const auto color_of = [](std::size_t i) { return i % 2 ? "#8b0000" : "#d62728"; };
+  std::ostringstream s;
+  s << svg_head(w, h, title);
+  for (double t : linear_ticks(hi)) {
+    s << "<line x1=\"" << fixed(X(t), 1) << "\" y1=\"" << top << "\" x2=\"" << fixed(X(t), 1) << "\" y2=\"" << bottom
+      << "\" stroke=\"#e5e5e5\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 16 << "\" text-anchor=\"middle\" fill=\"#555\">"
+      << sig(t) << "</text>\n";
+  }
+  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 34 << "\" text-anchor=\"middle\">" << xml(unit)
+    << " (bar: median over kept rounds; whisker: min–max)</text>\n";
+  for (std::size_t i = 0; i < rules.size(); ++i)  // ranges first, under the bars
+    s << "<rect x=\"" << fixed(X(rules[i].min), 1) << "\" y=\"" << top << "\" width=\""
+      << fixed(std::max(1.0, X(rules[i].max) - X(rules[i].min)), 1) << "\" height=\"" << bottom - top << "\" fill=\"" << color_of(i)
+      << "\" fill-opacity=\"0.10\"/>\n";
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    const BarItem& b = bars[i];
+    const int y = top + row * int(i);
+    s << "<text x=\"" << left - 8 << "\" y=\"" << y + row / 2 + 4 << "\" text-anchor=\"end\">" << xml(b.label) << "</text>\n";
+    s << "<rect x=\"" << left << "\" y=\"" << y + 5 << "\" width=\"" << fixed(X(b.median) - left, 1) << "\" height=\"" << row - 10
+      << "\" fill=\"" << kPalette[i % 10] << "\"/>\n";
+    s << "<line x1=\"" << fixed(X(b.min), 1) << "\" y1=\"" << y + row / 2 << "\" x2=\"" << fixed(X(b.max), 1) << "\" y2=\""
+      << y + row / 2 << "\" stroke=\"black\" stroke-width=\"1.5\"/>\n";
+    s << "<text x=\"" << left + plot_w + 10 << "\" y=\"" << y + row / 2 + 4 << "\" fill=\"#333\">" << sig(b.median) << " " << xml(unit)
+      << (b.note.empty() ? "" : " · " + xml(b.note)) << "</text>\n";
+  }
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const RuleLine& r = rules[i];
+    s << "<line x1=\"" << fixed(X(r.value), 1) << "\" y1=\"" << top - 4 << "\" x2=\"" << fixed(X(r.value), 1) << "\" y2=\"" << bottom
+      << "\" stroke=\"" << color_of(i) << "\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n";
+    const int ly = bottom + 52 + 18 * int(i);
+    s << "<line x1=\"" << left << "\" y1=\"" << ly - 4 << "\" x2=\"" << left + 24 << "\" y2=\"" << ly - 4 << "\" stroke=\"" << color_of(i)
+      << "\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n<text x=\"" << left + 30 << "\" y=\"" << ly << "\">"
+      << xml(r.label + ": " + sig(r.value) + " " + unit + " [" + sig(r.min) + "–" + sig(r.max) + "], band: min–max over rounds") << "</text>\n";
+  }
+  s << "</svg>\n";
+  return s.str();
+}
+
+std::string svg_scatter(const std::string& title, const std::string& xlabel, const std::string& ylabel,
+                        const std::vector<ScatterPoint>& points, const std::function<double(double)>& curve,
+                        const std::string& curve_label, const std::vector<RuleLine>& rules) {
+  const int w = 940, h = 520, left = 80, right = 300, top = 44, bottom_margin = 60;
+  const int plot_w = w - left - right, plot_h = h - top - bottom_margin, bottom = h - bottom_margin;
+  double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
+  for (const ScatterPoint& p : points) {
+    x0 = std::min(x0, p.x);
+    x1 = std::max(x1, p.x);
+    y0 = std::min(y0, p.ymin);
+    y1 = std::max(y1, p.ymax);
+  }
+  if (x1 - x0 < 1) {
+    const double c = 0.5 * (x0 + x1);
+    x0 = c - 0.5;
+    x1 = c + 0.5;
+  }
+  const double pad = 0.08 * (x1 - x0);
+  x0 = std::max(0.05, x0 - pad);
+  x1 += pad;
+  for (double x : {x0, x1}) {
+    const double c = curve(x);
+    if (std::isfinite(c) && c > 0) {
+      y0 = std::min(y0, c);
+      y1 = std::max(y1, c);
+    }
+  }
+  std::vector<RuleLine> shown;
+  std::vector<std::string> off_scale;
+  for (const RuleLine& r : rules) {
+    if (r.value > 0 && r.value < y1 * 20 && r.value > y0 / 20) {
+      shown.push_back(r);
+      y0 = std::min(y0, r.min);
+      y1 = std::max(y1, r.max);
+    } else {
+      off_scale.push_back(r.label + ": off scale");
+    }
+  }
+  y0 = std::max(y0 / 1.3, 1e-6);
+  y1 = y1 * 1.3;
+  const double ly0 = std::log10(y0), ly1 = std::log10(y1);
+  const auto X = [&](double v) { return left + plot_w * (v - x0) / (x1 - x0); };
+  const auto Y = [&](double v) { return bottom - plot_h * (std::log10(std::max(v, 1e-9)) - ly0) / (ly1 - ly0); };
+  std::ostringstream s;
+  s << svg_head(w, h, title);
+  s << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\"" << plot_h
+    << "\" fill=\"none\" stroke=\"#999\"/>\n";
+  // y ticks at 1-2-5 decades
+  for (int d = int(std::floor(ly0)) - 1; d <= int(std::ceil(ly1)); ++d)
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double v = m * std::pow(10.0, d);
+      if (v < y0 || v > y1) continue;
+      s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(v), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(v), 1)
+        << "\" stroke=\"" << (v == 1.0 ? "#aaa" : "#eee") << "\"/>\n<text x=\"" << left - 6 << "\" y=\"" << fixed(Y(v) + 4, 1)
+        << "\" text-anchor=\"end\" fill=\"#555\">" << sig(v) << "×</text>\n";
+    }
+  for (double t : linear_ticks(x1)) {
+    if (t < x0) continue;
+    s << "<line x1=\"" << fixed(X(t), 1) << "\" y1=\"" << bottom << "\" x2=\"" << fixed(X(t), 1) << "\" y2=\"" << bottom + 5
+      << "\" stroke=\"#555\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\" fill=\"#555\">"
+      << sig(t) << "</text>\n";
+  }
+  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml(xlabel) << "</text>\n";
+  s << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml(ylabel) << "</text>\n";
+  // The byte-bound curve.
+  s << "<polyline fill=\"none\" stroke=\"#555\" stroke-width=\"1.5\" stroke-dasharray=\"7 4\" points=\"";
+  for (int i = 0; i <= 60; ++i) {
+    const double x = x0 + (x1 - x0) * i / 60;
+    const double y = std::clamp(curve(x), y0, y1);
+    s << fixed(X(x), 1) << "," << fixed(Y(y), 1) << " ";
+  }
+  s << "\"/>\n";
+  for (const RuleLine& r : shown)
+    s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(r.value), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(r.value), 1)
+      << "\" stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/>\n";
+  // Arms at the same bits per weight sit side by side instead of on top of each other.
+  std::vector<double> px;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    int same = 0;
+    for (std::size_t j = 0; j < i; ++j) same += points[j].x == points[i].x;
+    px.push_back(points[i].x + (x1 - x0) * 0.012 * same);
+  }
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    ScatterPoint p = points[i];
+    p.x = px[i];
+    s << "<line x1=\"" << fixed(X(p.x), 1) << "\" y1=\"" << fixed(Y(p.ymin), 1) << "\" x2=\"" << fixed(X(p.x), 1) << "\" y2=\""
+      << fixed(Y(p.ymax), 1) << "\" stroke=\"black\"/>\n<circle cx=\"" << fixed(X(p.x), 1) << "\" cy=\"" << fixed(Y(p.y), 1)
+      << "\" r=\"5\" fill=\"" << kPalette[i % 10] << "\" stroke=\"black\"/>\n";
+  }
+  // Legend on the right: one entry per point (labels would collide where arms share a layout).
+  int ly = top + 8;
+  const auto legend = [&](const std::string& mark, const std::string& text) {
+    s << mark << "<text x=\"" << left + plot_w + 34 << "\" y=\"" << ly + 4 << "\">" << xml(text) << "</text>\n";
+    ly += 18;
+  };
+  for (std::size_t i = 0; i < points.size(); ++i)
+    legend(cat("<circle cx=\"", left + plot_w + 20, "\" cy=\"", ly, "\" r=\"5\" fill=\"", kPalette[i % 10], "\" stroke=\"black\"/>"),
+           points[i].label + " " + sig(points[i].y) + "×");
+  legend(cat("<line x1=\"", left + plot_w + 10, "\" y1=\"", ly, "\" x2=\"", left + plot_w + 30, "\" y2=\"", ly,
+             "\" stroke=\"#555\" stroke-width=\"1.5\" stroke-dasharray=\"7 4\"/>"),
+         curve_label);
+  for (const RuleLine& r : shown)
+    legend(cat("<line x1=\"", left + plot_w + 10, "\" y1=\"", ly, "\" x2=\"", left + plot_w + 30, "\" y2=\"", ly,
+               "\" stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/>"),
+           r.label);
+  for (const std::string& o : off_scale) legend("", o);
+  s << "</svg>\n";
+  return s.str();
+}
+
+}  // namespace ternlab::experiments

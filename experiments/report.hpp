@@ -1,0 +1,61 @@
+// What a run leaves behind: a raw per-round CSV, a JSON summary, a Markdown table (also printed)
+// and SVG plots. Kinds fill a RunReport; report_timing turns a measured TimingResult into one.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ternlab::experiments {
+
+struct TimingResult;
+struct RunSpec;
+
+struct RunReport {
+  std::string title;
+  std::string markdown;                                    // table and notes
+  std::string csv;                                         // raw rows with a header line
+  std::string json;                                        // one JSON object
+  std::vector<std::pair<std::string, std::string>> svgs;   // file suffix ("gbps.svg"), content
+  bool ok = true;                                          // false: an arm failed verification
+};
+
+// The machine and build, recorded in every summary.
+struct Machine {
+  std::string cpu, features, compiler, flags, build_type, git, int8_loop, hostname, started_utc;
+  int cores = 0;
+};
+Machine this_machine();
+std::string machine_json(const Machine& m);
+std::string machine_markdown(const Machine& m);
+
+RunReport report_timing(const RunSpec& run, const TimingResult& r);
+
+// Small JSON helpers for kinds that build their own report.
+std::string json_string(const std::string& s);
+std::string json_number(double v);
+
+// Plots. Each returns a complete SVG document.
+struct BarItem {
+  std::string label;
+  double median = 0, min = 0, max = 0;
+  std::string note;  // printed after the value, e.g. "61% of bound"
+};
+struct RuleLine {
+  std::string label;
+  double value = 0, min = 0, max = 0;  // a band from min to max around the line
+};
+std::string svg_bars(const std::string& title, const std::string& unit, const std::vector<BarItem>& bars,
+                     const std::vector<RuleLine>& rules);
+
+struct ScatterPoint {
+  std::string label;
+  double x = 0, y = 0, ymin = 0, ymax = 0;
+};
+// y on a log axis; `curve(x)` drawn dashed (the byte bound); `rule` a horizontal reference (control).
+std::string svg_scatter(const std::string& title, const std::string& xlabel, const std::string& ylabel,
+                        const std::vector<ScatterPoint>& points, const std::function<double(double)>& curve,
+                        const std::string& curve_label, const std::vector<RuleLine>& rules);
+
+}  // namespace ternlab::experiments

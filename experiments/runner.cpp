@@ -1,0 +1,147 @@
+#include "experiments/runner.hpp"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "common/error.hpp"
+#include "experiments/config.hpp"
+#include "experiments/kinds.hpp"
+#include "experiments/run_context.hpp"
+
+namespace ternlab::experiments {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string utc_stamp() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&now));
+  return buf;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) fail("cannot write ", p.string());
+}
+
+std::string run_prefix(const RunSpec& r, std::size_t runs) {
+  if (runs == 1) return "";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "run%02d-", r.index + 1);
+  return buf;
+}
+
+// Removes the temporary folder unless released (on success it has been renamed away).
+struct TempFolder {
+  fs::path path;
+  bool keep = false;
+  ~TempFolder() {
+    if (keep || path.empty()) return;
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+namespace {
+RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream& out);
+}  // namespace
+
+RunOutcome run_experiment_file(const std::string& path, const RunOptions& opt, std::ostream& out) {
+  try {
+    return run_plan(path, opt, out);
+  } catch (const fs::filesystem_error& e) {
+    fail(path, ": ", e.what());  // e.g. the disk filled up while writing results
+  }
+}
+
+namespace {
+
+RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream& out) {
+  const Plan plan = load_plan(path, opt.overrides);
+  out << describe(plan);
+  RunOutcome outcome;
+  if (opt.dry_run) return outcome;
+
+  const RunSpec& first = plan.runs.front();
+  const Located out_at = first.at("output");
+  const fs::path output = first.string("output", "results");
+  const std::string name = first.string("name", fs::path(path).stem().string());
+  const std::string stamp = utc_stamp();
+  TempFolder temp;
+  {
+    std::error_code ec;
+    fs::create_directories(output, ec);
+    if (ec) fail(out_at ? out_at.where() : path + ": key 'output'", ": cannot create the output folder '", output.string(), "': ", ec.message());
+    temp.path = output / ("." + name + "-" + stamp + ".partial");
+    fs::create_directories(temp.path, ec);
+    std::ofstream probe(temp.path / "plan.txt");
+    probe << describe(plan);
+    probe.close();
+    if (ec || !probe)
+      fail(out_at ? out_at.where() : path + ": key 'output'", ": the output folder '", output.string(), "' is not writable",
+           ec ? ": " + ec.message() : std::string());
+  }
+  fs::copy_file(path, temp.path / "experiment.toml", fs::copy_options::overwrite_existing);
+
+  const Machine machine = this_machine();
+  out << "\n" << machine_markdown(machine);
+  std::int64_t units = 0;
+  for (const RunSpec& r : plan.runs) {
+    const KindInfo& kind = find_kind(r.kind, r.at("kind"));
+    units += kind.units ? kind.units(r) : 1;
+  }
+  Progress progress(units, opt.progress < 0 ? isatty(STDERR_FILENO) == 1 : opt.progress == 1);
+  Pools pools(first.boolean("pin", false));
+  RunContext ctx{pools, progress, out};
+
+  std::string md = "# " + name + "\n\n" + machine_markdown(machine) + "\nexperiment: `" + path + "`";
+  for (const std::string& o : opt.overrides) md += " `--set " + o + "`";
+  md += "\n\n";
+  std::string json = "{\"file\": " + json_string(path) + ", \"overrides\": [";
+  for (std::size_t i = 0; i < opt.overrides.size(); ++i) json += (i ? ", " : "") + json_string(opt.overrides[i]);
+  json += "], \"machine\": " + machine_json(machine) + ", \"runs\": [";
+  for (const RunSpec& r : plan.runs) {
+    const KindInfo& kind = find_kind(r.kind, r.at("kind"));
+    out << "\nrun " << r.index + 1 << "/" << plan.runs.size() << ": " << r.name() << "\n" << std::flush;
+    RunReport rep = kind.run(r, ctx);
+    progress.finish();
+    const std::string prefix = run_prefix(r, plan.runs.size());
+    write_file(temp.path / (prefix + "rounds.csv"), rep.csv);
+    std::string plots;
+    for (const auto& [suffix, svg] : rep.svgs) {
+      write_file(temp.path / (prefix + suffix), svg);
+      plots += "![" + suffix + "](" + prefix + suffix + ")\n";
+    }
+    out << "\n" << rep.markdown;
+    for (const auto& [suffix, svg] : rep.svgs) out << "plot: " << prefix << suffix << "\n";
+    md += rep.markdown + "\n" + plots + "\n";
+    json += (r.index ? ", " : "") + rep.json;
+    if (!rep.ok) outcome.exit_code = 1;
+  }
+  json += "]}\n";
+  write_file(temp.path / "summary.md", md);
+  write_file(temp.path / "summary.json", json);
+
+  fs::path final_path = output / (name + "-" + stamp);
+  for (int i = 2; fs::exists(final_path); ++i) final_path = output / (name + "-" + stamp + "-" + std::to_string(i));
+  fs::rename(temp.path, final_path);
+  temp.keep = true;
+  outcome.folder = final_path.string();
+  outcome.markdown = md;
+  out << "\nresults: " << outcome.folder << "/ (summary.md, summary.json, rounds.csv, plots)\n";
+  return outcome;
+}
+
+}  // namespace
+
+}  // namespace ternlab::experiments

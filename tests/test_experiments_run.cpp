@@ -1,0 +1,349 @@
+// Experiments end to end on tiny shapes: the method (verify before timing, fixed interleaving,
+// per-round ratios, per-round ceilings), the results folder (CSV, JSON, Markdown, well-formed SVG),
+// and nothing half-written when a run fails.
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "experiments/kinds.hpp"
+#include "experiments/measure.hpp"
+#include "experiments/progress.hpp"
+#include "experiments/report.hpp"
+#include "experiments/runner.hpp"
+#include "tests/support.hpp"
+
+using namespace ternlab;
+using namespace ternlab::experiments;
+using test::check_error;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A small XML well-formedness check: one root element, every tag closed in order, attributes
+// quoted, entities known, nothing but whitespace outside the root. Returns "" or the first problem.
+std::string xml_problem(const std::string& s) {
+  std::vector<std::string> open;
+  std::size_t i = 0;
+  bool root_seen = false;
+  const auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' || c == '.'; };
+  const auto check_text = [&](std::size_t a, std::size_t b) -> std::string {
+    for (std::size_t k = a; k < b; ++k) {
+      if (s[k] == '&') {
+        const std::size_t semi = s.find(';', k);
+        if (semi == std::string::npos || semi > b) return cat("unterminated entity at ", k);
+        const std::string ent = s.substr(k + 1, semi - k - 1);
+        if (ent != "amp" && ent != "lt" && ent != "gt" && ent != "quot" && ent != "apos" && ent.rfind("#", 0) != 0)
+          return cat("unknown entity &", ent, "; at ", k);
+      }
+      if (open.empty() && !std::isspace(static_cast<unsigned char>(s[k]))) return cat("text outside the root at ", k);
+    }
+    return "";
+  };
+  while (i < s.size()) {
+    const std::size_t lt = s.find('<', i);
+    if (auto p = check_text(i, lt == std::string::npos ? s.size() : lt); !p.empty()) return p;
+    if (lt == std::string::npos) break;
+    if (s.compare(lt, 5, "<?xml") == 0) {
+      if (lt != 0) return "XML declaration not at the start";
+      i = s.find("?>", lt);
+      if (i == std::string::npos) return "unterminated declaration";
+      i += 2;
+      continue;
+    }
+    if (s.compare(lt, 4, "<!--") == 0) {
+      i = s.find("-->", lt);
+      if (i == std::string::npos) return "unterminated comment";
+      i += 3;
+      continue;
+    }
+    const bool closing = s[lt + 1] == '/';
+    std::size_t k = lt + (closing ? 2 : 1);
+    const std::size_t name_start = k;
+    while (k < s.size() && is_name(s[k])) ++k;
+    const std::string name = s.substr(name_start, k - name_start);
+    if (name.empty()) return cat("tag without a name at ", lt);
+    if (closing) {
+      while (k < s.size() && std::isspace(static_cast<unsigned char>(s[k]))) ++k;
+      if (k >= s.size() || s[k] != '>') return cat("malformed closing tag </", name, ">");
+      if (open.empty() || open.back() != name) return cat("</", name, "> closes ", open.empty() ? "nothing" : "<" + open.back() + ">");
+      open.pop_back();
+      i = k + 1;
+      continue;
+    }
+    if (open.empty() && root_seen) return cat("second root element <", name, ">");
+    // attributes: name="value" or name='value'
+    for (;;) {
+      while (k < s.size() && std::isspace(static_cast<unsigned char>(s[k]))) ++k;
+      if (k >= s.size()) return cat("unterminated tag <", name, ">");
+      if (s[k] == '>' || s.compare(k, 2, "/>") == 0) break;
+      const std::size_t an = k;
+      while (k < s.size() && is_name(s[k])) ++k;
+      if (k == an) return cat("bad character '", s[k], "' in <", name, ">");
+      if (k >= s.size() || s[k] != '=') return cat("attribute ", s.substr(an, k - an), " without a value in <", name, ">");
+      ++k;
+      if (k >= s.size() || (s[k] != '"' && s[k] != '\'')) return cat("unquoted attribute in <", name, ">");
+      const char q = s[k];
+      const std::size_t end = s.find(q, k + 1);
+      if (end == std::string::npos) return cat("unterminated attribute in <", name, ">");
+      if (s.substr(k + 1, end - k - 1).find('<') != std::string::npos) return cat("'<' in an attribute of <", name, ">");
+      k = end + 1;
+    }
+    root_seen = true;
+    if (s[k] == '>') {
+      open.push_back(name);
+      i = k + 1;
+    } else {
+      i = k + 2;
+    }
+  }
+  if (!open.empty()) return cat("<", open.back(), "> is never closed");
+  if (!root_seen) return "no root element";
+  return "";
+}
+
+fs::path fresh_dir(const std::string& tag) {
+  static std::atomic<int> n{0};
+  const fs::path d = fs::temp_directory_path() / cat("ternlab-", tag, "-", getpid(), "-", n++);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::size_t count_lines(const std::string& s) { return std::size_t(std::count(s.begin(), s.end(), '\n')); }
+
+fs::path write_config(const fs::path& dir, const std::string& text) {
+  const fs::path p = dir / "exp.toml";
+  std::ofstream(p) << "output = \"" << (dir / "results").string() << "\"\n" << text;
+  return p;
+}
+
+RunOptions quiet(std::vector<std::string> overrides = {}) {
+  RunOptions o;
+  o.overrides = std::move(overrides);
+  o.progress = 0;
+  return o;
+}
+
+}  // namespace
+
+TEST_SUITE("experiments-run") {
+  TEST_CASE("the XML check accepts well-formed documents and rejects broken ones") {
+    CHECK(xml_problem("<?xml version=\"1.0\"?>\n<svg a=\"1\"><g><text x='2'>a &amp; b</text></g><rect/></svg>\n") == "");
+    CHECK_FALSE(xml_problem("<svg><g></svg>").empty());
+    CHECK_FALSE(xml_problem("<svg><text>a & b</text></svg>").empty());
+    CHECK_FALSE(xml_problem("<svg width=3></svg>").empty());
+    CHECK_FALSE(xml_problem("<svg></svg><svg></svg>").empty());
+    CHECK_FALSE(xml_problem("<svg>").empty());
+    CHECK_FALSE(xml_problem("<svg><text x=\"1\" y></text></svg>").empty());
+  }
+
+  TEST_CASE("plots are well-formed SVG, labels escaped") {
+    const std::string bars = svg_bars("a <b> & \"c\"", "GB/s", {{"x<y", 1, 0.5, 2}, {"z&w", 3, 2, 4}}, {{"ceiling", 5, 4, 6}});
+    CHECK(xml_problem(bars) == "");
+    CHECK(bars.find("x&lt;y") != std::string::npos);
+    const std::string sc = svg_scatter("s", "bits", "speedup", {{"p&q", 2.125, 1, 0.9, 1.1}, {"r", 1.6, 1.2, 1.1, 1.3}},
+                                       [](double b) { return 2.0 / b; }, "bound", {{"control", 30, 25, 35}, {"far", 1e9, 1e9, 1e9}});
+    CHECK(xml_problem(sc) == "");
+    CHECK(sc.find("far: off scale") != std::string::npos);
+  }
+
+  TEST_CASE("an arm that fails verification is reported failed and never timed") {
+    Pools pools;
+    Progress progress(0, false);
+    int good_calls = 0, bad_calls = 0;
+    std::vector<std::string> order;
+    std::vector<ArmSetup> arms(3);
+    arms[0].name = "good";
+    arms[0].call = [&] { ++good_calls, order.push_back("good"); };
+    arms[0].verify = [&] { return std::string(); };
+    arms[1].name = "bad";
+    arms[1].call = [&] { ++bad_calls; };
+    arms[1].verify = [] { return std::string("row 3: got 1, oracle 2"); };
+    arms[2].name = "other";
+    arms[2].call = [&] { order.push_back("other"); };
+    arms[2].verify = [] { return std::string(); };
+    MeasureOptions opt;
+    opt.rounds = 3;
+    opt.warmup = 2;
+    opt.sample_seconds = 1e-12;  // one call per sample
+    opt.ceiling_bytes = 1 << 20;
+    opt.compute_macs = 1 << 12;
+    const TimingResult r = measure_arms(std::move(arms), opt, pools, progress);
+    CHECK(bad_calls == 0);
+    CHECK_FALSE(r.arms[1].verified);
+    CHECK(r.arms[1].seconds.empty());
+    CHECK(r.arms[0].seconds.size() == 3);  // warm-up rounds discarded
+    CHECK(r.ceiling_gbps.at(1).size() == 3);
+    // calibration once, then warm-up and kept rounds, interleaved in the fixed order
+    REQUIRE(order.size() == 2 + 2 * 5);
+    for (std::size_t i = 0; i < order.size(); i += 2) {
+      CHECK(order[i] == "good");
+      CHECK(order[i + 1] == "other");
+    }
+    RunSpec spec;
+    spec.file = "x.toml";
+    spec.kind = "gemv";
+    const RunReport rep = report_timing(spec, r);
+    CHECK_FALSE(rep.ok);
+    CHECK(rep.markdown.find("| bad | — | 1 | — | — | **FAILED** | — |") != std::string::npos);
+    CHECK(rep.markdown.find("row 3: got 1, oracle 2") != std::string::npos);
+  }
+
+  TEST_CASE("ratios are medians of per-round ratios; bound fractions use each round's own ceiling") {
+    TimingResult r;
+    r.baseline = "base";
+    r.arms.resize(2);
+    r.arms[0].setup.name = "base";
+    r.arms[0].seconds = {2, 3, 10};
+    r.arms[1].setup.name = "arm";
+    r.arms[1].setup.bytes = 1e9;
+    r.arms[1].seconds = {1, 3, 4};
+    // per-round ratios 2, 1, 2.5: median 2 (a ratio of median times would say 1)
+    const Stat s = stat_of(r.speedups(r.arms[1]));
+    CHECK(s.median == 2.0);
+    CHECK(s.min == 1.0);
+    CHECK(s.max == 2.5);
+    r.ceiling_gbps[1] = {1, 0.5, 0.25};
+    const std::vector<double> f = r.bound_fractions(r.arms[1]);
+    REQUIRE(f.size() == 3);
+    CHECK(f[0] == doctest::Approx(1.0).epsilon(1e-12));  // 1 GB/s against 1 GB/s
+    CHECK(f[1] == doctest::Approx(0.6666666667).epsilon(1e-9));
+    CHECK(f[2] == doctest::Approx(1.0).epsilon(1e-12));
+  }
+
+  TEST_CASE("the tiny config runs end to end into one results folder") {
+    const fs::path dir = fresh_dir("tiny");
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(TERNLAB_SOURCE_DIR "/configs/tiny.toml", quiet({"output=" + (dir / "results").string()}), out);
+    CHECK(o.exit_code == 0);
+    REQUIRE_FALSE(o.folder.empty());
+    const fs::path f = o.folder;
+    for (const char* name : {"summary.md", "summary.json", "rounds.csv", "plan.txt", "experiment.toml", "gbps.svg", "speedup.svg"})
+      CHECK_MESSAGE(fs::exists(f / name), name);
+    // Only the final folder: the temporary one was renamed, not copied.
+    CHECK(std::distance(fs::directory_iterator(dir / "results"), fs::directory_iterator()) == 1);
+    const std::string csv = read_text(f / "rounds.csv");
+    CHECK(count_lines(csv) == 1 + 3 * 3);  // header + 3 kept rounds x (2 arms + control)
+    const std::string md = read_text(f / "summary.md");
+    CHECK(md.find("| pq2_0 (baseline) | reference/scalar | 1 | 2.125 |") != std::string::npos);
+    CHECK(md.find("| t2p |") != std::string::npos);
+    CHECK(md.find("no-weights control") != std::string::npos);
+    CHECK(md.find("exact") != std::string::npos);
+    CHECK(md.find("machine: ") != std::string::npos);
+    CHECK(out.str().find("| t2p |") != std::string::npos);  // the table is also printed
+    const std::string json = read_text(f / "summary.json");
+    CHECK(json.find("\"machine\": {\"cpu\": ") != std::string::npos);
+    CHECK(json.find("\"git\": ") != std::string::npos);
+    CHECK(json.find("\"fraction_of_byte_bound\": {\"median\": ") != std::string::npos);
+    CHECK(std::count(json.begin(), json.end(), '{') == std::count(json.begin(), json.end(), '}'));
+    for (const char* svg : {"gbps.svg", "speedup.svg"}) {
+      INFO(svg);
+      CHECK(xml_problem(read_text(f / svg)) == "");
+    }
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("a sweep writes one set of files per run; gemm leftover strategies both verify") {
+    const fs::path dir = fresh_dir("gemm");
+    const fs::path cfg = write_config(dir, R"(kind = "gemm"
+rounds = 1
+warmup = 0
+ceiling_mib = 4
+sample_ms = 0.5
+threads = [1, 2]
+[shape]
+rows = 16
+cols = 256
+tokens = 3
+[[arm]]
+layout = "t2p"
+leftover = ["pad", "gemv"]
+)");
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(cfg.string(), quiet(), out);
+    CHECK(o.exit_code == 0);
+    for (const char* name : {"run01-rounds.csv", "run02-rounds.csv", "run01-gbps.svg", "run02-speedup.svg"})
+      CHECK_MESSAGE(fs::exists(fs::path(o.folder) / name), name);
+    const std::string md = read_text(fs::path(o.folder) / "summary.md");
+    CHECK(md.find("| t2p leftover=gemv |") != std::string::npos);
+    CHECK(md.find("exp [threads=2]") != std::string::npos);
+    CHECK(md.find("FAILED") == std::string::npos);
+    // Each run measures its ceilings on its own thread count only, though both pools persist.
+    const std::string json = read_text(fs::path(o.folder) / "summary.json");
+    CHECK(json.find("\"ceiling_gbps\": {\"1\": {") != std::string::npos);
+    CHECK(json.find("\"ceiling_gbps\": {\"2\": {") != std::string::npos);
+    CHECK(json.find("}, \"2\": {\"median") == std::string::npos);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("the bandwidth kind and the oracle kind") {
+    const fs::path dir = fresh_dir("kinds");
+    const fs::path cfg = write_config(dir, R"(kind = "bandwidth"
+rounds = 2
+warmup = 0
+ceiling_mib = 4
+buffer_mib = 4
+sample_ms = 0.5
+[[arm]]
+threads = [1, 2]
+[[arm]]
+name = "spawned"
+threads = 2
+spawn = true
+)");
+    std::ostringstream out;
+    RunOutcome o = run_experiment_file(cfg.string(), quiet(), out);
+    CHECK(o.exit_code == 0);
+    CHECK(o.markdown.find("| threads=2 | streaming sum | 2 |") != std::string::npos);
+    CHECK(o.markdown.find("| spawned |") != std::string::npos);
+
+    const fs::path cfg2 = write_config(dir, R"(kind = "oracle"
+[cases]
+tokens = [1, 3, 5]
+rows = [4, 6]
+cols = [256, 384]
+weights = ["random", "all_minus"]
+activations = ["extreme"]
+[[arm]]
+layout = ["pq2_0", "t2p"]
+)");
+    o = run_experiment_file(cfg2.string(), quiet(), out);
+    CHECK(o.exit_code == 0);
+    // pq2_0 holds any row count: 24 exact; t2p rejects 6 rows: 12 exact, 12 rejected.
+    CHECK(o.markdown.find("| pq2_0 | reference/scalar | 24 | 24 | 0 | 0 |") != std::string::npos);
+    CHECK(o.markdown.find("| t2p | reference/scalar | 24 | 12 | 12 | 0 |") != std::string::npos);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("a run that fails midway leaves nothing half-written") {
+    register_kind({"test-throws", "fails while running", common_keys(), {}, [](const RunSpec&) {},
+                   [](const RunSpec&, RunContext&) -> RunReport { fail("deliberate failure while running"); }, nullptr});
+    const fs::path dir = fresh_dir("throws");
+    const fs::path cfg = write_config(dir, "kind = \"test-throws\"\n");
+    std::ostringstream out;
+    check_error([&] { run_experiment_file(cfg.string(), quiet(), out); }, "deliberate failure");
+    CHECK(fs::exists(dir / "results"));
+    CHECK(fs::is_empty(dir / "results"));
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("the progress bar stays silent when disabled and formats its ETA") {
+    Progress p(10, false);
+    for (int i = 0; i < 10; ++i) p.step("x");
+    CHECK(p.done() == 10);
+    CHECK(Progress::format_seconds(5) == "5s");
+    CHECK(Progress::format_seconds(65) == "1:05");
+    CHECK(Progress::format_seconds(3725) == "1h02");
+  }
+}
