@@ -6,5 +6,7 @@ namespace ternlab::cli {
 
 void add_layout_commands(CLI::App& app);
 void add_quickstart_command(CLI::App& app);
+void add_model_commands(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 
 }  // namespace ternlab::cli
