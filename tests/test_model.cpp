@@ -165,9 +165,12 @@ TEST_SUITE("model") {
     std::vector<std::int32_t> want;
     std::vector<std::vector<float>> want_logits;
     double want_ppl = 0;
-    const auto text = random_tokens(40, 512, 5);
+    const auto text = random_tokens(8, 512, 5);
+    const std::vector<std::int32_t> prompt(kPrompt.begin(), kPrompt.begin() + 5);
     for (const LayoutInfo* layout : all_layouts()) {
       for (int type : {142, 143}) {
+        // The PTQ1_0 twin carries the same trits: read it into the two stock layouts only.
+        if (type == 143 && layout->gguf_type < 0) continue;
         LoadOptions o;
         o.layout = std::string(layout->name);
         std::unique_ptr<Model> m;
@@ -179,10 +182,10 @@ TEST_SUITE("model") {
         }
         for (const auto& k : kernels_for(*layout)) {
           o.kernel = k.name();
-          m = Model::load(tiny_path(type), o);
+          if (m->kernel().name() != k.name()) m = Model::load(tiny_path(type), o);
           std::vector<std::vector<float>> logits;
-          const auto got = greedy(*m, kPrompt, 6, &logits);
-          const double ppl = perplexity(*m, text, 20).value();
+          const auto got = greedy(*m, prompt, 3, &logits);
+          const double ppl = perplexity(*m, text, 8).value();
           if (want.empty()) {
             want = got;
             want_logits = logits;
@@ -201,7 +204,7 @@ TEST_SUITE("model") {
         }
       }
     }
-    CHECK(want.size() == 6);
+    CHECK(want.size() == 3);
   }
 
   TEST_CASE("mmap and memory loads give the same logits") {
