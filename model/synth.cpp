@@ -119,6 +119,8 @@ void fill_float(const TensorSpec& s, const ModelConfig& c, std::uint64_t seed, s
 
 const std::vector<SynthPreset>& synth_presets() {
   static const std::vector<SynthPreset> presets = {
+      {"micro", "4 layers, hidden 128, Hadamard block 128, vocab 260: a ~100 kB file (fuzzing seeds)",
+       shape(4, 128, 256, 260, 2, 1, 64, 16, {3, 3, 2, 0}, 32, 2, 4, 128)},
       {"tiny", "4 layers (3 GDN + 1 attention), hidden 256, Hadamard block 256, vocab 512 (spec fixture A)",
        shape(4, 256, 1280, 512, 12, 2, 64, 16, {3, 3, 2, 0}, 64, 4, 12, 256)},
       {"small", "4 layers, hidden 1024, Hadamard block 1024, vocab 1024 (spec fixture B)",
