@@ -131,6 +131,9 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
     if (w <= 0 || w % c.rotation.block != 0)
       fail(f.source, ": ", h, "sign_widths entry ", w, " is not a positive multiple of block_size ",
            c.rotation.block);
+    // Bound the allocation by what the file can hold (explicit) or by any plausible width.
+    if ((sign_mode == "explicit" && std::uint64_t(w) > values.size() - std::min(values.size(), at)) || w > (1 << 26))
+      fail(f.source, ": ", h, "sign_values has ", values.size(), " entries, fewer than the sum of sign_widths");
     std::vector<float> s(std::size_t(w), 1.0f);
     if (sign_mode == "explicit") {
       if (values.size() < at + std::size_t(w))

@@ -295,3 +295,23 @@ TEST_SUITE("gguf") {
     CHECK_FALSE(c.is_gdn(3));
   }
 }
+
+TEST_SUITE("gguf") {
+  TEST_CASE("the bonsai-27b preset has the real file's inventory and byte counts (spec §5)") {
+    using namespace ternlab::model;
+    const ModelConfig c = synth_config(find_preset("bonsai-27b"), {});
+    Writer w;
+    std::uint64_t ternary = 0, bf16 = 0, f32 = 0;
+    for (const auto& s : tensor_specs(c)) {
+      w.add_tensor(s.name, s.kind == Kind::ternary ? TensorType::pq2_0 : s.kind == Kind::f32 ? TensorType::f32 : TensorType::bf16, s.ne);
+      (s.kind == Kind::ternary ? ternary : s.kind == Kind::f32 ? f32 : bf16) += w.tensors().back().bytes;
+    }
+    CHECK(w.tensors().size() == 851);
+    CHECK(c.folded.size() == 401);
+    CHECK(ternary == 7137280000ull);
+    CHECK(bf16 == 47185920ull);
+    CHECK(f32 == 10582016ull);
+    CHECK(c.rotation.signs.size() == 3);  // widths 5120, 6144, 17408
+    CHECK(c.rotation.signs.count(17408) == 1);
+  }
+}
