@@ -1,6 +1,7 @@
 // The forward pass: Hadamard sites against the spec's vectors, the engine against the plain
 // reference (tests/model_reference.cpp), greedy equivalence across layouts, prefill vs decode.
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
 
@@ -35,7 +36,12 @@ const std::string& tiny_path(int type = 142) {
   return p;
 }
 
-const std::vector<std::int32_t> kPrompt = {72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33};
+const std::vector<std::int32_t> kFullPrompt = {72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33};
+
+// Under qemu (the aarch64 suite sets TERNLAB_EXPECT_CPU) the reference kernels run ~50x slower:
+// the same checks run on a 4-token prompt there.
+const bool kEmulated = std::getenv("TERNLAB_EXPECT_CPU") != nullptr;
+const std::vector<std::int32_t> kPrompt(kFullPrompt.begin(), kFullPrompt.begin() + (kEmulated ? 4 : 12));
 
 double max_abs(const std::vector<float>& a) {
   double m = 0;
@@ -100,11 +106,12 @@ TEST_SUITE("model") {
       per_position.push_back(dt);
     }
     MESSAGE("engine vs q8-input reference: max |logit diff| ", max_diff, " (max |logit| ", max_logit,
-            "), first positions ", per_position[0], " ", per_position[1], " ", per_position[2]);
+            "), first positions ", per_position[0], " ", per_position[1], " ", per_position[2],
+            kEmulated ? " (emulated: 4-token prompt)" : "");
     // Both sides feed the same q8_K rounding to every ternary matmul; what differs is f32 vs f64
     // arithmetic elsewhere (~1e-7 relative). Until a q8 rounding decision flips, the logits agree
     // to ~1e-7 of their range (measured: positions 0-2 of this prompt); 1e-5 leaves headroom.
-    for (std::size_t t = 0; t < 3; ++t) CHECK(per_position[t] < 1e-5 * max_logit);
+    for (std::size_t t = 0; t < 3 && t < kPrompt.size(); ++t) CHECK(per_position[t] < 1e-5 * max_logit);
     // Once an activation lands within ~1e-7 of a q8 rounding boundary, one quantum (1/127 of its
     // block maximum) differs and persists in the recurrent state and KV cache: measured ~1% of
     // the logit range on this prompt; 2% bounds it.
@@ -165,8 +172,8 @@ TEST_SUITE("model") {
     std::vector<std::int32_t> want;
     std::vector<std::vector<float>> want_logits;
     double want_ppl = 0;
-    const auto text = random_tokens(8, 512, 5);
-    const std::vector<std::int32_t> prompt(kPrompt.begin(), kPrompt.begin() + 5);
+    const auto text = random_tokens(kEmulated ? 4 : 8, 512, 5);
+    const std::vector<std::int32_t> prompt(kPrompt.begin(), kPrompt.begin() + (kEmulated ? 2 : 5));
     for (const LayoutInfo* layout : all_layouts()) {
       for (int type : {142, 143}) {
         // The PTQ1_0 twin carries the same trits: read it into the two stock layouts only.
