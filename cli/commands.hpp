@@ -8,5 +8,7 @@ void add_layout_commands(CLI::App& app);
 void add_quickstart_command(CLI::App& app);
 void add_kernel_commands(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_model_commands(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 
 }  // namespace ternlab::cli

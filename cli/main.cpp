@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   ternlab::cli::add_quickstart_command(app);
   ternlab::cli::add_kernel_commands(app);
   ternlab::cli::add_run_command(app);
+  ternlab::cli::add_model_commands(app);
+  ternlab::cli::add_tokenize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,84 @@
+// Gated full attention (spec §7.5): per head 256 query rows then 256 gate rows in attn_q, q/k
+// RMSNorm, partial NeoX RoPE, GQA with query head h on KV head h / (H / Hkv), a growing KV cache, a
+// sigmoid output gate, then attn_output behind the attn-width rotation.
+#include <cmath>
+
+#include "model/model.hpp"
+
+namespace ternlab::model {
+
+namespace {
+
+void rope_neox(float* x, int rope_dims, int pos, float base) {
+  const int half = rope_dims / 2;
+  for (int i = 0; i < half; ++i) {
+    const double theta = double(pos) * std::pow(double(base), -2.0 * i / rope_dims);
+    const float cs = float(std::cos(theta)), sn = float(std::sin(theta));
+    const float a = x[i], b = x[i + half];
+    x[i] = a * cs - b * sn;
+    x[i + half] = a * sn + b * cs;
+  }
+}
+
+}  // namespace
+
+void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,
+               std::vector<float>& k_cache, std::vector<float>& v_cache, float* out, ThreadPool& pool,
+               OpProfile* profile) {
+  const int H = c.n_head, Hkv = c.n_head_kv, hd = c.head_dim;
+  const std::int64_t qg_dim = 2 * std::int64_t(H) * hd, kv_dim = std::int64_t(Hkv) * hd;
+  std::vector<float> qg(static_cast<std::size_t>(tokens * qg_dim)), k(static_cast<std::size_t>(tokens * kv_dim)), v(k.size());
+  matmul(w.q, xr, qg.data(), pool, profile);
+  matmul(w.k, xr, k.data(), pool, profile);
+  matmul(w.v, xr, v.data(), pool, profile);
+
+  std::vector<float> o(std::size_t(tokens) * std::size_t(H * hd));
+  {
+    OpTimer timer(profile, OpProfile::attention);
+    const float scale = 1.0f / std::sqrt(float(hd));
+    for (int t = 0; t < tokens; ++t) {
+      const int pos = pos0 + t;
+      for (int m = 0; m < Hkv; ++m) {
+        float* km = k.data() + t * kv_dim + m * hd;
+        rms_norm(km, w.k_norm.data(), km, hd, c.eps);
+        rope_neox(km, c.rope_dims, pos, c.rope_base);
+      }
+      k_cache.insert(k_cache.end(), k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim);
+      v_cache.insert(v_cache.end(), v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim);
+      const int n_ctx = pos + 1;
+      pool.run([&](int th) {
+        const auto [h0, h1] = ThreadPool::split(H, th, pool.size());
+        std::vector<float> q(static_cast<std::size_t>(hd)), p(static_cast<std::size_t>(n_ctx));
+        for (std::int64_t h = h0; h < h1; ++h) {
+          const float* qh = qg.data() + t * qg_dim + h * 2 * hd;
+          const float* gate = qh + hd;
+          rms_norm(qh, w.q_norm.data(), q.data(), hd, c.eps);
+          rope_neox(q.data(), c.rope_dims, pos, c.rope_base);
+          const std::int64_t m = h / (H / Hkv);
+          float mx = -INFINITY;
+          for (int s = 0; s < n_ctx; ++s) {
+            const float* ks = k_cache.data() + s * kv_dim + m * hd;
+            float dot = 0;
+            for (int i = 0; i < hd; ++i) dot += q[std::size_t(i)] * ks[i];
+            p[std::size_t(s)] = dot * scale;
+            mx = std::max(mx, p[std::size_t(s)]);
+          }
+          float sum = 0;
+          for (auto& x : p) sum += (x = std::exp(x - mx));
+          float* oh = o.data() + t * std::int64_t(H * hd) + h * hd;
+          std::fill(oh, oh + hd, 0.0f);
+          for (int s = 0; s < n_ctx; ++s) {
+            const float* vs = v_cache.data() + s * kv_dim + m * hd;
+            const float ps = p[std::size_t(s)] / sum;
+            for (int i = 0; i < hd; ++i) oh[i] += ps * vs[i];
+          }
+          for (int i = 0; i < hd; ++i) oh[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+        }
+      });
+    }
+  }
+  const Q8KBatch orot = rotate_and_quantize(c, std::move(o), tokens, std::int64_t(H) * hd, profile);  // site 2
+  matmul(w.out, orot, out, pool, profile);
+}
+
+}  // namespace ternlab::model

@@ -1,0 +1,90 @@
+#include "model/experiments.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include "common/error.hpp"
+#include "model/sampler.hpp"
+
+namespace ternlab::model {
+
+namespace {
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+}  // namespace
+
+Speed measure_speed(Model& m, std::span<const std::int32_t> prompt, int n) {
+  Speed s;
+  s.prompt_tokens = int(prompt.size());
+  s.decode_tokens = n;
+  Session session = m.new_session();
+  double t0 = now();
+  auto logits = m.forward(session, prompt);
+  s.prefill_seconds = now() - t0;
+  t0 = now();
+  for (int i = 0; i < n; ++i) {
+    const std::int32_t next = argmax(logits);
+    logits = m.forward(session, std::span(&next, 1));
+  }
+  s.decode_seconds = now() - t0;
+  return s;
+}
+
+std::vector<std::int32_t> greedy(Model& m, std::span<const std::int32_t> prompt, int n,
+                                 std::vector<std::vector<float>>* logits) {
+  Session s = m.new_session();
+  std::vector<std::int32_t> out;
+  auto l = m.forward(s, prompt);
+  for (int i = 0; i < n; ++i) {
+    if (logits) logits->push_back(l);
+    out.push_back(argmax(l));
+    if (i + 1 < n) l = m.forward(s, std::span(&out.back(), 1));
+  }
+  return out;
+}
+
+double Perplexity::value() const { return predicted ? std::exp(nll_sum / double(predicted)) : 0.0; }
+
+Perplexity perplexity(Model& m, std::span<const std::int32_t> tokens, int chunk) {
+  if (chunk < 2) fail("perplexity: chunk must be at least 2 tokens");
+  Perplexity p;
+  const int vocab = m.config().n_vocab;
+  for (std::size_t i = 0; i + 1 < tokens.size(); i += std::size_t(chunk)) {
+    const auto part = tokens.subspan(i, std::min(tokens.size() - i, std::size_t(chunk)));
+    if (part.size() < 2) break;
+    Session s = m.new_session();
+    const auto logits = m.forward(s, part, true);
+    for (std::size_t t = 0; t + 1 < part.size(); ++t) {
+      const float* l = logits.data() + t * std::size_t(vocab);
+      double mx = l[0];
+      for (int v = 1; v < vocab; ++v) mx = std::max(mx, double(l[v]));
+      double sum = 0;
+      for (int v = 0; v < vocab; ++v) sum += std::exp(double(l[v]) - mx);
+      p.nll_sum += std::log(sum) + mx - double(l[part[t + 1]]);
+      ++p.predicted;
+    }
+  }
+  return p;
+}
+
+OpProfile profile_decode(Model& m, std::span<const std::int32_t> prompt) {
+  Session s = m.new_session();
+  const auto logits = m.forward(s, prompt);
+  const std::int32_t next = argmax(logits);
+  OpProfile prof;
+  m.forward(s, std::span(&next, 1), false, &prof);
+  return prof;
+}
+
+std::vector<std::int32_t> random_tokens(int n, int vocab, std::uint64_t seed) {
+  std::vector<std::int32_t> out;
+  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    out.push_back(std::int32_t(x % std::uint64_t(vocab)));
+  }
+  return out;
+}
+
+}  // namespace ternlab::model

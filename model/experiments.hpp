@@ -1,0 +1,43 @@
+// Experiment hooks as plain functions, for the TOML runner and the CLI: prefill / decode speed,
+// perplexity, greedy continuations (for equivalence across arms) and a per-op profile of decode.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/model.hpp"
+
+namespace ternlab::model {
+
+struct Speed {
+  int prompt_tokens = 0, decode_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  double prefill_tok_s() const { return prompt_tokens / prefill_seconds; }
+  double decode_tok_s() const { return decode_tokens / decode_seconds; }
+};
+
+// Prefills `prompt` (gemm, chunked) then decodes `n` greedy tokens one at a time (gemv).
+Speed measure_speed(Model& m, std::span<const std::int32_t> prompt, int n);
+
+// Greedy continuation of `prompt`: prefill, then n - 1 decode steps. Also returns the logits of
+// every step (for max |logit difference| reports) when `logits` is given.
+std::vector<std::int32_t> greedy(Model& m, std::span<const std::int32_t> prompt, int n,
+                                 std::vector<std::vector<float>>* logits = nullptr);
+
+struct Perplexity {
+  double nll_sum = 0;
+  std::int64_t predicted = 0;
+  double value() const;
+};
+// Splits `tokens` into chunks of `chunk` tokens, each from a fresh state; every token after the
+// first of a chunk is predicted.
+Perplexity perplexity(Model& m, std::span<const std::int32_t> tokens, int chunk);
+
+// Per-op wall time of one decode token after prefilling `prompt`.
+OpProfile profile_decode(Model& m, std::span<const std::int32_t> prompt);
+
+// Deterministic pseudo-random token ids below `vocab` (prompts for speed runs).
+std::vector<std::int32_t> random_tokens(int n, int vocab, std::uint64_t seed);
+
+}  // namespace ternlab::model

@@ -1,0 +1,95 @@
+// Gated DeltaNet token mixer (spec §7.4), run in the file's tiled value-head order: value head e
+// reads key head e mod Hk; the output is permuted to grouped order before ssm_out's rotation.
+#include <cmath>
+
+#include "model/model.hpp"
+
+namespace ternlab::model {
+
+void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x, const Q8KBatch& xr,
+                    int tokens, std::vector<float>& conv_state, std::vector<float>& state, float* out,
+                    ThreadPool& pool, OpProfile* profile) {
+  const std::int64_t d = c.n_embd, ch = c.conv_channels(), vdim = c.ssm_value_dim();
+  const int Dk = c.ssm_state, Dv = c.ssm_state, Hk = c.ssm_k_heads, Hv = c.ssm_v_heads, K = c.ssm_conv;
+  const std::int64_t key_dim = c.ssm_key_dim();
+
+  std::vector<float> mixed(static_cast<std::size_t>(tokens * ch)), z(static_cast<std::size_t>(tokens * vdim));
+  matmul(w.qkv, xr, mixed.data(), pool, profile);
+  matmul(w.gate, xr, z.data(), pool, profile);
+
+  std::vector<float> y(static_cast<std::size_t>(tokens * vdim));
+  {
+  OpTimer timer(profile, OpProfile::gdn);
+  // beta and alpha read the un-rotated normed input; their BF16 weights are not folded.
+  std::vector<float> beta_raw(static_cast<std::size_t>(tokens * Hv)), alpha_raw(beta_raw.size());
+  for (int t = 0; t < tokens; ++t)
+    for (int e = 0; e < Hv; ++e) {
+      float sb = 0, sa = 0;
+      const float* xt = x.data() + t * d;
+      for (std::int64_t i = 0; i < d; ++i) {
+        sb += w.beta[std::size_t(e * d + i)] * xt[i];
+        sa += w.alpha[std::size_t(e * d + i)] * xt[i];
+      }
+      beta_raw[std::size_t(t * Hv + e)] = sb;
+      alpha_raw[std::size_t(t * Hv + e)] = sa;
+    }
+
+  std::vector<float> u(static_cast<std::size_t>(ch)), tiled(static_cast<std::size_t>(vdim));
+  const float q_scale = 1.0f / std::sqrt(float(Dk));
+  for (int t = 0; t < tokens; ++t) {
+    // Causal depthwise conv over [state (oldest first), current], no bias, then SiLU.
+    const float* cur = mixed.data() + t * ch;
+    for (std::int64_t j = 0; j < ch; ++j) {
+      float acc = 0;
+      for (int tau = 0; tau < K - 1; ++tau) acc += conv_state[std::size_t(tau * ch + j)] * w.conv[std::size_t(j * K + tau)];
+      acc += cur[j] * w.conv[std::size_t(j * K + K - 1)];
+      u[std::size_t(j)] = silu(acc);
+    }
+    // The state keeps raw (pre-SiLU) projections.
+    for (int tau = 0; tau + 1 < K - 1; ++tau)
+      std::copy_n(conv_state.begin() + (tau + 1) * ch, ch, conv_state.begin() + tau * ch);
+    if (K > 1) std::copy_n(cur, ch, conv_state.begin() + (K - 2) * ch);
+
+    for (int h = 0; h < Hk; ++h) {
+      l2_norm(u.data() + h * Dk, Dk, c.eps);
+      l2_norm(u.data() + key_dim + h * Dk, Dk, c.eps);
+      for (int i = 0; i < Dk; ++i) u[std::size_t(h * Dk + i)] *= q_scale;
+    }
+    const float* zt = z.data() + t * vdim;
+    pool.run([&](int th) {
+      const auto [e0, e1] = ThreadPool::split(Hv, th, pool.size());
+      std::vector<float> mem(static_cast<std::size_t>(Dv)), o(static_cast<std::size_t>(Dv)), n(static_cast<std::size_t>(Dv));
+      for (std::int64_t e = e0; e < e1; ++e) {
+        const float* q = u.data() + (e % Hk) * Dk;
+        const float* k = u.data() + key_dim + (e % Hk) * Dk;
+        const float* v = u.data() + 2 * key_dim + e * Dv;
+        const float beta = 1.0f / (1.0f + std::exp(-beta_raw[std::size_t(t * Hv + e)]));
+        const float g = w.ssm_a[std::size_t(e)] * softplus(alpha_raw[std::size_t(t * Hv + e)] + w.dt_bias[std::size_t(e)]);
+        const float decay = std::exp(g);
+        float* S = state.data() + e * Dk * Dv;  // S[i][j], i = key dim, j = value dim
+        for (int i = 0; i < Dk * Dv; ++i) S[i] *= decay;  // decay before the read
+        std::fill(mem.begin(), mem.end(), 0.0f);
+        for (int i = 0; i < Dk; ++i)
+          for (int j = 0; j < Dv; ++j) mem[std::size_t(j)] += S[i * Dv + j] * k[i];
+        for (int j = 0; j < Dv; ++j) mem[std::size_t(j)] = beta * (v[j] - mem[std::size_t(j)]);
+        for (int i = 0; i < Dk; ++i)
+          for (int j = 0; j < Dv; ++j) S[i * Dv + j] += k[i] * mem[std::size_t(j)];
+        std::fill(o.begin(), o.end(), 0.0f);
+        for (int i = 0; i < Dk; ++i)
+          for (int j = 0; j < Dv; ++j) o[std::size_t(j)] += S[i * Dv + j] * q[i];  // read-out after the update
+        rms_norm(o.data(), w.norm.data(), n.data(), Dv, c.eps);  // gated RMSNorm: norm, weight, x SiLU(z)
+        for (int j = 0; j < Dv; ++j) tiled[std::size_t(e * Dv + j)] = n[std::size_t(j)] * silu(zt[e * Dv + j]);
+      }
+    });
+    float* yt = y.data() + t * vdim;
+    if (c.gdn_v_grouped)
+      tiled_to_grouped(tiled.data(), yt, Dv, Hk, Hv / Hk);
+    else
+      std::copy(tiled.begin(), tiled.end(), yt);
+  }
+  }
+  const Q8KBatch yr = rotate_and_quantize(c, std::move(y), tokens, vdim, profile);  // site 2 (after the permute)
+  matmul(w.out, yr, out, pool, profile);
+}
+
+}  // namespace ternlab::model

@@ -1,0 +1,47 @@
+#include "model/hadamard.hpp"
+
+#include <cmath>
+
+#include "common/error.hpp"
+
+namespace ternlab::model {
+
+void fwht(float* x, int n) {
+  for (int h = 1; h < n; h *= 2)
+    for (int i = 0; i < n; i += 2 * h)
+      for (int j = i; j < i + h; ++j) {
+        const float a = x[j], b = x[j + h];
+        x[j] = a + b;
+        x[j + h] = a - b;
+      }
+  // 1/sqrt(n) is exact for n = 4^m (1/32 for 1024); other powers of two round once, in one place.
+  const float scale = float(1.0 / std::sqrt(double(n)));
+  for (int i = 0; i < n; ++i) x[i] *= scale;
+}
+
+const std::vector<float>& Rotation::signs_for(std::int64_t k) const {
+  const auto it = signs.find(k);
+  if (it == signs.end()) fail("prism.hadamard: no sign vector for input width ", k);
+  return it->second;
+}
+
+void Rotation::forward(float* x, std::int64_t k) const {
+  const auto& s = signs_for(k);
+  for (std::int64_t i = 0; i < k; ++i) x[i] *= s[std::size_t(i)];
+  for (std::int64_t b = 0; b < k; b += block) fwht(x + b, block);
+}
+
+void Rotation::inverse(float* x, std::int64_t k) const {
+  const auto& s = signs_for(k);
+  for (std::int64_t b = 0; b < k; b += block) fwht(x + b, block);
+  for (std::int64_t i = 0; i < k; ++i) x[i] *= s[std::size_t(i)];
+}
+
+void tiled_to_grouped(const float* tiled, float* grouped, int head_dim, int n_k, int rep) {
+  for (int r = 0; r < rep; ++r)
+    for (int k = 0; k < n_k; ++k)
+      for (int d = 0; d < head_dim; ++d)
+        grouped[d + head_dim * (r + rep * k)] = tiled[d + head_dim * (k + n_k * r)];
+}
+
+}  // namespace ternlab::model

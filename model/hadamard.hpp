@@ -1,0 +1,28 @@
+// The blockwise Hadamard rotation Bonsai's weights are folded with (spec §6):
+//   R_K = blockdiag(H_B / sqrt(B), ...) . diag(s_K), natural (Sylvester) order, one sign vector per
+// input width K. Forward site (before a folded matmul): signs, then FWHT per block. Inverse site
+// (after an embedding row lookup): FWHT per block, then signs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace ternlab::model {
+
+// In-place normalised Walsh-Hadamard transform of n (a power of two) floats, natural order.
+void fwht(float* x, int n);
+
+struct Rotation {
+  int block = 1024;
+  std::map<std::int64_t, std::vector<float>> signs;  // by width K: +1.0f / -1.0f
+
+  const std::vector<float>& signs_for(std::int64_t k) const;  // throws naming the width
+  void forward(float* x, std::int64_t k) const;               // x <- R_K x
+  void inverse(float* x, std::int64_t k) const;               // x <- R_K^T x
+};
+
+// GDN output, tiled -> grouped value-head order (spec §6.4): view as [hd, nk, rep], swap the last two.
+void tiled_to_grouped(const float* tiled, float* grouped, int head_dim, int n_k, int rep);
+
+}  // namespace ternlab::model

@@ -1,0 +1,271 @@
+#include "model/model.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "common/fp16.hpp"
+#include "layouts/stock.hpp"
+
+namespace ternlab::model {
+
+// --- shared numerics ----------------------------------------------------------------------------
+
+void rms_norm(const float* x, const float* g, float* y, std::int64_t n, float eps) {
+  double sum = 0;  // ggml accumulates the squares in double, then scales in float
+  for (std::int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  const float mean = float(sum / double(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * g[i];
+}
+
+void l2_norm(float* x, std::int64_t n, float eps) {
+  double sum = 0;  // ggml_l2_norm: x / max(||x||, eps)
+  for (std::int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  const float scale = 1.0f / std::max(std::sqrt(float(sum)), eps);
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= scale;
+}
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+const char* OpProfile::name(int op) {
+  static const char* names[] = {"ternary matmul", "q8_K quantize", "Hadamard", "Gated DeltaNet",
+                                "attention",      "norms",         "other"};
+  return names[op];
+}
+
+OpTimer::OpTimer(OpProfile* p, OpProfile::Op op) : p_(p), op_(op), t0_(0) {
+  if (p_) t0_ = std::chrono::steady_clock::now().time_since_epoch().count();
+}
+OpTimer::~OpTimer() {
+  if (p_)
+    p_->seconds[op_] += double(std::chrono::steady_clock::now().time_since_epoch().count() - t0_) *
+                        double(std::chrono::steady_clock::period::num) / double(std::chrono::steady_clock::period::den);
+}
+
+Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k,
+                             OpProfile* profile) {
+  {
+    OpTimer t(profile, OpProfile::hadamard);
+    for (int i = 0; i < tokens; ++i) c.rotation.forward(x.data() + std::int64_t(i) * k, k);
+  }
+  OpTimer t(profile, OpProfile::quantize);
+  return quantize_batch(x.data(), tokens, k);
+}
+
+void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& pool, OpProfile* profile) {
+  OpTimer t(profile, OpProfile::matmul);
+  w.apply(x, y, pool);
+}
+
+// --- loading ------------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<float> read_floats(const gguf::File& f, const std::string& name) {
+  const gguf::TensorInfo& t = f.tensor(name);
+  const auto bytes = f.data(t);
+  std::vector<float> out(std::size_t(t.elements()));
+  if (t.tensor_type() == gguf::TensorType::f32) {
+    std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  } else if (t.tensor_type() == gguf::TensorType::bf16) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::uint16_t b;
+      std::memcpy(&b, bytes.data() + 2 * i, 2);
+      const std::uint32_t u = std::uint32_t(b) << 16;
+      std::memcpy(&out[i], &u, 4);
+    }
+  } else if (t.tensor_type() == gguf::TensorType::f16) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      out[i] = fp16_to_float(h);
+    }
+  } else {
+    fail(f.source, ": tensor '", name, "' is not a float tensor");
+  }
+  for (float v : out)
+    if (!std::isfinite(v)) fail(f.source, ": tensor '", name, "' holds a non-finite value");
+  f.release(t);
+  return out;
+}
+
+PackedMatrix read_packed(const gguf::File& f, const std::string& name, const LayoutInfo& to) {
+  const gguf::TensorInfo& t = f.tensor(name);
+  const LayoutInfo& from = find_layout(t.tensor_type() == gguf::TensorType::pq2_0 ? "pq2_0" : "ptq1_0");
+  const auto bytes = f.data(t);
+  PackedMatrix p =
+      adopt_bytes(from, std::int64_t(t.ne[1]), std::int64_t(t.ne[0]), bytes.data(), bytes.size(), name);
+  f.release(t);  // the source pages go before the repacked copy is made: one tensor in flight
+  if (&to == &from) return p;
+  return transcode(p, to, name);
+}
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o) {
+  auto m = std::unique_ptr<Model>(new Model());
+  m->file_ = gguf::File::open(path, o.mode);
+  const gguf::File& f = m->file_;
+  m->cfg_ = ModelConfig::from_gguf(f);
+  const ModelConfig& c = m->cfg_;
+  const LayoutInfo& stored = find_layout(c.ternary_type == 142 ? "pq2_0" : "ptq1_0");
+  m->layout_ = o.layout.empty() ? &stored : &find_layout(o.layout);
+  m->chunk_ = std::max(1, o.prefill_chunk);
+  if (o.threads < 1) fail("threads must be at least 1");
+  m->pool_ = std::make_unique<ThreadPool>(o.threads);
+  const KernelVariant kernel = choose_kernel(*m->layout_, o.kernel);
+  const auto linear = [&](const std::string& name) {
+    TernaryLinear l;
+    l.name = name;
+    l.w = read_packed(f, name, *m->layout_);
+    l.kernel = kernel;
+    return l;
+  };
+  m->embd_ = read_packed(f, "token_embd.weight", stored);  // a lookup table: stays in the file's format
+  m->output_norm_ = read_floats(f, "output_norm.weight");
+  m->head_ = linear("output.weight");
+  for (int l = 0; l < c.n_layer; ++l) {
+    LayerWeights w;
+    w.gdn = c.is_gdn(l);
+    w.attn_norm = read_floats(f, blk(l, "attn_norm.weight"));
+    w.post_norm = read_floats(f, blk(l, "post_attention_norm.weight"));
+    if (w.gdn) {
+      w.linear.qkv = linear(blk(l, "attn_qkv.weight"));
+      w.linear.gate = linear(blk(l, "attn_gate.weight"));
+      w.linear.out = linear(blk(l, "ssm_out.weight"));
+      w.linear.alpha = read_floats(f, blk(l, "ssm_alpha.weight"));
+      w.linear.beta = read_floats(f, blk(l, "ssm_beta.weight"));
+      w.linear.conv = read_floats(f, blk(l, "ssm_conv1d.weight"));
+      w.linear.ssm_a = read_floats(f, blk(l, "ssm_a"));
+      w.linear.dt_bias = read_floats(f, blk(l, "ssm_dt.bias"));
+      w.linear.norm = read_floats(f, blk(l, "ssm_norm.weight"));
+    } else {
+      w.attn.q = linear(blk(l, "attn_q.weight"));
+      w.attn.k = linear(blk(l, "attn_k.weight"));
+      w.attn.v = linear(blk(l, "attn_v.weight"));
+      w.attn.out = linear(blk(l, "attn_output.weight"));
+      w.attn.q_norm = read_floats(f, blk(l, "attn_q_norm.weight"));
+      w.attn.k_norm = read_floats(f, blk(l, "attn_k_norm.weight"));
+    }
+    w.ffn_gate = linear(blk(l, "ffn_gate.weight"));
+    w.ffn_up = linear(blk(l, "ffn_up.weight"));
+    w.ffn_down = linear(blk(l, "ffn_down.weight"));
+    m->layers_.push_back(std::move(w));
+  }
+  return m;
+}
+
+Session Model::new_session() const {
+  Session s;
+  const ModelConfig& c = cfg_;
+  s.conv.resize(std::size_t(c.n_layer));
+  s.state.resize(std::size_t(c.n_layer));
+  s.k_cache.resize(std::size_t(c.n_layer));
+  s.v_cache.resize(std::size_t(c.n_layer));
+  for (int l = 0; l < c.n_layer; ++l)
+    if (c.is_gdn(l)) {
+      s.conv[std::size_t(l)].assign(std::size_t(c.ssm_conv - 1) * std::size_t(c.conv_channels()), 0.0f);
+      s.state[std::size_t(l)].assign(std::size_t(c.ssm_v_heads) * std::size_t(c.ssm_state * c.ssm_state), 0.0f);
+    }
+  return s;
+}
+
+std::uint64_t Model::ternary_bytes_per_token() const {
+  std::uint64_t n = head_.bytes();
+  for (const auto& w : layers_) {
+    n += w.ffn_gate.bytes() + w.ffn_up.bytes() + w.ffn_down.bytes();
+    n += w.gdn ? w.linear.qkv.bytes() + w.linear.gate.bytes() + w.linear.out.bytes()
+               : w.attn.q.bytes() + w.attn.k.bytes() + w.attn.v.bytes() + w.attn.out.bytes();
+  }
+  return n;
+}
+
+std::vector<float> Model::embed(std::int32_t token) const {
+  if (token < 0 || token >= cfg_.n_vocab) fail("token id ", token, " is outside the vocabulary (", cfg_.n_vocab, ")");
+  const std::int64_t d = cfg_.n_embd;
+  std::vector<float> e(static_cast<std::size_t>(d));
+  std::uint8_t codes[kBlockK];
+  std::uint16_t scale;
+  for (std::int64_t b = 0; b < d / kBlockK; ++b) {
+    decode_block(*embd_.layout, embd_.block(token, b), codes, &scale);
+    const float s = fp16_to_float(scale);
+    for (int j = 0; j < kBlockK; ++j) e[std::size_t(b * kBlockK + j)] = float(int(codes[j]) - 1) * s;
+  }
+  cfg_.rotation.inverse(e.data(), d);  // the table stores R . e: transform first, then signs
+  return e;
+}
+
+// --- forward ------------------------------------------------------------------------------------
+
+std::vector<float> Model::forward(Session& s, std::span<const std::int32_t> tokens, bool all_logits,
+                                  OpProfile* profile) {
+  if (tokens.empty()) fail("forward: no tokens");
+  std::vector<float> logits;
+  for (std::size_t i = 0; i < tokens.size(); i += std::size_t(chunk_)) {
+    const auto n = std::min(tokens.size() - i, std::size_t(chunk_));
+    const bool last = i + n == tokens.size();
+    if (!all_logits && !last) {
+      std::vector<float> ignored;
+      forward_chunk(s, tokens.subspan(i, n), false, ignored, profile);
+    } else {
+      forward_chunk(s, tokens.subspan(i, n), all_logits, logits, profile);
+    }
+  }
+  return logits;
+}
+
+void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool all_logits,
+                          std::vector<float>& logits, OpProfile* profile) {
+  const ModelConfig& c = cfg_;
+  const int T = int(tokens.size());
+  const std::int64_t d = c.n_embd;
+  std::vector<float> h(static_cast<std::size_t>(T * d)), a(h.size()), m(h.size());
+  {
+    OpTimer t(profile, OpProfile::other);
+    for (int i = 0; i < T; ++i) {
+      const auto e = embed(tokens[std::size_t(i)]);
+      {
+        std::copy(e.begin(), e.end(), h.begin() + i * d);
+      }
+    }
+  }
+  for (int l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& w = layers_[std::size_t(l)];
+    {
+      OpTimer t(profile, OpProfile::norm);
+      for (int i = 0; i < T; ++i) rms_norm(h.data() + i * d, w.attn_norm.data(), a.data() + i * d, d, c.eps);
+    }
+    const Q8KBatch ar = rotate_and_quantize(c, a, T, d, profile);  // site 1, shared by the projections
+    if (w.gdn)
+      gated_deltanet(c, w.linear, a, ar, T, s.conv[std::size_t(l)], s.state[std::size_t(l)], m.data(), *pool_,
+                     profile);
+    else
+      attention(c, w.attn, ar, T, s.pos, s.k_cache[std::size_t(l)], s.v_cache[std::size_t(l)], m.data(), *pool_,
+                profile);
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
+    {
+      OpTimer t(profile, OpProfile::norm);
+      for (int i = 0; i < T; ++i) rms_norm(h.data() + i * d, w.post_norm.data(), a.data() + i * d, d, c.eps);
+    }
+    mlp(c, w, a, T, m.data(), *pool_, profile);
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
+  }
+  s.pos += T;
+  const int first = all_logits ? 0 : T - 1;
+  const int rows = T - first;
+  std::vector<float> o(static_cast<std::size_t>(rows * d));
+  {
+    OpTimer t(profile, OpProfile::norm);
+    for (int i = 0; i < rows; ++i)
+      rms_norm(h.data() + (first + i) * d, output_norm_.data(), o.data() + i * d, d, c.eps);
+  }
+  const Q8KBatch orot = rotate_and_quantize(c, std::move(o), rows, d, profile);  // site 5
+  const std::size_t at = logits.size();
+  logits.resize(at + std::size_t(rows) * std::size_t(c.n_vocab));
+  matmul(head_, orot, logits.data() + at, *pool_, profile);
+}
+
+}  // namespace ternlab::model

@@ -1,0 +1,137 @@
+// The Bonsai 2 (qwen35) forward pass over a GGUF file (spec §7): packed ternary embedding with the
+// inverse rotation, 48-style Gated DeltaNet and gated full-attention layers, SwiGLU MLP, final norm
+// and the untied ternary head. Every ternary weight is repacked at load into the layout the caller
+// names and multiplied by a kernel from kernels_for(); prompts run in chunks through gemm, decode
+// through gemv.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/thread_pool.hpp"
+#include "model/config.hpp"
+#include "model/gguf.hpp"
+#include "model/linear.hpp"
+
+namespace ternlab::model {
+
+struct LoadOptions {
+  std::string layout = "";  // empty: keep the file's own format (pq2_0 / ptq1_0)
+  std::string kernel = "";  // empty: the best kernels_for() entry
+  gguf::LoadMode mode = gguf::LoadMode::mmap;
+  int threads = 1;
+  int prefill_chunk = 64;  // tokens per gemm batch
+};
+
+struct GdnWeights {
+  TernaryLinear qkv, gate, out;
+  std::vector<float> alpha, beta;  // [v_heads][d], dequantised BF16
+  std::vector<float> conv;         // [channels][kernel], tap index fastest
+  std::vector<float> ssm_a, dt_bias, norm;
+};
+
+struct AttnWeights {
+  TernaryLinear q, k, v, out;
+  std::vector<float> q_norm, k_norm;
+};
+
+struct LayerWeights {
+  bool gdn = true;
+  std::vector<float> attn_norm, post_norm;
+  GdnWeights linear;
+  AttnWeights attn;
+  TernaryLinear ffn_gate, ffn_up, ffn_down;
+};
+
+// Per-sequence state: GDN conv windows and recurrent states, attention KV cache.
+struct Session {
+  int pos = 0;
+  std::vector<std::vector<float>> conv;   // per layer: [kernel-1][channels], oldest first
+  std::vector<std::vector<float>> state;  // per layer: [v_heads][Dk][Dv]
+  std::vector<std::vector<float>> k_cache, v_cache;  // per layer: [pos][kv_heads * head_dim]
+};
+
+// Wall time per op kind, for one forward call (experiment hook).
+struct OpProfile {
+  enum Op { matmul, quantize, hadamard, gdn, attention, norm, other, count };
+  std::array<double, count> seconds{};
+  static const char* name(int op);
+};
+
+class Model {
+ public:
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& o = {});
+
+  const ModelConfig& config() const { return cfg_; }
+  const LayoutInfo& layout() const { return *layout_; }
+  const KernelVariant& kernel() const { return head_.kernel; }
+  const gguf::File& file() const { return file_; }
+  Session new_session() const;
+
+  // Runs `tokens` at positions s.pos... and returns logits: for the last token only, or for every
+  // token when `all_logits` (tokens x vocab, row-major).
+  std::vector<float> forward(Session& s, std::span<const std::int32_t> tokens, bool all_logits = false,
+                             OpProfile* profile = nullptr);
+
+  // Bytes of ternary weights streamed per decoded token (every ternary matrix but the embedding).
+  std::uint64_t ternary_bytes_per_token() const;
+  // The embedding row of `token` after the inverse rotation (d floats).
+  std::vector<float> embed(std::int32_t token) const;
+  ThreadPool& pool() { return *pool_; }
+
+ private:
+  void forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool all_logits, std::vector<float>& logits,
+                     OpProfile* profile);
+  ModelConfig cfg_;
+  gguf::File file_;
+  const LayoutInfo* layout_ = nullptr;
+  int chunk_ = 64;
+  PackedMatrix embd_;
+  TernaryLinear head_;
+  std::vector<float> output_norm_;
+  std::vector<LayerWeights> layers_;
+  std::unique_ptr<ThreadPool> pool_;
+  friend struct Forward;
+};
+
+// Layer kinds, one file each. `x` holds T tokens x d (the normed input), `xr` the same rotated.
+struct Scratch;
+void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x,
+                    const Q8KBatch& xr, int tokens, std::vector<float>& conv_state, std::vector<float>& state,
+                    float* out, ThreadPool& pool, OpProfile* profile);
+void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,
+               std::vector<float>& k_cache, std::vector<float>& v_cache, float* out, ThreadPool& pool,
+               OpProfile* profile);
+void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& f, int tokens, float* out,
+         ThreadPool& pool, OpProfile* profile);
+
+// Shared numerics (spec §7.3, §7.4.4).
+void rms_norm(const float* x, const float* g, float* y, std::int64_t n, float eps);
+void l2_norm(float* x, std::int64_t n, float eps);
+float silu(float x);
+float softplus(float x);
+// Rotates rows of a T x k matrix (forward site) and quantises them for a ternary matmul.
+Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k,
+                             OpProfile* profile);
+// A ternary matmul with time accounted to OpProfile::matmul.
+void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& pool, OpProfile* profile);
+
+// Scoped timer adding to one profile slot (no-op without a profile).
+class OpTimer {
+ public:
+  OpTimer(OpProfile* p, OpProfile::Op op);
+  ~OpTimer();
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+ private:
+  OpProfile* p_;
+  OpProfile::Op op_;
+  std::int64_t t0_;
+};
+
+}  // namespace ternlab::model

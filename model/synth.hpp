@@ -1,0 +1,33 @@
+// Synthetic Bonsai-format models: the real tensor names, types, metadata and prism.hadamard keys,
+// deterministic random ternary weights and fp16 scales, plausible float parameters and a byte-level
+// tokenizer. Written streaming, one tensor at a time, so the full-size preset never sits in memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.hpp"
+
+namespace ternlab::model {
+
+struct SynthPreset {
+  std::string name;
+  std::string summary;
+  ModelConfig config;  // hyperparameters; the rotation's signs are drawn from the seed
+};
+
+const std::vector<SynthPreset>& synth_presets();
+const SynthPreset& find_preset(const std::string& name);  // throws listing the names
+
+struct SynthOptions {
+  std::uint64_t seed = 2026;
+  int ternary_type = 142;  // 142 PQ2_0 or 143 PTQ1_0 (same trits and scales for the same seed)
+};
+
+// The full config (signs, folded-name lists) the file will carry.
+ModelConfig synth_config(const SynthPreset& p, const SynthOptions& o);
+// Writes the file; returns its size in bytes.
+std::uint64_t write_synthetic(const SynthPreset& p, const std::string& path, const SynthOptions& o = {});
+
+}  // namespace ternlab::model

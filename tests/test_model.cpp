@@ -1,0 +1,246 @@
+// The forward pass: Hadamard sites against the spec's vectors, the engine against the plain
+// reference (tests/model_reference.cpp), greedy equivalence across layouts, prefill vs decode.
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
+#include "kernels/catalog.hpp"
+#include "model/experiments.hpp"
+#include "model/model.hpp"
+#include "model/sampler.hpp"
+#include "model/synth.hpp"
+#include "tests/model_reference.hpp"
+#include "tests/support.hpp"
+
+using namespace ternlab;
+using namespace ternlab::model;
+
+namespace {
+
+// The tiny preset written once per process (PQ2_0 and PTQ1_0 twins share trits and scales).
+struct TempFiles {
+  std::map<int, std::string> paths;
+  ~TempFiles() {
+    for (const auto& [type, p] : paths) std::filesystem::remove(p);
+  }
+};
+
+const std::string& tiny_path(int type = 142) {
+  static TempFiles files;
+  auto& p = files.paths[type];
+  if (p.empty()) {
+    p = (std::filesystem::temp_directory_path() / cat("ternlab-test-", getpid(), "-tiny-", type, ".gguf")).string();
+    write_synthetic(find_preset("tiny"), p, {2026, type});
+  }
+  return p;
+}
+
+const std::vector<std::int32_t> kFullPrompt = {72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33};
+
+// Under qemu (the aarch64 suite sets TERNLAB_EXPECT_CPU) the reference kernels run ~50x slower:
+// the same checks run on a 4-token prompt there.
+const bool kEmulated = std::getenv("TERNLAB_EXPECT_CPU") != nullptr;
+const std::vector<std::int32_t> kPrompt(kFullPrompt.begin(), kFullPrompt.begin() + (kEmulated ? 4 : 12));
+
+double max_abs(const std::vector<float>& a) {
+  double m = 0;
+  for (float x : a) m = std::max(m, double(std::fabs(x)));
+  return m;
+}
+
+}  // namespace
+
+TEST_SUITE("model") {
+  TEST_CASE("FWHT and rotation vectors (spec 10.1)") {
+    float x[4] = {1, 2, 3, 4};
+    fwht(x, 4);
+    CHECK(x[0] == 5.0f);
+    CHECK(x[1] == -1.0f);
+    CHECK(x[2] == -2.0f);
+    CHECK(x[3] == 0.0f);
+    Rotation r;
+    r.block = 4;
+    r.signs[4] = {1, -1, 1, -1};
+    float y[4] = {1, 2, 3, 4};
+    r.forward(y, 4);
+    CHECK(y[0] == -1.0f);
+    CHECK(y[1] == 5.0f);
+    CHECK(y[2] == 0.0f);
+    CHECK(y[3] == -2.0f);
+    r.inverse(y, 4);
+    for (int i = 0; i < 4; ++i) CHECK(y[i] == float(i + 1));
+    // B = 1024: H e_j [i] = (-1)^popcount(i & j) / 32, exactly.
+    std::vector<float> e(1024, 0.0f);
+    e[37] = 1.0f;
+    fwht(e.data(), 1024);
+    for (int i = 0; i < 1024; ++i) CHECK(e[std::size_t(i)] == ((std::popcount(unsigned(i & 37)) & 1) ? -1.0f : 1.0f) / 32.0f);
+  }
+
+  TEST_CASE("GDN tiled -> grouped permutation (spec 10.1)") {
+    const float tiled[6] = {0, 1, 2, 3, 4, 5};
+    float grouped[6];
+    tiled_to_grouped(tiled, grouped, 1, 2, 3);
+    const float want[6] = {0, 2, 4, 1, 3, 5};
+    for (int i = 0; i < 6; ++i) CHECK(grouped[i] == want[i]);
+  }
+
+  TEST_CASE("the engine matches the reference forward pass on the tiny preset") {
+    auto m = Model::load(tiny_path());
+    Session s = m->new_session();
+    const auto got = m->forward(s, kPrompt, true);
+    test::ReferenceModel ref(tiny_path());
+    const Eigen::MatrixXd want = ref.forward(kPrompt);
+    const int V = m->config().n_vocab;
+    double max_diff = 0, max_logit = 0;
+    for (std::size_t t = 0; t < kPrompt.size(); ++t)
+      for (int v = 0; v < V; ++v) {
+        max_diff = std::max(max_diff, std::fabs(double(got[t * std::size_t(V) + std::size_t(v)]) - want(Eigen::Index(t), v)));
+        max_logit = std::max(max_logit, std::fabs(want(Eigen::Index(t), v)));
+      }
+    std::vector<double> per_position;
+    for (std::size_t t = 0; t < kPrompt.size(); ++t) {
+      double dt = 0;
+      for (int v = 0; v < V; ++v)
+        dt = std::max(dt, std::fabs(double(got[t * std::size_t(V) + std::size_t(v)]) - want(Eigen::Index(t), v)));
+      per_position.push_back(dt);
+    }
+    MESSAGE("engine vs q8-input reference: max |logit diff| ", max_diff, " (max |logit| ", max_logit,
+            "), first positions ", per_position[0], " ", per_position[1], " ", per_position[2],
+            kEmulated ? " (emulated: 4-token prompt)" : "");
+    // Both sides feed the same q8_K rounding to every ternary matmul; what differs is f32 vs f64
+    // arithmetic elsewhere (~1e-7 relative). Until a q8 rounding decision flips, the logits agree
+    // to ~1e-7 of their range (measured: positions 0-2 of this prompt); 1e-5 leaves headroom.
+    for (std::size_t t = 0; t < 3 && t < kPrompt.size(); ++t) CHECK(per_position[t] < 1e-5 * max_logit);
+    // Once an activation lands within ~1e-7 of a q8 rounding boundary, one quantum (1/127 of its
+    // block maximum) differs and persists in the recurrent state and KV cache: measured ~1% of
+    // the logit range on this prompt; 2% bounds it.
+    CHECK(max_diff < 0.02 * max_logit);
+    for (std::size_t t = 0; t < kPrompt.size(); ++t) {
+      const std::span<const float> row(got.data() + t * std::size_t(V), std::size_t(V));
+      Eigen::VectorXd r = want.row(Eigen::Index(t)).transpose();
+      Eigen::Index best;
+      const double top = r.maxCoeff(&best);
+      r(best) = -1e300;
+      if (top - r.maxCoeff() > 2 * max_diff) CHECK(argmax(row) == best);  // clear winners must agree
+    }
+
+    // Without the activation rounding the reference is the float model; q8_K inputs cost ~0.4%
+    // per activation, so the logits agree to a few percent of their range.
+    ref.q8_activations = false;
+    const Eigen::MatrixXd exact = ref.forward(kPrompt);
+    double float_diff = 0;
+    for (std::size_t t = 0; t < kPrompt.size(); ++t)
+      for (int v = 0; v < V; ++v)
+        float_diff = std::max(float_diff, std::fabs(double(got[t * std::size_t(V) + std::size_t(v)]) - exact(Eigen::Index(t), v)));
+    MESSAGE("engine vs float reference: max |logit diff| ", float_diff);
+    CHECK(float_diff < 0.05 * max_logit);
+
+    // The check is sensitive: skipping the ssm_out permutation moves the logits far more.
+    ref.q8_activations = true;
+    ref.permute_ssm_out = false;
+    const Eigen::MatrixXd wrong = ref.forward(kPrompt);
+    const double wrong_diff = (wrong - want).cwiseAbs().maxCoeff();
+    MESSAGE("reference without the ssm_out permutation: max |logit diff| ", wrong_diff);
+    CHECK(wrong_diff > 0.1 * max_logit);
+    CHECK((wrong.row(0) - want.row(0)).cwiseAbs().maxCoeff() > 1e4 * per_position[0]);
+  }
+
+  TEST_CASE("decode after prefill equals token-by-token decode") {
+    LoadOptions o;
+    o.prefill_chunk = 5;  // several gemm chunks, one of them partial
+    auto m = Model::load(tiny_path(), o);
+    Session a = m->new_session(), b = m->new_session();
+    const auto batched = m->forward(a, kPrompt, true);
+    std::vector<float> stepped;
+    for (auto t : kPrompt) {
+      const auto l = m->forward(b, std::span(&t, 1));
+      stepped.insert(stepped.end(), l.begin(), l.end());
+    }
+    REQUIRE(batched.size() == stepped.size());
+    double diff = 0;
+    for (std::size_t i = 0; i < batched.size(); ++i) diff = std::max(diff, double(std::fabs(batched[i] - stepped[i])));
+    MESSAGE("prefill (gemm) vs token-by-token (gemv): max |logit diff| ", diff);
+    // gemm and gemv kernels promise identical bits per row, and the rest of the layer runs the same
+    // code per token: the results must be bit-identical.
+    CHECK(diff == 0.0);
+    const std::int32_t next = argmax(std::span(batched).last(std::size_t(m->config().n_vocab)));
+    CHECK(m->forward(a, std::span(&next, 1)) == m->forward(b, std::span(&next, 1)));
+  }
+
+  TEST_CASE("greedy tokens and perplexity are identical in every layout") {
+    std::vector<std::int32_t> want;
+    std::vector<std::vector<float>> want_logits;
+    double want_ppl = 0;
+    const auto text = random_tokens(kEmulated ? 4 : 8, 512, 5);
+    const std::vector<std::int32_t> prompt(kPrompt.begin(), kPrompt.begin() + (kEmulated ? 2 : 5));
+    for (const LayoutInfo* layout : all_layouts()) {
+      for (int type : {142, 143}) {
+        // The PTQ1_0 twin carries the same trits: read it into the two stock layouts only.
+        if (type == 143 && layout->gguf_type < 0) continue;
+        LoadOptions o;
+        o.layout = std::string(layout->name);
+        std::unique_ptr<Model> m;
+        try {
+          m = Model::load(tiny_path(type), o);
+        } catch (const Error& e) {
+          MESSAGE("layout ", layout->name, " skipped: ", e.what());
+          continue;
+        }
+        for (const auto& k : kernels_for(*layout)) {
+          o.kernel = k.name();
+          if (m->kernel().name() != k.name()) m = Model::load(tiny_path(type), o);
+          std::vector<std::vector<float>> logits;
+          const auto got = greedy(*m, prompt, 3, &logits);
+          const double ppl = perplexity(*m, text, 8).value();
+          if (want.empty()) {
+            want = got;
+            want_logits = logits;
+            want_ppl = ppl;
+          }
+          double diff = 0;
+          for (std::size_t i = 0; i < logits.size(); ++i)
+            for (std::size_t j = 0; j < logits[i].size(); ++j)
+              diff = std::max(diff, double(std::fabs(logits[i][j] - want_logits[i][j])));
+          MESSAGE(layout->name, " from type ", type, " kernel ", k.name(), ": max |logit diff| ", diff,
+                  ", perplexity ", ppl);
+          CHECK(got == want);
+          CHECK(diff == 0.0);  // every kernel returns the same bits (kernels/kernel.hpp)
+          CHECK(std::fabs(ppl - want_ppl) < 1e-4);
+          CHECK(max_abs(logits[0]) > 0.0);
+        }
+      }
+    }
+    CHECK(want.size() == 3);
+  }
+
+  TEST_CASE("mmap and memory loads give the same logits") {
+    LoadOptions a, b;
+    a.mode = gguf::LoadMode::mmap;
+    b.mode = gguf::LoadMode::memory;
+    b.threads = 2;
+    auto ma = Model::load(tiny_path(), a), mb = Model::load(tiny_path(), b);
+    Session sa = ma->new_session(), sb = mb->new_session();
+    CHECK(ma->forward(sa, kPrompt) == mb->forward(sb, kPrompt));
+  }
+
+  TEST_CASE("sampling: greedy at temperature 0, reproducible with a seed, top-p keeps the head") {
+    const std::vector<float> logits = {0.0f, 5.0f, 1.0f, 4.9f};
+    CHECK(Sampler({0.0f, 1.0f, 1}).sample(logits) == 1);
+    Sampler a({1.0f, 0.9f, 42}), b({1.0f, 0.9f, 42});
+    for (int i = 0; i < 50; ++i) {
+      const auto x = a.sample(logits);
+      CHECK(x == b.sample(logits));
+      CHECK((x == 1 || x == 3));  // top-p 0.9 leaves only the two large logits
+    }
+  }
+
+  TEST_CASE("a profile of one decode token accounts for every op kind") {
+    auto m = Model::load(tiny_path());
+    const OpProfile p = profile_decode(*m, kPrompt);
+    CHECK(p.seconds[OpProfile::matmul] > 0);
+    CHECK(p.seconds[OpProfile::gdn] > 0);
+    CHECK(p.seconds[OpProfile::attention] > 0);
+    CHECK(p.seconds[OpProfile::hadamard] > 0);
+  }
+}
