@@ -336,6 +336,8 @@ def simulate(out_dir: Path, golden: dict[str, Any]) -> dict[str, Any]:
                       ("q8k_f32_ggml_l2", {"q8": True, "dtype": np.float32, "l2": "ggml"})):
         res = ref_gguf.compare(out_dir, **{"l2": "hf", "q8": False, "dtype": np.float64, **kw})
         sims[f"noise_{label}_max_abs"] = res["max_abs"]
+        sims[f"noise_{label}_min_cosine"] = res["min_cosine"]
+        sims[f"noise_{label}_max_rel_rms"] = res["max_rel_rms"]
         sims[f"{label}_greedy_flips"] = res["greedy_flips"]
     assert sims["noise_spec_f64_max_abs"] < 1e-9, "the GGUF and the HF model disagree: a convention is wrong"
     assert sims["q8k_f32_ggml_l2_greedy_flips"] == 0, "a greedy step is too close to call under q8_K activations"

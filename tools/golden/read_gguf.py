@@ -60,7 +60,8 @@ def describe(path: str) -> dict[str, Any]:
         if main == GGUFValueType.ARRAY:
             if len(field.types) > 2:
                 raise ValueError(f"{path}: key {name}: nested arrays are not described")
-            elem = field.types[-1]
+            # parts[3] is the element type as stored: field.types omits it for an empty array.
+            elem = GGUFValueType(int(field.parts[3][0]))
             entry["elem"] = elem.name.lower()
             items = field.contents()
             vals = [_scalar(elem, x) for x in items]

@@ -200,7 +200,7 @@ def compare(out_dir: Path, l2: str, q8: bool, dtype) -> dict:
     allv = np.fromfile(out_dir / golden["logits_file"], dtype="<f8")
     model = Model(str(out_dir / golden["gguf"]), l2=l2, q8=q8, dtype=dtype)
     V = golden["vocab"]
-    worst, flips, rel = 0.0, 0, 0.0
+    worst, flips, rel, cos_min, rms_rel = 0.0, 0, 0.0, 1.0, 0.0
     for p in golden["prompt"]:
         n = p["positions"]
         ref = allv[p["logits_offset_bytes"] // 8: p["logits_offset_bytes"] // 8 + n * V].reshape(n, V)
@@ -208,12 +208,16 @@ def compare(out_dir: Path, l2: str, q8: bool, dtype) -> dict:
         diff = float(np.abs(got - ref).max())
         worst = max(worst, diff)
         rel = max(rel, diff / float(np.abs(ref).max()))
+        cos = np.sum(got * ref, axis=1) / np.sqrt(np.sum(got * got, axis=1) * np.sum(ref * ref, axis=1))
+        cos_min = min(cos_min, float(cos.min()))
+        rms_rel = max(rms_rel, float(np.sqrt(np.sum((got - ref) ** 2) / np.sum(ref * ref))))
         start = len(p["prompt_ids"]) - 1
         greedy = list(got[start:-1].argmax(axis=1))
         flips += sum(int(a != b) for a, b in zip(greedy, p["generated_ids"]))
         print(f"  {p['name']:8s} positions {n:3d}  max|logit diff| {diff:.3e}  greedy "
               f"{'same' if greedy == p['generated_ids'] else 'DIFFERENT'}")
-    return {"max_abs": worst, "max_rel_to_max_logit": rel, "greedy_flips": flips}
+    return {"max_abs": worst, "max_rel_to_max_logit": rel, "greedy_flips": flips, "min_cosine": cos_min,
+            "max_rel_rms": rms_rel}
 
 
 def main() -> int:
@@ -226,7 +230,8 @@ def main() -> int:
     args = ap.parse_args()
     res = compare(Path(args.dir), args.l2, args.q8, np.float32 if args.f32 else np.float64)
     print(f"ref_gguf l2={args.l2} q8={args.q8} {'f32' if args.f32 else 'f64'}: max|diff| {res['max_abs']:.3e} "
-          f"(relative to max|logit| {res['max_rel_to_max_logit']:.3e}), greedy flips {res['greedy_flips']}")
+          f"(relative to max|logit| {res['max_rel_to_max_logit']:.3e}), min cosine {res['min_cosine']:.6f}, "
+          f"relative RMS {res['max_rel_rms']:.3e}, greedy flips {res['greedy_flips']}")
     if args.max_abs is not None and not res["max_abs"] <= args.max_abs:
         return 1
     return 0
