@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -273,7 +274,9 @@ TEST_SUITE("golden") {
     // keep its top-2 margin under q8_K noise (make_model.py asserts it in simulation).
     constexpr double kMinCosine = 0.97, kMaxRelRms = 0.08, kMaxAbs = 2.5;
     const std::int32_t eos = 509, eot = 507;  // <|im_end|>, <|endoftext|>: generation stops there
-    std::vector<float> first_layout;
+    // The first layout that loads (pq2_0, the file's own) runs every prompt; the others run one prompt
+    // and must return its bits (kernels/kernel.hpp), which keeps the suite short under sanitizers and qemu.
+    std::map<std::string, std::vector<float>> first_layout;
     int layouts = 0;
     for (const LayoutInfo* layout : all_layouts()) {
       LoadOptions o;
@@ -286,12 +289,13 @@ TEST_SUITE("golden") {
         MESSAGE("layout ", layout->name, " skipped: ", e.what());
         continue;
       }
-      ++layouts;
-      std::vector<float> all;
+      const bool every_prompt = layouts++ == 0;
       double worst_abs = 0, worst_rel_rms = 0, worst_cos = 1;
       for (const auto& node : *prompts) {
         const auto& p = *node.as_table();
-        INFO("layout ", layout->name, ", prompt ", p["name"].value<std::string>().value());
+        const std::string name = p["name"].value<std::string>().value();
+        if (!every_prompt && name != "code_loop") continue;
+        INFO("layout ", layout->name, ", prompt ", name);
         const auto prompt = ints(p["prompt_ids"]), gen = ints(p["generated_ids"]), seq = ints(p["sequence_ids"]);
         const auto offset = std::size_t(p["logits_offset_bytes"].value<std::int64_t>().value()) / sizeof(double);
         REQUIRE(offset + seq.size() * vocab <= ref.size());
@@ -299,7 +303,10 @@ TEST_SUITE("golden") {
         auto s = m->new_session();
         const auto logits = m->forward(s, seq, true);
         REQUIRE(logits.size() == seq.size() * vocab);
-        all.insert(all.end(), logits.begin(), logits.end());
+        if (every_prompt)
+          first_layout[name] = logits;
+        else
+          CHECK(logits == first_layout.at(name));
         double err2 = 0, ref2 = 0;
         for (std::size_t t = 0; t < seq.size(); ++t) {
           double dot = 0, nr = 0, ng = 0;
@@ -331,8 +338,6 @@ TEST_SUITE("golden") {
       CHECK(worst_cos >= kMinCosine);
       CHECK(worst_rel_rms <= kMaxRelRms);
       CHECK(worst_abs <= kMaxAbs);
-      if (first_layout.empty()) first_layout = all;
-      CHECK(all == first_layout);  // every layout's kernels return the same bits (kernels/kernel.hpp)
     }
     CHECK(layouts >= 2);
   }
