@@ -32,7 +32,7 @@ trap 'rm -rf "$out"' EXIT
 # Without one the committed manifest is kept as it is.
 synth_manifest=ternlab_synth_tiny.manifest.toml
 ternlab="${TERNLAB:-$root/build/ternlab}"
-if [[ -x "$ternlab" ]] && "$ternlab" model synth --help >/dev/null 2>&1; then
+if [[ -x "$ternlab" ]] && "$ternlab" model --help 2>/dev/null | grep -qE '^ +synth '; then
   "$ternlab" model synth --preset tiny --type pq2_0 --seed 2026 -o "$out/ternlab_synth_tiny.gguf" >/dev/null
   "$py" "$here/read_gguf.py" "$out/ternlab_synth_tiny.gguf" --manifest "$out/$synth_manifest" --bonsai
   rm "$out/ternlab_synth_tiny.gguf"
