@@ -79,7 +79,8 @@ bool is_number(std::uint32_t c) {
 bool is_symbol_or_punct(std::uint32_t c) {
   if (c < 0x80) return !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || is_space(c));
   return (c >= 0xa1 && c <= 0xbf && c != 0xaa && c != 0xb5 && c != 0xba) || c == 0xd7 || c == 0xf7 ||
-         (c >= 0x2010 && c <= 0x2027) || (c >= 0x2030 && c <= 0x205e) || (c >= 0x20a0 && c <= 0x20cf) ||
+         (c >= 0x200b && c <= 0x200f) ||  // format characters (Cf: ZWSP, ZWNJ, ZWJ, LRM, RLM)
+         (c >= 0x2010 && c <= 0x2027) || (c >= 0x2060 && c <= 0x206f) || c == 0xfeff || (c >= 0x2030 && c <= 0x205e) || (c >= 0x20a0 && c <= 0x20cf) ||
          (c >= 0x2190 && c <= 0x245f) || (c >= 0x2500 && c <= 0x2bff) || (c >= 0x2e00 && c <= 0x2e7f) ||
          (c >= 0x3001 && c <= 0x3006) || (c >= 0x3008 && c <= 0x3020) || (c >= 0xfe10 && c <= 0xfe19) ||
          (c >= 0xfe30 && c <= 0xfe6f) || (c >= 0xff01 && c <= 0xff0f) || (c >= 0xff1a && c <= 0xff20) ||
