@@ -50,7 +50,7 @@ std::string variant_names(const std::vector<KernelVariant>& v) {
 }
 
 // "best" (dispatch's best_kernel under the ISA ceiling), "strategy" (best_kernel_of: that strategy's
-// richest ISA here) or "strategy/isa" (find_kernel): one selector shared with `ternlab bench`.
+// richest ISA here) or "strategy/isa" (find_kernel): the selector `ternlab kernels` reports.
 KernelVariant arm_kernel(const ArmSpec& arm, const LayoutInfo& L, bool need_gemm) {
   const Located at = arm.at("kernel");
   const std::string text = at ? as_string(at) : "best";
@@ -70,7 +70,7 @@ KernelVariant arm_kernel(const ArmSpec& arm, const LayoutInfo& L, bool need_gemm
   };
   const KernelVariant k = at ? relocated(at, choose) : relocated(arm.at("layout"), choose);
   if (!k.gemv || (need_gemm && !k.gemm))
-    fail_at(at ? at : arm.table, "kernel '", k.name(), "' for layout '", L.name, "' has no ", need_gemm ? "gemm" : "gemv",
+    fail_at(at ? at : arm.table, "kernel '", k.name(), "' for layout '", L.name, "' has no ", !k.gemv ? "gemv" : "gemm",
             " entry point (available: ", variant_names(kernels_for(L)), ")");
   return k;
 }
