@@ -16,6 +16,7 @@
 #include "experiments/run_context.hpp"
 #include "kernels/catalog.hpp"
 #include "kernels/cpu.hpp"
+#include "kernels/dispatch.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/testdata.hpp"
 #include "layouts/stock.hpp"
@@ -48,31 +49,30 @@ std::string variant_names(const std::vector<KernelVariant>& v) {
   return join(n);
 }
 
-// "best" (the last, richest kernel listed for the layout), "strategy" (its richest ISA here) or
-// "strategy/isa".
+// "best" (dispatch's best_kernel under the ISA ceiling), "strategy" (best_kernel_of: that strategy's
+// richest ISA here) or "strategy/isa" (find_kernel): the selector `ternlab kernels` reports.
 KernelVariant arm_kernel(const ArmSpec& arm, const LayoutInfo& L, bool need_gemm) {
   const Located at = arm.at("kernel");
   const std::string text = at ? as_string(at) : "best";
-  std::vector<KernelVariant> all = kernels_for(L);
-  std::erase_if(all, [&](const KernelVariant& k) { return !k.gemv || (need_gemm && !k.gemm); });
-  if (all.empty()) fail_at(arm.table, "no kernel runs layout '", L.name, "' on this machine");
-  if (text == "best") return all.back();
   const auto slash = text.find('/');
-  const std::string strategy = text.substr(0, slash);
-  std::string isa;
   if (slash != std::string::npos) {
-    isa = text.substr(slash + 1);
+    const std::string isa = text.substr(slash + 1);
     const Isa parsed = relocated(at, [&] { return parse_isa(isa); });
     const std::vector<Isa> here = supported_isas();
     if (!isa_supported(parsed))
       fail_at(at, "ISA '", isa, "' is not supported on this CPU (", cpu_features().model, "; supported here: ",
               join(here | ranges::views::transform(isa_name)), ")");
   }
-  const KernelVariant* found = nullptr;
-  for (const KernelVariant& k : all)
-    if (k.strategy == strategy && (isa.empty() || k.isa == isa)) found = &k;
-  if (!found) fail_at(at, "no kernel '", text, "' for layout '", L.name, "' on this machine (available: best, ", variant_names(all), ")");
-  return *found;
+  const auto choose = [&]() -> KernelVariant {
+    if (text == "best") return best_kernel(L).variant;
+    if (slash == std::string::npos) return best_kernel_of(L, text).variant;
+    return find_kernel(L, text);
+  };
+  const KernelVariant k = at ? relocated(at, choose) : relocated(arm.at("layout"), choose);
+  if (!k.gemv || (need_gemm && !k.gemm))
+    fail_at(at ? at : arm.table, "kernel '", k.name(), "' for layout '", L.name, "' has no ", !k.gemv ? "gemv" : "gemm",
+            " entry point (available: ", variant_names(kernels_for(L)), ")");
+  return k;
 }
 
 int arm_threads(const RunSpec& run, const ArmSpec& arm) {

@@ -87,7 +87,8 @@ TimingResult measure_arms(std::vector<ArmSetup> arms, const MeasureOptions& opt,
     pools.get(a.setup.threads);  // every pool exists before timing
     counts.insert(a.setup.threads);
   }
-  const MemoryCeiling ceiling(opt.ceiling_bytes);
+  // First touch on the widest pool, so pages sit where the most threads read them.
+  const MemoryCeiling ceiling(opt.ceiling_bytes, counts.empty() ? nullptr : &pools.get(*counts.rbegin()));
   res.ceiling_bytes = double(ceiling.bytes());
 
   // 1. Verify every arm before any timing.
@@ -115,7 +116,7 @@ TimingResult measure_arms(std::vector<ArmSetup> arms, const MeasureOptions& opt,
     const bool kept = round >= opt.warmup;
     for (int n : counts) {
       const double gbps = ceiling.measure(pools.get(n));
-      const double gmacs = measure_int8_compute(pools.get(n), opt.compute_macs);
+      const double gmacs = int8_compute_ceiling(pools.get(n), best_isa(), opt.compute_macs).gmacs;
       if (kept) {
         res.ceiling_gbps[n].push_back(gbps);
         res.compute_gmacs[n].push_back(gmacs);

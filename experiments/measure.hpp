@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/ceilings.hpp"
+#include "kernels/measure.hpp"
 #include "experiments/progress.hpp"
 #include "kernels/thread_pool.hpp"
 

@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
-#include "experiments/ceilings.hpp"
+#include "kernels/measure.hpp"
 #include "experiments/config.hpp"
 #include "experiments/measure.hpp"
 #include "kernels/cpu.hpp"
@@ -130,7 +130,7 @@ Machine this_machine() {
   m.flags = TERNLAB_CXX_FLAGS;
   m.build_type = TERNLAB_BUILD_TYPE;
   m.git = TERNLAB_GIT[0] ? TERNLAB_GIT : "unknown";
-  m.int8_loop = int8_compute_isa();
+  m.int8_loop = int8_compute_instruction();
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0) m.hostname = host;
   const std::time_t now = std::time(nullptr);

@@ -24,10 +24,19 @@ bool at_or_below(Isa isa, Isa ceiling) {
   return int(isa) <= int(ceiling);
 }
 
-}  // namespace
+std::string variant_names(const std::vector<KernelVariant>& all) {
+  return join(all | ranges::views::transform([](const KernelVariant& k) { return k.name(); }));
+}
 
-KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling) {
-  std::vector<KernelVariant> all = kernels_for(layout);
+KernelChoice choose(const LayoutInfo& layout, Isa ceiling, const std::string& only_strategy) {
+  const std::vector<KernelVariant> listed = kernels_for(layout);
+  std::vector<KernelVariant> all = listed;
+  if (!only_strategy.empty()) {
+    std::erase_if(all, [&](const KernelVariant& k) { return k.strategy != only_strategy; });
+    if (all.empty())
+      fail("no kernel '", only_strategy, "' (no variant of that strategy) for layout '", layout.name, "' on this CPU (available: ",
+           variant_names(listed), ")");
+  }
   // Richest ISA first, then the preferred strategy; stable keeps the catalog's order otherwise.
   std::stable_sort(all.begin(), all.end(), [](const KernelVariant& a, const KernelVariant& b) {
     const int ia = int(parse_isa(a.isa)), ib = int(parse_isa(b.isa));
@@ -46,11 +55,14 @@ KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling) {
       c.notes.push_back(cat(k.name(), ": chosen"));
     }
   }
+  if (!chosen)  // only with a strategy filter: the reference kernel is otherwise always at or below
+    fail("no kernel of strategy '", only_strategy, "' for layout '", layout.name, "' at or below the ISA ceiling ",
+         isa_name(ceiling), " (available: ", variant_names(listed), ")");
   // What the layout or the CPU rules out, so the listing is explicit about the absent arms.
   for (Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::dotprod, Isa::i8mm})
     if (!isa_supported(isa)) c.notes.push_back(cat(isa_name(isa), ": no kernels, this CPU lacks it (", feature_string(), ")"));
   for (const std::string& s : layout.strategies())
-    if (std::none_of(all.begin(), all.end(), [&](const KernelVariant& k) { return k.strategy == s; }))
+    if (std::none_of(listed.begin(), listed.end(), [&](const KernelVariant& k) { return k.strategy == s; }))
       c.notes.push_back(cat(s, ": no kernel for this CPU (", feature_string(), ")"));
   for (const char* s : {"slot-mask", "unpack", "base3"}) {
     const auto props = layout.strategies();
@@ -60,14 +72,22 @@ KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling) {
   return c;
 }
 
+}  // namespace
+
+KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling) { return choose(layout, ceiling, ""); }
 KernelChoice best_kernel(const LayoutInfo& layout) { return best_kernel(layout, best_isa()); }
+KernelChoice best_kernel_of(const LayoutInfo& layout, const std::string& strategy, Isa ceiling) {
+  return choose(layout, ceiling, strategy);
+}
+KernelChoice best_kernel_of(const LayoutInfo& layout, const std::string& strategy) {
+  return best_kernel_of(layout, strategy, best_isa());
+}
 
 KernelVariant find_kernel(const LayoutInfo& layout, const std::string& name) {
   const std::vector<KernelVariant> all = kernels_for(layout);
   for (const KernelVariant& k : all)
     if (k.name() == name) return k;
-  fail("no kernel '", name, "' for layout '", layout.name, "' on this CPU (available: ",
-       join(all | ranges::views::transform([](const KernelVariant& k) { return k.name(); })), ")");
+  fail("no kernel '", name, "' for layout '", layout.name, "' on this CPU (available: ", variant_names(all), ")");
 }
 
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,

@@ -27,6 +27,10 @@ struct KernelChoice {
 // Ceiling defaults to best_isa() (the CPU's richest, or the one set_isa_ceiling() imposed).
 KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling);
 KernelChoice best_kernel(const LayoutInfo& layout);
+// The same choice restricted to one strategy ("slot-mask": its richest ISA at or below the ceiling);
+// throws naming the layout's kernels when the strategy has none here.
+KernelChoice best_kernel_of(const LayoutInfo& layout, const std::string& strategy, Isa ceiling);
+KernelChoice best_kernel_of(const LayoutInfo& layout, const std::string& strategy);
 
 // The variant called "strategy/isa" for this layout; throws listing the available ones.
 KernelVariant find_kernel(const LayoutInfo& layout, const std::string& name);

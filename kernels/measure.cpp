@@ -1,14 +1,17 @@
 #include "kernels/measure.hpp"
 
+#include <algorithm>
 #include <atomic>
-#include <cstdint>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
 
-#include "common/aligned.hpp"
+#include "common/error.hpp"
 #include "kernels/x86_kernels.hpp"
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 namespace ternlab {
 
@@ -16,33 +19,8 @@ namespace {
 
 volatile std::uint64_t g_sink = 0;
 
-struct Buffer {
-  std::uint64_t* data = nullptr;
-  std::size_t words = 0;
-  ~Buffer() { ::operator delete(data, std::align_val_t{kAlign}); }
-};
-
-// One buffer, grown on demand and first touched by the pool's own threads (so its pages sit where
-// they read them), kept for every later pass.
-const Buffer& stream_buffer(ThreadPool& pool, std::size_t bytes) {
-  static Buffer b;
-  static std::mutex mu;
-  const std::lock_guard lock(mu);
-  const std::size_t words = bytes / 8;
-  if (b.words < words) {
-    ::operator delete(b.data, std::align_val_t{kAlign});
-    b.data = static_cast<std::uint64_t*>(::operator new(words * 8, std::align_val_t{kAlign}));
-    b.words = words;
-    pool.run([&](int t) {
-      const auto [w0, w1] = ThreadPool::split(std::int64_t(words), t, pool.size());
-      for (std::int64_t i = w0; i < w1; ++i) b.data[i] = std::uint64_t(i) * 0x9e3779b97f4a7c15ull;
-    });
-  }
-  return b;
-}
-
+// Four independent sums: the loop is load-bound, the compiler vectorises it with the baseline ISA.
 std::uint64_t stream_sum(const std::uint64_t* p, std::int64_t n) {
-  // Four independent sums: the loop is load-bound, the compiler vectorises it with the baseline ISA.
   std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   std::int64_t i = 0;
   for (; i + 4 <= n; i += 4) s0 += p[i], s1 += p[i + 1], s2 += p[i + 2], s3 += p[i + 3];
@@ -50,11 +28,12 @@ std::uint64_t stream_sum(const std::uint64_t* p, std::int64_t n) {
   return s0 + s1 + s2 + s3;
 }
 
+// kDotChains independent int32 chains on values that never leave registers.
 std::int64_t scalar_dot_loop(std::int64_t iters) {
   std::int32_t acc[detail::kDotChains] = {};
   std::int8_t a = 3, b = -5;
   for (std::int64_t i = 0; i < iters; ++i) {
-    __asm__ volatile("" : "+r"(a));
+    __asm__ volatile("" : "+r"(a));  // opaque operand: the loop cannot be folded
     for (int c = 0; c < detail::kDotChains; ++c) acc[c] += a * b;
   }
   std::int64_t s = 0;
@@ -62,40 +41,113 @@ std::int64_t scalar_dot_loop(std::int64_t iters) {
   return s;
 }
 
-}  // namespace
+#if defined(__aarch64__)
+// sdot: four int8 products summed into each int32 lane, 16 MACs per instruction, four chains.
+constexpr int kSdotChains = 4;
+__attribute__((target("arch=armv8.2-a+dotprod"))) std::int64_t sdot_loop(std::int64_t iters) {
+  int32x4_t acc0 = vdupq_n_s32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  int8x16_t w = vdupq_n_s8(1), x0 = vdupq_n_s8(3), x1 = vdupq_n_s8(-5), x2 = vdupq_n_s8(7), x3 = vdupq_n_s8(-9);
+  for (std::int64_t i = 0; i < iters; ++i) {
+    acc0 = vdotq_s32(acc0, w, x0);
+    acc1 = vdotq_s32(acc1, w, x1);
+    acc2 = vdotq_s32(acc2, w, x2);
+    acc3 = vdotq_s32(acc3, w, x3);
+    __asm__ volatile("" : "+w"(w), "+w"(x0), "+w"(x1), "+w"(x2), "+w"(x3));
+  }
+  return vaddvq_s32(vaddq_s32(vaddq_s32(acc0, acc1), vaddq_s32(acc2, acc3)));
+}
+#endif
 
-double read_ceiling_gbs(ThreadPool& pool, std::size_t bytes) {
-  const Buffer& b = stream_buffer(pool, bytes);
-  const std::int64_t words = std::int64_t(bytes / 8);
-  std::atomic<std::uint64_t> sink{0};
-  const double s = seconds_of([&] {
-    pool.run([&](int t) {
-      const auto [w0, w1] = ThreadPool::split(words, t, pool.size());
-      sink += stream_sum(b.data + w0, w1 - w0);
-    });
-  });
-  g_sink = sink.load();  // keeps the sum observable
-  return double(words * 8) / s / 1e9;
+struct DotLoop {
+  std::int64_t (*run)(std::int64_t iters);
+  double macs_per_iter;
+  const char* instruction;
+};
+
+DotLoop widest_dot_loop(Isa ceiling) {
+  const auto allowed = [&](Isa i) { return isa_supported(i) && int(i) <= int(ceiling); };
+#if defined(__x86_64__)
+  if (allowed(Isa::avx512vnni)) return {&detail::avx512_dpbusd_loop, 64.0 * detail::kDotChains, "vpdpbusd zmm"};
+  if (allowed(Isa::avx2)) return {&detail::avx2_maddubs_loop, 32.0 * detail::kDotChains, "vpmaddubsw ymm"};
+#endif
+#if defined(__aarch64__)
+  if (allowed(Isa::dotprod)) return {&sdot_loop, 16.0 * kSdotChains, "sdot"};
+#endif
+  (void)allowed;
+  return {&scalar_dot_loop, double(detail::kDotChains), "scalar imul"};
 }
 
-ComputeCeiling int8_compute_ceiling(ThreadPool& pool, Isa ceiling) {
-  std::int64_t (*loop)(std::int64_t) = &scalar_dot_loop;
-  double macs_per_iter = detail::kDotChains;
-  std::string instruction = "scalar imul";
-  const auto allowed = [&](Isa i) { return isa_supported(i) && int(i) <= int(ceiling); };
-  if (allowed(Isa::avx512vnni)) {
-    loop = &detail::avx512_dpbusd_loop, macs_per_iter = 64.0 * detail::kDotChains, instruction = "vpdpbusd zmm";
-  } else if (allowed(Isa::avx2)) {
-    loop = &detail::avx2_maddubs_loop, macs_per_iter = 32.0 * detail::kDotChains, instruction = "vpmaddubsw ymm";
+}  // namespace
+
+MemoryCeiling::MemoryCeiling(std::int64_t bytes, ThreadPool* first_touch) {
+  if (bytes < 4096) fail("memory ceiling: buffer of ", bytes, " bytes is too small (need at least 4 KiB)");
+  buffer_.resize(std::size_t(bytes / 4096 * 4096 / 8));
+  const auto n = std::int64_t(buffer_.size());
+  std::uint64_t* p = buffer_.data();
+  const auto touch = [p](std::int64_t a, std::int64_t b) {
+    for (std::int64_t i = a; i < b; ++i) p[i] = std::uint64_t(i);
+  };
+  if (first_touch) {
+    ThreadPool& pool = *first_touch;
+    pool.run([&](int t) {
+      const auto [a, b] = ThreadPool::split(n, t, pool.size());
+      touch(a, b);
+    });
+  } else {
+    touch(0, n);
   }
-  const std::int64_t iters = 20'000'000;
+}
+
+std::uint64_t MemoryCeiling::sum(ThreadPool& pool) const {
+  std::vector<std::uint64_t> parts(std::size_t(pool.size()) * 8);  // one cache line per thread
+  const auto n = std::int64_t(buffer_.size());
+  pool.run([&](int t) {
+    const auto [a, b] = ThreadPool::split(n, t, pool.size());
+    parts[std::size_t(t) * 8] = stream_sum(buffer_.data() + a, b - a);
+  });
+  std::uint64_t s = 0;
+  for (int t = 0; t < pool.size(); ++t) s += parts[std::size_t(t) * 8];
+  return s;
+}
+
+std::uint64_t MemoryCeiling::expected_sum() const {
+  const std::uint64_t n = buffer_.size();
+  return n * (n - 1) / 2;
+}
+
+double MemoryCeiling::measure(ThreadPool& pool) const {
+  std::uint64_t s = 0;
+  const double t = seconds_of([&] { s = sum(pool); });
+  if (s != expected_sum()) fail("memory ceiling: streaming sum ", s, " != ", expected_sum(), " (memory corrupted?)");
+  return double(bytes()) / t / 1e9;
+}
+
+double read_ceiling_gbs(ThreadPool& pool, std::size_t bytes) {
+  static std::unique_ptr<MemoryCeiling> shared;
+  static std::mutex mu;
+  const std::lock_guard lock(mu);
+  const std::int64_t want = std::int64_t(bytes) / 4096 * 4096;
+  if (!shared || shared->bytes() != want) {
+    shared.reset();  // free the old buffer before touching the new one
+    shared = std::make_unique<MemoryCeiling>(std::int64_t(bytes), &pool);
+  }
+  return shared->measure(pool);
+}
+
+ComputeCeiling int8_compute_ceiling(ThreadPool& pool, Isa ceiling, std::int64_t macs_per_thread) {
+  const DotLoop loop = widest_dot_loop(ceiling);
+  const std::int64_t iters =
+      macs_per_thread > 0 ? std::max<std::int64_t>(1, std::int64_t(double(macs_per_thread) / loop.macs_per_iter)) : 20'000'000;
   std::atomic<std::int64_t> sink{0};
-  pool.run([&](int) { sink += loop(1000); });  // warm up clocks and code
-  const double s = seconds_of([&] { pool.run([&](int) { sink += loop(iters); }); });
+  pool.run([&](int) { sink += loop.run(1000); });  // warm up clocks and code
+  const double s = seconds_of([&] { pool.run([&](int) { sink += loop.run(iters); }); });
   g_sink = std::uint64_t(sink.load());
-  return {macs_per_iter * double(iters) * pool.size() / s / 1e9, instruction};
+  return {loop.macs_per_iter * double(iters) * pool.size() / s / 1e9, loop.instruction};
 }
 
 ComputeCeiling int8_compute_ceiling(ThreadPool& pool) { return int8_compute_ceiling(pool, best_isa()); }
+
+std::string int8_compute_instruction(Isa ceiling) { return widest_dot_loop(ceiling).instruction; }
+std::string int8_compute_instruction() { return int8_compute_instruction(best_isa()); }
 
 }  // namespace ternlab

@@ -1,15 +1,19 @@
-// The two ceilings every kernel measurement is reported against, measured on the caller's
-// persistent pool (threads are never created inside a timed region):
-//   read_ceiling_gbs      - a plain streaming sum over a buffer of >= 1 GiB (far beyond cache):
-//                           what memory can deliver to these threads right now;
-//   int8_compute_ceiling  - a register-only loop of the widest int8 dot instruction available
-//                           (vpdpbusd zmm, else vpmaddubsw ymm, else a scalar loop), per thread.
+// The two ceilings every kernel measurement is reported against (`ternlab bench` and `ternlab run`),
+// measured on the caller's persistent pool (threads are never created inside a timed region):
+//   memory read ceiling   - a streaming sum over an owned buffer far beyond the caches (>= 1 GiB for
+//                           a real ceiling): what memory can deliver to these threads right now. The
+//                           sum is checked against its closed form, so the reads cannot be elided;
+//   int8 compute ceiling  - a register-only loop of the widest int8 dot instruction at or below the
+//                           ISA ceiling: vpdpbusd zmm (AVX-512 VNNI), vpmaddubsw ymm (AVX2), sdot
+//                           (aarch64 dotprod), else a scalar loop; per thread, summed over threads.
 // The VM's bandwidth moves in plateaus, so callers take a ceiling right beside each timed pass.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
+#include "common/aligned.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/thread_pool.hpp"
 
@@ -17,16 +21,38 @@ namespace ternlab {
 
 inline constexpr std::size_t kCeilingBytes = std::size_t(1) << 30;
 
-// GB/s (1e9 bytes) of one streaming read pass over `bytes` (allocated and touched once, reused).
+class MemoryCeiling {
+ public:
+  // Allocates `bytes` (rounded down to 4 KiB, at least 4 KiB) and touches every page once, on the
+  // pool's threads when one is given (so pages sit where those threads read them); reuse it.
+  explicit MemoryCeiling(std::int64_t bytes, ThreadPool* first_touch = nullptr);
+  std::int64_t bytes() const { return std::int64_t(buffer_.size()) * 8; }
+  // One streaming pass split over the pool's threads as the kernels split rows; returns GB/s (1e9
+  // bytes). Throws if the sum differs from expected_sum().
+  double measure(ThreadPool& pool) const;
+  // The sum one pass computes, and its closed form (word i holds i).
+  std::uint64_t sum(ThreadPool& pool) const;
+  std::uint64_t expected_sum() const;
+
+ private:
+  AlignedVector<std::uint64_t> buffer_;
+};
+
+// GB/s of one checked streaming pass over `bytes`, using a process-wide MemoryCeiling that is
+// allocated and touched once and reused while callers ask for the same size (`ternlab bench` does).
 double read_ceiling_gbs(ThreadPool& pool, std::size_t bytes = kCeilingBytes);
 
 struct ComputeCeiling {
   double gmacs = 0;          // int8 multiply-accumulates per second, all threads, 1e9
   std::string instruction;   // e.g. "vpdpbusd zmm"
 };
-// The widest instruction at or below `ceiling` (default best_isa()).
-ComputeCeiling int8_compute_ceiling(ThreadPool& pool, Isa ceiling);
+// The widest instruction supported here and at or below `ceiling` (default best_isa()), run for
+// about `macs_per_thread` MACs on every thread (<= 0: a fixed 20M iterations of the loop).
+ComputeCeiling int8_compute_ceiling(ThreadPool& pool, Isa ceiling, std::int64_t macs_per_thread = 0);
 ComputeCeiling int8_compute_ceiling(ThreadPool& pool);
+// The instruction int8_compute_ceiling would use, without running it.
+std::string int8_compute_instruction(Isa ceiling);
+std::string int8_compute_instruction();
 
 // Seconds of wall time for fn(), on a monotonic clock.
 template <class F>

@@ -10,6 +10,8 @@
 
 #include "kernels/catalog.hpp"
 #include "kernels/cpu.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/measure.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/testdata.hpp"
 #include "tests/support.hpp"
@@ -303,5 +305,52 @@ TEST_SUITE("dispatch") {
 #else
     MESSAGE("kernels refusing foreign layouts checked here: ", refused);
 #endif
+  }
+
+  TEST_CASE("best_kernel_of chooses within one strategy as best_kernel does across all") {
+    for (const LayoutInfo* L : all_layouts()) {
+      CAPTURE(L->name);
+      const KernelVariant best = best_kernel(*L).variant;
+      CHECK(best_kernel_of(*L, best.strategy).variant.name() == best.name());
+      for (const KernelVariant& k : kernels_for(*L)) {
+        const KernelVariant chosen = best_kernel_of(*L, k.strategy).variant;
+        CHECK(chosen.strategy == k.strategy);
+        CHECK(int(parse_isa(chosen.isa)) >= int(parse_isa(k.isa)));  // never a poorer ISA of the strategy
+      }
+      test::check_error([&] { best_kernel_of(*L, "teleport"); }, "no kernel 'teleport'", L->name, "reference/scalar");
+    }
+  }
+
+  TEST_CASE("the memory ceiling streams a touched buffer whose sum matches its closed form") {
+    ThreadPool pool(2);
+    const MemoryCeiling m(3 * 4096 + 100);  // rounded down to whole 4 KiB pages
+    CHECK(m.bytes() == 3 * 4096);
+    const std::uint64_t words = 3 * 4096 / 8;
+    CHECK(m.expected_sum() == words * (words - 1) / 2);
+    CHECK(m.sum(pool) == m.expected_sum());
+    const MemoryCeiling touched_by_pool(8 * 4096, &pool);
+    CHECK(touched_by_pool.sum(pool) == touched_by_pool.expected_sum());
+    CHECK(touched_by_pool.measure(pool) > 0);
+    test::check_error([] { MemoryCeiling tiny(100); }, "memory ceiling", "100 bytes", "too small");
+    CHECK(read_ceiling_gbs(pool, 64 * 4096) > 0);  // throws if the checked sum were wrong
+  }
+
+  TEST_CASE("the int8 compute ceiling runs the widest dot instruction at or below the ceiling") {
+    const IsaCeilingReset reset;
+    ThreadPool pool(2);
+    std::string widest = "scalar imul";
+#if defined(__x86_64__)
+    if (isa_supported(Isa::avx512vnni)) widest = "vpdpbusd zmm";
+    else if (isa_supported(Isa::avx2)) widest = "vpmaddubsw ymm";
+#elif defined(__aarch64__)
+    if (isa_supported(Isa::dotprod)) widest = "sdot";
+#endif
+    const ComputeCeiling c = int8_compute_ceiling(pool, best_isa(), 1 << 16);
+    CHECK(c.instruction == widest);
+    CHECK(int8_compute_instruction() == widest);
+    CHECK(c.gmacs > 0);
+    set_isa_ceiling(Isa::scalar);
+    CHECK(int8_compute_instruction() == "scalar imul");
+    CHECK(int8_compute_ceiling(pool, best_isa(), 1 << 12).instruction == "scalar imul");
   }
 }

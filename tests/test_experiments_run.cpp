@@ -14,6 +14,8 @@
 #include "experiments/progress.hpp"
 #include "experiments/report.hpp"
 #include "experiments/runner.hpp"
+#include "kernels/dispatch.hpp"
+#include "layouts/registry.hpp"
 #include "tests/support.hpp"
 
 using namespace ternlab;
@@ -236,7 +238,9 @@ TEST_SUITE("experiments-run") {
     const std::string csv = read_text(f / "rounds.csv");
     CHECK(count_lines(csv) == 1 + 3 * 3);  // header + 3 kept rounds x (2 arms + control)
     const std::string md = read_text(f / "summary.md");
-    CHECK(md.find("| pq2_0 (baseline) | reference/scalar | 1 | 2.125 |") != std::string::npos);
+    // kernel = "best" by default: whatever dispatch's best_kernel picks on this CPU, recorded by name.
+    const std::string pq2_best = best_kernel(find_layout("pq2_0")).variant.name();
+    CHECK_MESSAGE(md.find(cat("| pq2_0 (baseline) | ", pq2_best, " | 1 | 2.125 |")) != std::string::npos, pq2_best);
     CHECK(md.find("| t2p |") != std::string::npos);
     CHECK(md.find("no-weights control") != std::string::npos);
     CHECK(md.find("exact") != std::string::npos);
@@ -321,8 +325,11 @@ layout = ["pq2_0", "t2p"]
     o = run_experiment_file(cfg2.string(), quiet(), out);
     CHECK(o.exit_code == 0);
     // pq2_0 holds any row count: 24 exact; t2p rejects 6 rows: 12 exact, 12 rejected.
-    CHECK(o.markdown.find("| pq2_0 | reference/scalar | 24 | 24 | 0 | 0 |") != std::string::npos);
-    CHECK(o.markdown.find("| t2p | reference/scalar | 24 | 12 | 12 | 0 |") != std::string::npos);
+    // The default kernel is best_kernel's choice, so this checks the CPU's fastest path against the oracle.
+    const std::string pq2_best = best_kernel(find_layout("pq2_0")).variant.name();
+    const std::string t2p_best = best_kernel(find_layout("t2p")).variant.name();
+    CHECK_MESSAGE(o.markdown.find(cat("| pq2_0 | ", pq2_best, " | 24 | 24 | 0 | 0 |")) != std::string::npos, o.markdown);
+    CHECK_MESSAGE(o.markdown.find(cat("| t2p | ", t2p_best, " | 24 | 12 | 12 | 0 |")) != std::string::npos, o.markdown);
     fs::remove_all(dir);
   }
 
