@@ -24,21 +24,13 @@ namespace ternlab::detail {
 namespace {
 
 using P = isa::NeonDotprod;
-
-template <int G, int M, int ROWS>
-bool pick_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  using K = strategies::SlotMask<P, G, M, ROWS>;
-  if (!K::fits(p)) return false;
-  gemv = &K::gemv;
-  gemm = &K::gemm;
-  return true;
-}
+using strategies::pick_slot_mask;
 
 // Block shapes (groups x vectors per group, rows): t2p 2 x 4 (a row pair's four words), t2x4 4 x 2
 // (a row's two words), t2p8 4 x 4.
 bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  return pick_slot_mask<2, 4, 4>(p, gemv, gemm) || pick_slot_mask<4, 2, 4>(p, gemv, gemm) ||
-         pick_slot_mask<4, 4, 8>(p, gemv, gemm);
+  return pick_slot_mask<P, 2, 4, 4>(p, gemv, gemm) || pick_slot_mask<P, 4, 2, 4>(p, gemv, gemm) ||
+         pick_slot_mask<P, 4, 4, 8>(p, gemv, gemm);
 }
 
 }  // namespace

@@ -26,23 +26,15 @@ namespace ternlab::detail {
 namespace {
 
 using P = isa::Avx2;
-
-template <int G, int M, int ROWS>
-bool pick_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  using K = strategies::SlotMask<P, G, M, ROWS>;
-  if (!K::fits(p)) return false;
-  gemv = &K::gemv;
-  gemm = &K::gemm;
-  return true;
-}
+using strategies::pick_slot_mask;
 
 // The block shapes instantiated (groups x vectors per group, rows): t2p and t2x4 2 x 2 (two
 // vectors per row pair / per pair of rows), t2p8 4 x 2, single-row 2-bit blocks 1 x 1; layouts
 // whose vectors do not group get one group per vector (4 or 8 vectors of 4 or 8 rows).
 bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  return pick_slot_mask<2, 2, 4>(p, gemv, gemm) || pick_slot_mask<4, 2, 8>(p, gemv, gemm) ||
-         pick_slot_mask<1, 1, 1>(p, gemv, gemm) || pick_slot_mask<4, 1, 4>(p, gemv, gemm) ||
-         pick_slot_mask<8, 1, 8>(p, gemv, gemm);
+  return pick_slot_mask<P, 2, 2, 4>(p, gemv, gemm) || pick_slot_mask<P, 4, 2, 8>(p, gemv, gemm) ||
+         pick_slot_mask<P, 1, 1, 1>(p, gemv, gemm) || pick_slot_mask<P, 4, 1, 4>(p, gemv, gemm) ||
+         pick_slot_mask<P, 8, 1, 8>(p, gemv, gemm);
 }
 
 std::int64_t maddubs_loop(std::int64_t iters) {

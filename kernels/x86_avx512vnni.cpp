@@ -31,22 +31,14 @@ namespace ternlab::detail {
 namespace {
 
 using P = isa::Avx512Vnni;
-
-template <int G, int M, int ROWS>
-bool pick_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  using K = strategies::SlotMask<P, G, M, ROWS>;
-  if (!K::fits(p)) return false;
-  gemv = &K::gemv;
-  gemm = &K::gemm;
-  return true;
-}
+using strategies::pick_slot_mask;
 
 // The block shapes instantiated (groups x vectors per group, rows): t2p 2 x 1 (one vector per
 // row pair), t2x4 1 x 2 (each vector spans all 4 rows), t2p8 4 x 1; layouts whose vectors do not
 // group get one group per vector (2 or 4 vectors of 4 or 8 rows).
 bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  return pick_slot_mask<2, 1, 4>(p, gemv, gemm) || pick_slot_mask<1, 2, 4>(p, gemv, gemm) ||
-         pick_slot_mask<4, 1, 8>(p, gemv, gemm) || pick_slot_mask<2, 2, 8>(p, gemv, gemm);
+  return pick_slot_mask<P, 2, 1, 4>(p, gemv, gemm) || pick_slot_mask<P, 1, 2, 4>(p, gemv, gemm) ||
+         pick_slot_mask<P, 4, 1, 8>(p, gemv, gemm) || pick_slot_mask<P, 2, 2, 8>(p, gemv, gemm);
 }
 
 std::int64_t dpbusd_loop(std::int64_t iters) {

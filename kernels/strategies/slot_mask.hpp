@@ -185,4 +185,15 @@ struct SlotMask {
   }
 };
 
+// Points gemv/gemm at SlotMask<P, G, M, ROWS> when the plan has that block shape; each ISA's unit
+// tries its instantiated shapes in turn.
+template <class P, int G, int M, int ROWS>
+bool pick_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
+  using K = SlotMask<P, G, M, ROWS>;
+  if (!K::fits(p)) return false;
+  gemv = &K::gemv;
+  gemm = &K::gemm;
+  return true;
+}
+
 }  // namespace ternlab::strategies
