@@ -10,6 +10,7 @@
 
 #include "common/aligned.hpp"
 #include "common/error.hpp"
+#include "layouts/matrix.hpp"
 
 namespace ternlab {
 
@@ -162,38 +163,63 @@ std::uint8_t* kernel_scratch(std::size_t bytes, int index) {
 }
 
 namespace {
-template <class Fetch>
-SlotActs prepare(const SlotVectorPlan& p, const LayoutInfo& L, std::int64_t nb, int slot, Fetch fetch) {
+// Fills a scratch area with every block's BlockActs and `block_bytes` of prepared values, produced
+// from the block's 128 plain activations by expand(q, out).
+template <class Fetch, class Expand>
+SlotActs prepare(std::int64_t nb, int slot, int block_bytes, Fetch fetch, Expand expand) {
   const std::size_t head = align_up(std::size_t(nb) * sizeof(BlockActs));
-  std::uint8_t* mem = kernel_scratch(head + std::size_t(nb) * std::size_t(p.expanded_block_bytes), slot);
+  std::uint8_t* mem = kernel_scratch(head + std::size_t(nb) * std::size_t(block_bytes), slot);
   auto* acts = reinterpret_cast<BlockActs*>(mem);
   std::uint8_t* expanded = mem + head;
   alignas(64) std::int8_t q[128];
   for (std::int64_t i = 0; i < nb; ++i) {
     acts[i] = fetch(i, q);
-    expand_slot_activations(p, L, q, expanded + i * p.expanded_block_bytes);
+    expand(q, expanded + i * block_bytes);
   }
   return {expanded, acts};
+}
+
+BlockActs fetch_plain(const BlockQ8K* x, std::int64_t i, std::int8_t* q) {
+  const BlockQ8K& b = x[i / 2];
+  std::memcpy(q, b.qs + 128 * (i % 2), 128);
+  return BlockActs{b.d, half_sum(b, int(i % 2))};
+}
+
+BlockActs fetch_x4(const BlockQ8Kx4* x, int m, std::int64_t i, std::int8_t* q) {
+  const BlockQ8Kx4& b = x[i / 2];
+  const int h = int(i % 2);
+  for (int c = 0; c < 16; ++c) std::memcpy(q + 8 * c, b.qs + x4_index(m, 128 * h + 8 * c), 8);
+  return BlockActs{b.d[m], half_sum_x4(b, m, h)};
+}
+
+// Within each 32-value group, byte 8j + b takes value 4b + j (spec 6.2).
+void natural_unpack_order(const std::int8_t* q, std::uint8_t* out) {
+  for (int g = 0; g < 128; g += 32)
+    for (int j = 0; j < 4; ++j)
+      for (int b = 0; b < 8; ++b) out[g + 8 * j + b] = std::uint8_t(q[g + 4 * b + j]);
 }
 }  // namespace
 
 SlotActs prepare_slot_acts(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8K* x, std::int64_t nb,
                            int slot) {
-  return prepare(p, L, nb, slot, [&](std::int64_t i, std::int8_t* q) {
-    const BlockQ8K& b = x[i / 2];
-    std::memcpy(q, b.qs + 128 * (i % 2), 128);
-    return BlockActs{b.d, half_sum(b, int(i % 2))};
-  });
+  return prepare(nb, slot, p.expanded_block_bytes, [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
+                 [&](const std::int8_t* q, std::uint8_t* out) { expand_slot_activations(p, L, q, out); });
 }
 
 SlotActs prepare_slot_acts_x4(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8Kx4* x, int m,
                               std::int64_t nb, int slot) {
-  return prepare(p, L, nb, slot, [&](std::int64_t i, std::int8_t* q) {
-    const BlockQ8Kx4& b = x[i / 2];
-    const int h = int(i % 2);
-    for (int c = 0; c < 16; ++c) std::memcpy(q + 8 * c, b.qs + x4_index(m, 128 * h + 8 * c), 8);
-    return BlockActs{b.d[m], half_sum_x4(b, m, h)};
-  });
+  return prepare(nb, slot, p.expanded_block_bytes, [&](std::int64_t i, std::int8_t* q) { return fetch_x4(x, m, i, q); },
+                 [&](const std::int8_t* q, std::uint8_t* out) { expand_slot_activations(p, L, q, out); });
+}
+
+SlotActs prepare_natural_acts(const BlockQ8K* x, std::int64_t nb, int slot) {
+  return prepare(nb, slot, kBlockK, [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
+                 natural_unpack_order);
+}
+
+SlotActs prepare_natural_acts_x4(const BlockQ8Kx4* x, int m, std::int64_t nb, int slot) {
+  return prepare(nb, slot, kBlockK, [&](std::int64_t i, std::int8_t* q) { return fetch_x4(x, m, i, q); },
+                 natural_unpack_order);
 }
 
 const BlockQ8K* deinterleave_tile_token(const BlockQ8Kx4* x, int m, std::int64_t nb256, int slot) {

@@ -79,6 +79,13 @@ SlotActs prepare_slot_acts(const SlotVectorPlan& plan, const LayoutInfo& layout,
 SlotActs prepare_slot_acts_x4(const SlotVectorPlan& plan, const LayoutInfo& layout, const BlockQ8Kx4* x, int m,
                               std::int64_t blocks128, int slot);
 
+// Activations of one token in the order the stock unpack kernel leaves its codes (spec 6.2: within
+// each 32-value group, byte 8j + b holds value 4b + j), 128 bytes per block, plus BlockActs. The
+// fork permutes them inside every row's dot product; they depend on the token only, so the tuned
+// baseline permutes once per token.
+SlotActs prepare_natural_acts(const BlockQ8K* x, std::int64_t blocks128, int slot);
+SlotActs prepare_natural_acts_x4(const BlockQ8Kx4* x, int m, std::int64_t blocks128, int slot);
+
 // Plain (q8_K-ordered) activations of token m of a tile, for strategies that read natural order.
 const BlockQ8K* deinterleave_tile_token(const BlockQ8Kx4* x, int m, std::int64_t blocks256, int slot);
 

@@ -51,6 +51,23 @@ std::int64_t maddubs_loop(std::int64_t iters) {
   return s;
 }
 
+std::uint64_t stream_sum(const std::uint64_t* p, std::int64_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_add_epi64(a0, P::load(p + i));
+    a1 = _mm256_add_epi64(a1, P::load(p + i + 4));
+    a2 = _mm256_add_epi64(a2, P::load(p + i + 8));
+    a3 = _mm256_add_epi64(a3, P::load(p + i + 12));
+  }
+  alignas(32) std::uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
+                     _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
+  std::uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
 }  // namespace
 }  // namespace ternlab::detail
 #pragma GCC pop_options
@@ -71,6 +88,7 @@ void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
 }
 
 std::int64_t avx2_maddubs_loop(std::int64_t iters) { return maddubs_loop(iters); }
+std::uint64_t avx2_stream_sum(const std::uint64_t* p, std::int64_t n) { return stream_sum(p, n); }
 
 }  // namespace ternlab::detail
 
@@ -78,5 +96,6 @@ std::int64_t avx2_maddubs_loop(std::int64_t iters) { return maddubs_loop(iters);
 namespace ternlab::detail {
 void add_avx2_kernels(const LayoutInfo&, std::vector<KernelVariant>&) {}
 std::int64_t avx2_maddubs_loop(std::int64_t) { return 0; }
+std::uint64_t avx2_stream_sum(const std::uint64_t*, std::int64_t) { return 0; }
 }  // namespace ternlab::detail
 #endif

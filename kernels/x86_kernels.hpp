@@ -18,4 +18,9 @@ inline constexpr int kDotChains = 12;
 std::int64_t avx2_maddubs_loop(std::int64_t iters);    // vpmaddubsw ymm: 32 int8 MACs each
 std::int64_t avx512_dpbusd_loop(std::int64_t iters);   // vpdpbusd zmm: 64 int8 MACs each
 
+
+// Sum of n 64-bit words (n a multiple of 16 after the vector loop; the rest added one by one), with
+// 256-bit loads and four independent accumulators: the memory ceiling's streaming pass.
+std::uint64_t avx2_stream_sum(const std::uint64_t* p, std::int64_t n);
+
 }  // namespace ternlab::detail

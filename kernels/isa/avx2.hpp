@@ -1,9 +1,7 @@
 // The AVX2 policy: 256-bit vectors (two 16-byte words). Include only from a translation unit whose
 // code is compiled for avx2,fma,f16c (see kernels/x86_avx2.cpp).
 //
-// dot4 is maddubs (u8 x s8 -> saturating int16 pair sums) + madd (int16 -> int32). Saturation is
-// why slot 3 is shifted down here: masked in place it would be 64u <= 192, and 2 * 192 * 127 >
-// 32767. Slots 0-2 stay in place (u, 4u, 16u; 2 * 48 * 128 = 12288 fits int16).
+// dot4 is maddubs (u8 x s8 -> saturating int16 pair sums) + madd (int16 -> int32).
 #pragma once
 
 #include <immintrin.h>
@@ -33,27 +31,29 @@ struct Avx2 {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
   }
 
-  // Slot-mask: extract the four slots of weight vector v (slots 0-2 masked in place, slot 3
-  // shifted), then dot them with their expanded activations x[0..3]: 16 * (sum of u * y) per int32
-  // lane (kSlotShift = 4). Two int16 partials keep every int16 below 2^15 even for code 3:
-  // a = m2 + 4 m1 <= 24576, b = m0 + m3 <= 1536.
-  static constexpr int kSlotShift = 4;
+  // Slot-mask: slots 0 and 1 masked in place (u, 4u), slots 2 and 3 the same after one shift by 4
+  // (u, 4u). maddubs saturates at int16, so the in-place 16u and 64u of slots 2 and 3 would not
+  // fit (2 * 192 * 128 > 32767); after the shift every product is at most 4 * 3 * 128 per byte
+  // pair. The slots recombine in int16 as 4 (m0 + m2) + (m1 + m3) = 4 * sum(u * y): |lane| <= 12288
+  // per vector, so a group of two vectors (kGroupVectors) still fits, and multiplies, this ISA's
+  // scarce port, widen to int32 once per group (slot_widen) instead of once per slot.
+  static constexpr int kSlotShift = 2;
+  static constexpr int kGroupVectors = 2;
   struct Slots {
     V s[4];
   };
   static Slots extract(V v) {
-    return {{and_(v, set1_u8(0x03)), and_(v, set1_u8(0x0c)), and_(v, set1_u8(0x30)),
-             and_(shr_u8_dirty<6>(v), set1_u8(0x03))}};
+    const V hi = shr_u8_dirty<4>(v);
+    return {{and_(v, set1_u8(0x03)), and_(v, set1_u8(0x0c)), and_(hi, set1_u8(0x03)), and_(hi, set1_u8(0x0c))}};
   }
+  // int16 lanes: 4 * sum over slots of u * y (pairs of products per lane).
   static V slot_dot(const Slots& w, const std::uint8_t* x) {
-    const V m0 = _mm256_maddubs_epi16(w.s[0], load(x));
-    const V m1 = _mm256_maddubs_epi16(w.s[1], load(x + 32));
-    const V m2 = _mm256_maddubs_epi16(w.s[2], load(x + 64));
-    const V m3 = _mm256_maddubs_epi16(w.s[3], load(x + 96));
-    const V a = _mm256_add_epi16(m2, _mm256_slli_epi16(m1, 2));
-    const V b = _mm256_add_epi16(m0, m3);
-    return _mm256_add_epi32(_mm256_madd_epi16(a, set1_i16(1)), _mm256_madd_epi16(b, set1_i16(16)));
+    const V m02 = _mm256_add_epi16(_mm256_maddubs_epi16(w.s[0], load(x)), _mm256_maddubs_epi16(w.s[2], load(x + 64)));
+    const V m13 = _mm256_add_epi16(_mm256_maddubs_epi16(w.s[1], load(x + 32)), _mm256_maddubs_epi16(w.s[3], load(x + 96)));
+    return _mm256_add_epi16(_mm256_slli_epi16(m02, 2), m13);
   }
+  static V slot_add(V a, V b) { return _mm256_add_epi16(a, b); }
+  static V slot_widen(V a) { return _mm256_madd_epi16(a, set1_i16(1)); }
 
   // Pair sums of NV slot-dot vectors, stored in the order pair_position describes.
   template <int NV>
@@ -116,7 +116,6 @@ struct Avx2 {
   }
 
   // --- natural 2-bit order (the stock unpack strategy, spec 6.2 / 6.5) -------------------------
-  static constexpr int kNaturalWeights = 32;  // weights per unpack step
   // Broadcast 8 code bytes to the four 64-bit lanes, shift lane j by 2j, AND 3: byte 8j + b holds
   // the code of weight 4b + j.
   static V unpack_natural(const std::uint8_t* codes) {
@@ -125,11 +124,17 @@ struct Avx2 {
     const V b = _mm256_set1_epi64x(c);
     return and_(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 2, 4, 6)), set1_u8(3));
   }
-  // The matching activation order: 4x4 byte transpose in each 128-bit lane, then interleave dwords.
-  static V natural_order_acts(const std::int8_t* q) {
-    const V t = _mm256_shuffle_epi8(load(q), _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-                                                             0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-    return _mm256_permutevar8x32_epi32(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  // One 128-weight block of codes against T tokens' activations in unpack order: int32 lanes of
+  // sum u * y. The four maddubs results add in int16 (|lane| <= 4 * 2 * 3 * 128 = 3072).
+  template <int T>
+  static void natural_block(const std::uint8_t* codes, const std::uint8_t* const* y, V* out) {
+    V acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = zero();
+    for (int k = 0; k < 4; ++k) {
+      const V c = unpack_natural(codes + 8 * k);
+      for (int t = 0; t < T; ++t) acc[t] = _mm256_add_epi16(acc[t], _mm256_maddubs_epi16(c, load(y[t] + 32 * k)));
+    }
+    for (int t = 0; t < T; ++t) out[t] = _mm256_madd_epi16(acc[t], set1_i16(1));
   }
 
   // --- base-3 (digit-planar) -----------------------------------------------------------------

@@ -29,6 +29,7 @@ struct Avx512Vnni {
   static V dot4(V acc, V u8, V s8) { return _mm512_dpbusd_epi32(acc, u8, s8); }
 
   static constexpr int kSlotShift = 0;
+  static constexpr int kGroupVectors = 8;  // int32 group sums: no narrow limit
   struct Slots {
     V s[4];
   };
@@ -41,6 +42,9 @@ struct Avx512Vnni {
     acc = _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), w.s[1], load(x + 64));
     return _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), w.s[0], load(x));
   }
+
+  static V slot_add(V a, V b) { return add32(a, b); }
+  static V slot_widen(V a) { return a; }
 
   template <int NV>
   static void store_pair_sums(const V* c, std::int32_t* out) {
@@ -56,16 +60,19 @@ struct Avx512Vnni {
   }
 
   // --- natural 2-bit order: the 256-bit recipe of spec 6.2 in both halves -----------------------
-  static constexpr int kNaturalWeights = 64;
   static V unpack_natural(const std::uint8_t* codes) {
     const V b = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 0, 0, 0, 1, 1, 1, 1),
                                          _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes))));
     return and_(_mm512_srlv_epi64(b, _mm512_setr_epi64(0, 2, 4, 6, 0, 2, 4, 6)), set1_u8(3));
   }
-  static V natural_order_acts(const std::int8_t* q) {
-    const __m128i t4 = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    const V t = _mm512_shuffle_epi8(load(q), _mm512_broadcast_i32x4(t4));
-    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), t);
+  // One 128-weight block against T tokens' activations in unpack order: int32 lanes of sum u * y.
+  template <int T>
+  static void natural_block(const std::uint8_t* codes, const std::uint8_t* const* y, V* out) {
+    for (int t = 0; t < T; ++t) out[t] = zero();
+    for (int k = 0; k < 2; ++k) {
+      const V c = unpack_natural(codes + 16 * k);
+      for (int t = 0; t < T; ++t) out[t] = _mm512_dpbusd_epi32(out[t], c, load(y[t] + 64 * k));
+    }
   }
 
   static float fp16(const std::uint8_t* p) {

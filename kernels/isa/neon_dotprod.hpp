@@ -22,6 +22,7 @@ struct NeonDotprod {
   static V add32(V a, V b) { return vaddq_s32(a, b); }
 
   static constexpr int kSlotShift = 0;
+  static constexpr int kGroupVectors = 8;  // int32 group sums: no narrow limit
   struct Slots {
     int8x16_t s[4];
   };
@@ -36,6 +37,9 @@ struct NeonDotprod {
     acc = vdotq_s32(vshrq_n_s32(acc, 2), w.s[0], acts(0));
     return vdotq_s32(acc, w.s[3], acts(3));
   }
+
+  static V slot_add(V a, V b) { return vaddq_s32(a, b); }
+  static V slot_widen(V a) { return a; }
 
   template <int G>
   static void store_pair_sums(const V* c, std::int32_t* out) {

@@ -6,7 +6,8 @@
 //   per token, once:  expanded activations (per block, class and slot: the bytes matching each
 //                     word's lanes, 16 consecutive values or dup8 for row-pair words) + BlockActs
 //   per block:        for each weight vector: one load, then P::slot_dot = AND per slot, dot4
-//                     against the expansion, the 1/4/16(/64) recombination, summed per group;
+//                     against the expansion, the 1/4/16(/64) recombination where the policy masks
+//                     in place, summed per group (P::slot_add, widened once by P::slot_widen);
 //                     pair sums of lanes are gathered into rows by the plan's pair_index; the +1 code offset leaves with
 //                     the q8_K partial sums (S - ysum); one fma per row with d_w * d_y.
 //
@@ -29,6 +30,7 @@ namespace ternlab::strategies {
 template <class P, int G, int M, int ROWS>
 struct SlotMask {
   static constexpr int kPairsPerRow = 2 * G * (P::kBytes / kWordBytes) / ROWS;
+  static_assert(M <= P::kGroupVectors, "the policy's narrow group accumulator holds at most kGroupVectors vectors");
 
   static const SlotVectorPlan& plan(const LayoutInfo& L) { return slot_vector_plan(L, P::kBytes, &P::pair_position); }
   // Whether this instantiation's shape is the plan's.
@@ -47,14 +49,16 @@ struct SlotMask {
   template <int T>
   static void accumulate(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
                          typename P::V (*c)[G]) {
-    for (int g = 0; g < G; ++g)
+    for (int g = 0; g < G; ++g) {
       for (int m = 0; m < M; ++m) {
         const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
         for (int t = 0; t < T; ++t) {
           const typename P::V d = P::slot_dot(w, x[t] + p.class_offset[g * M + m]);
-          c[t][g] = m == 0 ? d : P::add32(c[t][g], d);
+          c[t][g] = m == 0 ? d : P::slot_add(c[t][g], d);
         }
       }
+      for (int t = 0; t < T; ++t) c[t][g] = P::slot_widen(c[t][g]);
+    }
   }
 
   // Per-row sums through memory: the portable reduction.
@@ -105,6 +109,7 @@ struct SlotMask {
           const std::uint8_t* blk = w.block(g, 0);
           const std::uint8_t* xe = a.expanded;
           for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes, xe += p.expanded_block_bytes) {
+            prefetch_ahead(blk, p.block_bytes);
             typename P::V c[1][G];
             accumulate<1>(p, blk, &xe, c);
             const typename P::V s = P::template rows_from_pairs<G, kPairsPerRow>(c[0], p);
@@ -120,6 +125,7 @@ struct SlotMask {
       const std::uint8_t* blk = w.block(g, 0);
       const std::uint8_t* xe = a.expanded;
       for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes, xe += p.expanded_block_bytes) {
+        prefetch_ahead(blk, p.block_bytes);
         std::int32_t s[ROWS];
         float d[ROWS];
         block_dot(p, blk, xe, s);

@@ -1,9 +1,15 @@
 // The unpack strategy: the stock PQ2_0 x86 kernel as the baseline arm (PrismML's
-// ggml_vec_dot_pq2_0_q8_K, spec 6.2 / 6.5), for any NaturalTwoBit layout. Per P::kNaturalWeights
-// weights: broadcast the code bytes, shift 64-bit lanes by {0,2,4,6}, AND 3; permute the
-// activations into the same order; dot4(codes, Y) and dot4(ones, Y) accumulate in int32 and are
-// subtracted once per 128-block. The fork then keeps a vector float accumulator; here the block's
-// int32 is reduced first so the one fma per block matches gemv_reference bit for bit.
+// ggml_vec_dot_pq2_0_q8_K, spec 6.2 / 6.5), for any NaturalTwoBit layout. Weight side, as the fork:
+// per 32 weights, broadcast the 8 code bytes, shift 64-bit lane j right by 2j, AND 3, and dot the
+// codes with activations permuted into the same order (P::natural_block).
+//
+// Tuned as any production kernel would be, without changing that algorithm: the activation
+// permutation and the "ones" dot product (the +1 code offset) depend on the token only, so they are
+// done once per token (prepare_natural_acts: permuted bytes and each block's sum) instead of once
+// per row; gemm unpacks each block once for the four tokens of a q8_Kx4 tile (the fork's tiled
+// sgemm path); AVX2 sums a block's four maddubs results in int16 before widening (|lane| <= 4 *
+// 768). The block's int32 is reduced (four blocks per fold) so the one fma per block matches
+// gemv_reference bit for bit.
 //
 // Include only from an ISA translation unit.
 #pragma once
@@ -21,63 +27,72 @@ template <class P>
 struct Unpack {
   using V = typename P::V;
 
-  // Per-lane partial sums of (u - 1) * y over one block (the fork's accC - accOne).
-  static V block_lanes(const std::uint8_t* codes, const std::int8_t* q) {
-    V acc_codes = P::zero(), acc_ones = P::zero();
-    const V ones = P::set1_u8(1);
-    for (int k = 0; k < kBlockK / P::kNaturalWeights; ++k) {
-      const V y = P::natural_order_acts(q + k * P::kNaturalWeights);
-      acc_codes = P::dot4(acc_codes, P::unpack_natural(codes + k * P::kNaturalWeights / 4), y);
-      acc_ones = P::dot4(acc_ones, ones, y);
-    }
-    return P::sub32(acc_codes, acc_ones);
-  }
-
-  static float row(const PackedMatrix& w, std::int64_t g, const BlockQ8K* x) {
-    const int payload = w.layout->facts.payload_begin, scale = w.layout->scale_offset(0);
-    const int bytes = w.layout->block_bytes();
-    const std::uint8_t* blk = w.block(g, 0);
-    const std::int64_t nb = w.blocks_per_row();
-    float acc = 0.0f;
-    std::int64_t i = 0;
-    // Four blocks' lane sums are reduced together (one fold instead of four), then added to the
-    // row in block order, one fma each.
-    for (; i + 4 <= nb; i += 4, blk += 4 * bytes) {
-      alignas(16) std::int32_t s[4];
-      P::reduce_add4(block_lanes(blk + payload, x[i / 2].qs), block_lanes(blk + bytes + payload, x[i / 2].qs + 128),
-                     block_lanes(blk + 2 * bytes + payload, x[i / 2 + 1].qs),
-                     block_lanes(blk + 3 * bytes + payload, x[i / 2 + 1].qs + 128), s);
-      for (int b = 0; b < 4; ++b)
-        acc = __builtin_fmaf(float(s[b]), P::fp16(blk + b * bytes + scale) * x[(i + b) / 2].d, acc);
-    }
-    for (; i < nb; ++i, blk += bytes) {
-      const BlockQ8K& xb = x[i / 2];
-      const std::int32_t s = P::reduce_add(block_lanes(blk + payload, xb.qs + 128 * (i % 2)));
-      acc = __builtin_fmaf(float(s), P::fp16(blk + scale) * xb.d, acc);
-    }
-    return acc;
-  }
-
   static void check(const LayoutInfo& L) {
     if (!L.facts.natural_two_bit) fail("unpack/", P::name, " kernel cannot run layout '", L.name, "': not natural 2-bit order");
   }
 
-  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
-    check(*w.layout);
-    for (std::int64_t g = g0; g < g1; ++g) y[g] = row(w, g, x);
+  // One row against T tokens' prepared activations: out[t] = the row's dot product with token t.
+  template <int T>
+  static void row(const PackedMatrix& w, std::int64_t g, const SlotActs* a, float* out) {
+    const int payload = w.layout->facts.payload_begin, scale = w.layout->scale_offset(0);
+    const int bytes = w.layout->block_bytes();
+    const std::uint8_t* blk = w.block(g, 0);
+    const std::int64_t nb = w.blocks_per_row();
+    float acc[T] = {};
+    const auto fma_block = [&](int t, std::int64_t i, std::int32_t s, const std::uint8_t* b) {
+      const BlockActs& ba = a[t].blocks[i];
+      acc[t] = __builtin_fmaf(float(s - ba.ysum), P::fp16(b + scale) * ba.d, acc[t]);
+    };
+    std::int64_t i = 0;
+    if constexpr (T == 1) {  // one token: fold four blocks' lanes at once
+      for (; i + 4 <= nb; i += 4, blk += 4 * bytes) {
+        prefetch_ahead(blk, 4 * bytes);
+        V lanes[4];
+        for (int b = 0; b < 4; ++b) {
+          const std::uint8_t* y = a[0].expanded + (i + b) * kBlockK;
+          P::template natural_block<1>(blk + b * bytes + payload, &y, &lanes[b]);
+        }
+        alignas(16) std::int32_t s[4];
+        P::reduce_add4(lanes[0], lanes[1], lanes[2], lanes[3], s);
+        for (int b = 0; b < 4; ++b) fma_block(0, i + b, s[b], blk + b * bytes);
+      }
+    }
+    for (; i < nb; ++i, blk += bytes) {
+      const std::uint8_t* y[T];
+      for (int t = 0; t < T; ++t) y[t] = a[t].expanded + i * kBlockK;
+      V lanes[T];
+      P::template natural_block<T>(blk + payload, y, lanes);
+      alignas(16) std::int32_t s[4];
+      if constexpr (T == 4)
+        P::reduce_add4(lanes[0], lanes[1], lanes[2], lanes[3], s);
+      else
+        for (int t = 0; t < T; ++t) s[t] = P::reduce_add(lanes[t]);
+      for (int t = 0; t < T; ++t) fma_block(t, i, s[t], blk);
+    }
+    for (int t = 0; t < T; ++t) out[t] = acc[t];
   }
 
-  // ggml runs a plain (non-repacked) type's mul_mat as vec_dot per (row, column): the same here,
-  // column tiles read back from q8_Kx4, each weight row reused from L1 for the tile's tokens.
+  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
+    check(*w.layout);
+    const SlotActs a = prepare_natural_acts(x, w.blocks_per_row(), 0);
+    for (std::int64_t g = g0; g < g1; ++g) row<1>(w, g, &a, y + g);
+  }
+
+  // 4-column tiles of q8_Kx4: each block unpacked once for the tile's four tokens; a partial last
+  // tile is one more pass with its padded (zero) tokens, never a gemv per column.
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
     check(*w.layout);
+    const std::int64_t nb = w.blocks_per_row();
     for (std::int64_t t = 0; t < x.tiles_count(); ++t) {
       const int live = int(std::min<std::int64_t>(4, x.tokens - 4 * t));
-      const BlockQ8K* rows[4];
-      for (int m = 0; m < live; ++m) rows[m] = deinterleave_tile_token(x.tile(t), m, x.blocks(), m);
-      for (std::int64_t g = g0; g < g1; ++g)
-        for (int m = 0; m < live; ++m) y[(4 * t + m) * ldy + g] = row(w, g, rows[m]);
+      SlotActs a[4];
+      for (int m = 0; m < 4; ++m) a[m] = prepare_natural_acts_x4(x.tile(t), m, nb, m);
+      for (std::int64_t g = g0; g < g1; ++g) {
+        float r[4];
+        row<4>(w, g, a, r);
+        for (int m = 0; m < live; ++m) y[(4 * t + m) * ldy + g] = r[m];
+      }
     }
   }
 };
