@@ -81,8 +81,11 @@ void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
     if (pick_any_slot_mask(slot_vector_plan(L, P::kBytes, &P::pair_position), gemv, gemm))
       out.push_back({"slot-mask", "avx2", gemv, gemm});
   }
-  if (L.facts.natural_two_bit)
-    out.push_back({"unpack", "avx2", &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
+  if (L.facts.natural_two_bit) {
+    out.push_back({strategies::Unpack<P>::kStrategy, "avx2", &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
+    using PerColumn = strategies::Unpack<P, false>;
+    out.push_back({PerColumn::kStrategy, "avx2", &PerColumn::gemv, &PerColumn::gemm});
+  }
   if (L.facts.digit_planar && base3_plan(L).why_not.empty())
     out.push_back({"base3", "avx2", &strategies::Base3<P>::gemv, &strategies::Base3<P>::gemm});
 }

@@ -66,8 +66,11 @@ void add_avx512vnni_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out
     if (pick_any_slot_mask(slot_vector_plan(L, P::kBytes, &P::pair_position), gemv, gemm))
       out.push_back({"slot-mask", "avx512vnni", gemv, gemm});
   }
-  if (L.facts.natural_two_bit)
-    out.push_back({"unpack", "avx512vnni", &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
+  if (L.facts.natural_two_bit) {
+    out.push_back({strategies::Unpack<P>::kStrategy, "avx512vnni", &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
+    using PerColumn = strategies::Unpack<P, false>;
+    out.push_back({PerColumn::kStrategy, "avx512vnni", &PerColumn::gemv, &PerColumn::gemm});
+  }
 }
 
 std::int64_t avx512_dpbusd_loop(std::int64_t iters) { return dpbusd_loop(iters); }

@@ -287,7 +287,7 @@ TEST_SUITE("dispatch") {
         if (k.strategy == "reference") continue;
         for (const LayoutInfo* other : all_layouts()) {
           const bool readable = k.strategy == "slot-mask"  ? other->facts.slot_vectorizable
-                                : k.strategy == "unpack" ? other->facts.natural_two_bit
+                                : k.strategy.starts_with("unpack") ? other->facts.natural_two_bit
                                 : k.strategy == "base3"  ? other->facts.digit_planar
                                                          : true;
           if (readable) continue;

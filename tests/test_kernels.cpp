@@ -219,7 +219,7 @@ TEST_SUITE("bad-input") {
         check_error([&] { k.gemm(pq, x, y.data(), 4, 0, 4); }, k.name(), "pq2_0");
       }
     for (const KernelVariant& k : kernels_for(find_layout("pq2_0")))
-      if (k.strategy == "unpack") check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
+      if (k.strategy.starts_with("unpack")) check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
     for (const KernelVariant& k : kernels_for(find_layout("ptq1_0")))
       if (k.strategy == "base3") check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
   }

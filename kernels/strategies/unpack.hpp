@@ -23,12 +23,17 @@
 
 namespace ternlab::strategies {
 
-template <class P>
+// kTiled: gemm unpacks each block once per 4-token tile ("unpack", the fork's tiled sgemm path);
+// otherwise once per token ("unpack-vecdot", ggml's generic mul_mat: one vec_dot per (row,
+// column)), kept as a second stock arm to show what the tiling is worth. gemv is the same.
+template <class P, bool kTiled = true>
 struct Unpack {
   using V = typename P::V;
+  static constexpr const char* kStrategy = kTiled ? "unpack" : "unpack-vecdot";
 
   static void check(const LayoutInfo& L) {
-    if (!L.facts.natural_two_bit) fail("unpack/", P::name, " kernel cannot run layout '", L.name, "': not natural 2-bit order");
+    if (!L.facts.natural_two_bit)
+      fail(kStrategy, "/", P::name, " kernel cannot run layout '", L.name, "': not natural 2-bit order");
   }
 
   // One row against T tokens' prepared activations: out[t] = the row's dot product with token t.
@@ -78,8 +83,7 @@ struct Unpack {
     for (std::int64_t g = g0; g < g1; ++g) row<1>(w, g, &a, y + g);
   }
 
-  // 4-column tiles of q8_Kx4: each block unpacked once for the tile's four tokens; a partial last
-  // tile is one more pass with its padded (zero) tokens, never a gemv per column.
+  // 4-column tiles of q8_Kx4 (a partial last tile is one more pass with its padded, zero tokens).
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
     check(*w.layout);
@@ -90,7 +94,10 @@ struct Unpack {
       for (int m = 0; m < 4; ++m) a[m] = prepare_natural_acts_x4(x.tile(t), m, nb, m);
       for (std::int64_t g = g0; g < g1; ++g) {
         float r[4];
-        row<4>(w, g, a, r);
+        if constexpr (kTiled)
+          row<4>(w, g, a, r);
+        else
+          for (int m = 0; m < live; ++m) row<1>(w, g, &a[m], &r[m]);
         for (int m = 0; m < live; ++m) y[(4 * t + m) * ldy + g] = r[m];
       }
     }
