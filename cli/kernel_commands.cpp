@@ -25,6 +25,13 @@ namespace ternlab::cli {
 
 namespace {
 
+// The bench tables' header: layout, kernel and threads, then the figure columns (name, width).
+void print_header(std::initializer_list<std::pair<const char*, int>> figures) {
+  std::cout << std::left << std::setw(8) << "layout" << std::setw(22) << "kernel" << std::right << std::setw(4) << "thr";
+  for (const auto& [name, width] : figures) std::cout << std::setw(width) << name;
+  std::cout << "\n";
+}
+
 void apply_isa(const std::string& isa) {
   if (!isa.empty()) set_isa_ceiling(parse_isa(isa));
 }
@@ -157,9 +164,7 @@ void bench(const BenchOptions& o) {
     std::cout << "\ngemv " << rows << " x " << cols << " (outputs verified against reference), median of "
               << o.rounds << " rounds; ceiling = streaming read of " << o.ceiling_mib
               << " MiB beside each pass\n";
-    std::cout << std::left << std::setw(8) << "layout" << std::setw(22) << "kernel" << std::right << std::setw(4)
-              << "thr" << std::setw(12) << "Gweights/s" << std::setw(9) << "GB/s" << std::setw(11) << "ceil GB/s"
-              << std::setw(9) << "of ceil" << "\n";
+    print_header({{"Gweights/s", 12}, {"GB/s", 9}, {"ceil GB/s", 11}, {"of ceil", 9}});
     for (std::size_t pi = 0; pi < pools.size(); ++pi) {
       ThreadPool& pool = *pools[pi];
       std::vector<Row> res(arms.size());
@@ -201,9 +206,7 @@ void bench(const BenchOptions& o) {
       std::cout << "\ngemm " << rows << " x " << cols << " x " << tokens
                 << " columns (outputs verified), median of " << o.rounds
                 << " rounds; ceiling = int8 dot loop beside each pass\n";
-      std::cout << std::left << std::setw(8) << "layout" << std::setw(22) << "kernel" << std::right << std::setw(4)
-                << "thr" << std::setw(10) << "GMAC/s" << std::setw(12) << "ceil GMAC/s" << std::setw(9) << "of ceil"
-                << "\n";
+      print_header({{"GMAC/s", 10}, {"ceil GMAC/s", 12}, {"of ceil", 9}});
       for (std::size_t pi = 0; pi < pools.size(); ++pi) {
         ThreadPool& pool = *pools[pi];
         std::vector<Row> res(arms.size());

@@ -1,5 +1,7 @@
 // Which NEON paths a layout gets on this CPU. Plain translation unit: it only decides and points;
 // the dotprod and i8mm code it points to runs only behind the HWCAP checks of kernels/cpu.cpp.
+#include <algorithm>
+
 #include "kernels/cpu.hpp"
 #include "kernels/neon/neon_kernels.hpp"
 #include "kernels/neon/plans.hpp"
@@ -44,9 +46,11 @@ void add_neon_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
   if (s.slot_mask) {
     out.push_back(by_rows<&gemv_slot_mask_neon>("slot-mask", "neon"));
     // slot-mask/dotprod (gemv and its dotprod-only gemm) is the shared slot-mask template's NEON
-    // instantiation (kernels/arm_dotprod.cpp on the kernels branch), not listed here twice; the
-    // i8mm variant pairs this directory's dotprod gemv with the smmla gemm.
-    if (i8mm && s.smmla) out.push_back({"slot-mask", "i8mm", &gemv_slot_mask_dotprod, &gemm_slot_mask_i8mm});
+    // instantiation (kernels/arm_dotprod.cpp, listed before this runs); the i8mm variant pairs that
+    // same gemv with the smmla gemm.
+    const auto dot = std::find_if(out.begin(), out.end(),
+                                  [](const KernelVariant& k) { return k.strategy == "slot-mask" && k.isa == "dotprod"; });
+    if (i8mm && s.smmla && dot != out.end()) out.push_back({"slot-mask", "i8mm", dot->gemv, &gemm_slot_mask_i8mm});
   }
 }
 

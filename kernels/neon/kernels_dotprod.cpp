@@ -17,9 +17,5 @@ void gemv_base3_dotprod(const PackedMatrix& w, const BlockQ8K* x, float* y, std:
   require_layout(*w.layout, NeonStrategy::base3, "base3/dotprod");
   gemv_base3<Sdot>(w, x, y, g0, g1);
 }
-void gemv_slot_mask_dotprod(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
-  require_layout(*w.layout, NeonStrategy::slot_mask, "slot-mask/i8mm");
-  gemv_slot_mask<Sdot>(w, x, y, g0, g1);
-}
 
 }  // namespace ternlab::neon

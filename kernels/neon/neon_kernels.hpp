@@ -30,7 +30,6 @@ void gemv_unpack_dotprod(const PackedMatrix&, const BlockQ8K*, float*, std::int6
 void gemv_base3_neon(const PackedMatrix&, const BlockQ8K*, float*, std::int64_t, std::int64_t);
 void gemv_base3_dotprod(const PackedMatrix&, const BlockQ8K*, float*, std::int64_t, std::int64_t);
 void gemv_slot_mask_neon(const PackedMatrix&, const BlockQ8K*, float*, std::int64_t, std::int64_t);
-void gemv_slot_mask_dotprod(const PackedMatrix&, const BlockQ8K*, float*, std::int64_t, std::int64_t);
 void gemm_slot_mask_i8mm(const PackedMatrix&, const Q8KBatch&, float*, std::int64_t, std::int64_t, std::int64_t);
 
 // The gemm of a strategy without a matrix instruction (spec 5.9): each token of the batch runs the
