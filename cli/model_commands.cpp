@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "layouts/stock.hpp"
+#include "experiments/progress.hpp"
 #include "model/experiments.hpp"
 #include "model/model.hpp"
 #include "model/sampler.hpp"
@@ -80,12 +81,23 @@ struct GenerateOptions {
   std::uint64_t seed = 1;
 };
 
+// A progress bar on stderr for a model load (minutes at full size; silent off a terminal).
+void show_load_progress(LoadOptions& lo, const std::string& what) {
+  auto bar = std::make_shared<std::unique_ptr<experiments::Progress>>();
+  lo.progress = [bar, what](int done, int total) {
+    if (!*bar) *bar = std::make_unique<experiments::Progress>(total);
+    (*bar)->step(cat("loading ", what, ": layer ", done, "/", total));
+    if (done == total) (*bar)->finish();
+  };
+}
+
 void run_generate(const GenerateOptions& o) {
   LoadOptions lo;
   lo.layout = o.layout;
   lo.kernel = o.kernel;
   lo.threads = o.threads;
   lo.mode = gguf::parse_mode(o.mode);
+  show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
   auto m = Model::load(o.path, lo);
   const auto tok = Tokenizer::from_gguf(m->file());
   const auto prompt = tok.encode(o.prompt);
@@ -124,6 +136,7 @@ void run_bench(const BenchOptions& o) {
     lo.layout = name;
     lo.threads = o.threads;
     lo.mode = gguf::parse_mode(o.mode);
+    show_load_progress(lo, name);
     std::unique_ptr<Model> m;
     try {
       m = Model::load(o.path, lo);
@@ -162,7 +175,14 @@ void add_model_commands(CLI::App& app) {
   synth->add_option("--seed", seed, "Random seed")->capture_default_str();
   synth->callback([] {
     if (type != "pq2_0" && type != "ptq1_0") fail("--type must be pq2_0 or ptq1_0, got '", type, "'");
-    const auto bytes = write_synthetic(find_preset(preset), out, {seed, type == "pq2_0" ? 142 : 143});
+    SynthOptions so{seed, type == "pq2_0" ? 142 : 143, {}};
+    std::unique_ptr<experiments::Progress> bar;
+    so.progress = [&](std::size_t done, std::size_t total, const std::string& name) {
+      if (!bar) bar = std::make_unique<experiments::Progress>(std::int64_t(total));
+      bar->step(cat("writing ", name, " (", done, "/", total, ")"));
+    };
+    const auto bytes = write_synthetic(find_preset(preset), out, so);
+    if (bar) bar->finish();
     std::cout << "wrote " << out << ": preset " << preset << ", " << type << ", " << bytes << " bytes\n";
   });
 

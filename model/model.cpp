@@ -154,6 +154,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     w.ffn_up = linear(blk(l, "ffn_up.weight"));
     w.ffn_down = linear(blk(l, "ffn_down.weight"));
     m->layers_.push_back(std::move(w));
+    if (o.progress) o.progress(l + 1, c.n_layer);
   }
   return m;
 }

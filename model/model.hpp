@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -25,6 +26,9 @@ struct LoadOptions {
   gguf::LoadMode mode = gguf::LoadMode::mmap;
   int threads = 1;
   int prefill_chunk = 64;  // tokens per gemm batch
+  // Called as each layer's weights are read and repacked with (layers done, layer count): a progress
+  // bar for the minutes a full-size model takes.
+  std::function<void(int, int)> progress;
 };
 
 struct GdnWeights {

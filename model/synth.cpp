@@ -180,7 +180,11 @@ std::uint64_t write_synthetic(const SynthPreset& p, const std::string& path, con
   for (const auto& s : specs) w.add_tensor(s.name, type_of(s.kind), s.ne);
   w.write(path, [&](std::size_t i, const gguf::TensorInfo&, std::span<std::uint8_t> out) {
     const TensorSpec& s = specs[i];
-    if (s.kind != Kind::ternary) return fill_float(s, c, o.seed, out);
+    if (s.kind != Kind::ternary) {
+      fill_float(s, c, o.seed, out);
+      if (o.progress) o.progress(i + 1, specs.size(), s.name);
+      return;
+    }
     // Scales keep activations O(1): a ternary row has ~2/3 non-zeros. The embedding table holds
     // unit-size rows; the head is scaled up so greedy choices have clear margins.
     const double k = double(s.ne[0]);
@@ -188,6 +192,7 @@ std::uint64_t write_synthetic(const SynthPreset& p, const std::string& path, con
     if (s.name == "token_embd.weight") base = 1.0;
     if (s.name == "output.weight") base *= 4.0;
     fill_ternary(s, layout, o.seed, base, out);
+    if (o.progress) o.progress(i + 1, specs.size(), s.name);
   });
   return w.total_bytes();
 }

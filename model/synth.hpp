@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ const SynthPreset& find_preset(const std::string& name);  // throws listing the 
 struct SynthOptions {
   std::uint64_t seed = 2026;
   int ternary_type = 142;  // 142 PQ2_0 or 143 PTQ1_0 (same trits and scales for the same seed)
+  // Called after each tensor is written with (tensors done, tensor count, name): drives a progress bar.
+  std::function<void(std::size_t, std::size_t, const std::string&)> progress;
 };
 
 // The full config (signs, folded-name lists) the file will carry.
