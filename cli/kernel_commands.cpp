@@ -98,22 +98,6 @@ std::vector<Arm> make_arms(const BenchOptions& o, std::int64_t rows, std::int64_
 }
 
 // Bitwise check of an arm's output against the reference kernel on the first and last row groups.
-void verify(const Arm& a, const std::vector<float>& y, const Q8KBatch& x, std::int64_t ldy) {
-  const std::int64_t groups = a.w.row_groups(), n = std::min<std::int64_t>(groups, 8);
-  std::vector<float> ref(std::size_t(x.tokens * ldy), NAN);
-  for (std::int64_t g0 : {std::int64_t(0), groups - n}) {
-    if (x.tokens == 1)
-      gemv_reference(a.w, x.row(0), ref.data(), g0, g0 + n);
-    else
-      gemm_reference(a.w, x, ref.data(), ldy, g0, g0 + n);
-    for (std::int64_t t = 0; t < x.tokens; ++t)
-      for (std::int64_t r = g0 * a.layout->rows; r < (g0 + n) * a.layout->rows; ++r)
-        if (std::memcmp(&y[std::size_t(t * ldy + r)], &ref[std::size_t(t * ldy + r)], sizeof(float)) != 0)
-          fail("bench: ", a.layout->name, " ", a.kernel.name(), " differs from the reference at token ", t,
-               " row ", r, " (", y[std::size_t(t * ldy + r)], " vs ", ref[std::size_t(t * ldy + r)], ")");
-  }
-}
-
 // Mean seconds per call over back-to-back calls lasting at least min_seconds.
 template <class F>
 double time_pass(F&& run, double min_seconds) {
@@ -159,7 +143,7 @@ void bench(const BenchOptions& o) {
     std::vector<float> y(static_cast<std::size_t>(rows));
     for (const Arm& a : arms) {
       run_gemv(*pools.front(), a.kernel, a.w, x, y);
-      verify(a, y, x, rows);
+      check_against_reference(a.w, a.kernel, y, x, rows);
     }
     std::cout << "\ngemv " << rows << " x " << cols << " (outputs verified against reference), median of "
               << o.rounds << " rounds; ceiling = streaming read of " << o.ceiling_mib
@@ -201,7 +185,7 @@ void bench(const BenchOptions& o) {
       std::vector<float> y(std::size_t(rows * tokens));
       for (const Arm& a : arms) {
         run_gemm(*pools.front(), a.kernel, a.w, x, y, rows);
-        verify(a, y, x, rows);
+        check_against_reference(a.w, a.kernel, y, x, rows);
       }
       std::cout << "\ngemm " << rows << " x " << cols << " x " << tokens
                 << " columns (outputs verified), median of " << o.rounds

@@ -1,6 +1,9 @@
 #include "kernels/dispatch.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
@@ -114,6 +117,25 @@ void run_gemm(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, c
     const auto [g0, g1] = ThreadPool::split(groups, t, pool.size());
     if (g0 < g1) k.gemm(w, x, y.data(), ldy, g0, g1);
   });
+}
+
+void check_against_reference(const PackedMatrix& w, const KernelVariant& k, std::span<const float> y,
+                             const Q8KBatch& x, std::int64_t ldy) {
+  const std::int64_t groups = w.row_groups(), n = std::min<std::int64_t>(groups, 8);
+  std::vector<float> ref(std::size_t(x.tokens * ldy), NAN);
+  for (std::int64_t g0 : {std::int64_t(0), groups - n}) {
+    if (x.tokens == 1)
+      gemv_reference(w, x.row(0), ref.data(), g0, g0 + n);
+    else
+      gemm_reference(w, x, ref.data(), ldy, g0, g0 + n);
+    for (std::int64_t t = 0; t < x.tokens; ++t)
+      for (std::int64_t r = g0 * w.layout->rows; r < (g0 + n) * w.layout->rows; ++r) {
+        const auto i = std::size_t(t * ldy + r);
+        if (std::memcmp(&y[i], &ref[i], sizeof(float)) != 0)
+          fail(w.layout->name, " ", k.name(), " differs from the reference kernel at token ", t, " row ", r, " (",
+               y[i], " vs ", ref[i], ")");
+      }
+  }
 }
 
 }  // namespace ternlab

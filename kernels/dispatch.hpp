@@ -45,4 +45,10 @@ void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, c
 void run_gemm(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
               std::span<float> y, std::int64_t ldy);
 
+// Before any timing: the outputs y of kernel k (tokens x ldy, as run_gemv / run_gemm write them)
+// must equal the reference kernels' bit for bit on the first and the last 8 row groups; throws
+// naming layout, kernel, token and row otherwise.
+void check_against_reference(const PackedMatrix& w, const KernelVariant& k, std::span<const float> y,
+                             const Q8KBatch& x, std::int64_t ldy);
+
 }  // namespace ternlab
