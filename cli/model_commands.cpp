@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "common/memory.hpp"
 #include "common/strings.hpp"
 #include "layouts/stock.hpp"
 #include "experiments/progress.hpp"
@@ -156,6 +157,8 @@ void run_bench(const BenchOptions& o) {
     for (auto t : g) std::cout << t << " ";
     std::cout << "\n";
   }
+  std::cout << "peak resident memory: " << std::fixed << std::setprecision(2) << double(peak_rss_bytes()) / double(1 << 30)
+            << " GiB (all layouts above, loaded one after another)\n";
 }
 
 }  // namespace
