@@ -222,7 +222,7 @@ TEST_SUITE("dispatch") {
       };
       if (L->facts.natural_two_bit) add("unpack", false);
       if (L->facts.digit_planar) add("base3", false);
-      if (L->facts.slot_vectorizable) add("slot-mask", L->facts.pairs_rows);
+      if (L->facts.slot_vectorizable) add("slot-mask", true);  // smmla: row pairs as stored, single rows zipped
       // slot-mask/dotprod comes from the shared slot-mask template (kernels/strategies), which its
       // own tests pin; here it may or may not be present, but only where dotprod is.
       std::set<std::string> got = variant_names(*L);

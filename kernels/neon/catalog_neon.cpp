@@ -28,7 +28,7 @@ NeonSupport neon_support(const LayoutInfo& L) {
   s.base3 = base3_program(L).ok;
   const SlotProgram& p = slot_program(L);
   s.slot_mask = p.ok;
-  s.smmla = p.ok && p.pairs && p.chunk_aligned;
+  s.smmla = p.ok && p.chunk_aligned && (p.pairs || (p.units % 2 == 0 && p.shared_kbase));
   return s;
 }
 

@@ -2,8 +2,12 @@
 // row-pair slot masked in place is smmla's 2x8 weight operand as it stands; the 16 bytes of a q8_Kx4
 // chunk are the 2x8 operand of tokens 0|1 (and of 2|3), so each decoded slot meets two activation
 // operands: 2 smmla per slot per row pair, 32 MACs each. Slots 0 and 3 both carry 1 u and share an
-// accumulator; 4 u and 16 u get their own. Compiled with -march=armv8.2-a+dotprod+i8mm (CMakeLists.txt),
-// called only where kernels/cpu.hpp reports HWCAP2_I8MM.
+// accumulator; 4 u and 16 u get their own.
+// Single-row words (t2x4, spec 5.8) take the zips the row-pair layout was designed to remove: two
+// rows' slots are decoded to u, their 64-bit halves zipped into [row a 8 | row b 8] operands, and
+// each meets chunks kc and kc + 1: 4 smmla per slot per row pair, tiles of u . y directly.
+// Compiled with -march=armv8.2-a+dotprod+i8mm (CMakeLists.txt), called only where kernels/cpu.hpp
+// reports HWCAP2_I8MM.
 #include <algorithm>
 #include <array>
 
@@ -41,12 +45,41 @@ inline void smmla_slot(PairTile& t, uint8x16_t word, const std::int8_t* chunk) {
   m[1] = vmmlaq_s32(m[1], w, vld1q_s8(chunk + 16));  // tokens 2 | 3
 }
 
+// Slot S of a single-row word decoded to u (0..3) in every byte.
+template <int S>
+inline uint8x16_t decoded(uint8x16_t v) {
+  if constexpr (S == 3)
+    return vshrq_n_u8(v, 6);
+  else
+    return vandq_u8(vshrq_n_u8(v, 2 * S), vdupq_n_u8(3));
+}
+
+// Rows a and b (one word each, same weights): slot S's 16 weights of both rows as two zipped 2x8
+// operands against chunks kc, kc + 1 of both token pairs. t accumulates u . y.
+template <int S>
+inline void smmla_zipped(std::array<int32x4_t, 2>& t, uint8x16_t va, uint8x16_t vb, const std::int8_t* chunk) {
+  const uint64x2_t a = vreinterpretq_u64_u8(decoded<S>(va)), b = vreinterpretq_u64_u8(decoded<S>(vb));
+  const int8x16_t lo = vreinterpretq_s8_u64(vzip1q_u64(a, b)), hi = vreinterpretq_s8_u64(vzip2q_u64(a, b));
+  t[0] = vmmlaq_s32(vmmlaq_s32(t[0], lo, vld1q_s8(chunk)), hi, vld1q_s8(chunk + 32));
+  t[1] = vmmlaq_s32(vmmlaq_s32(t[1], lo, vld1q_s8(chunk + 16)), hi, vld1q_s8(chunk + 48));
+}
+
+// The rows (a, b) of tile unit u: a row pair's own, or two single-row units zipped.
+struct TileRows {
+  int a, b;
+};
+TileRows tile_rows(const SlotProgram& P, int u) {
+  return P.pairs ? TileRows{P.unit[std::size_t(u)].row_a, P.unit[std::size_t(u)].row_b}
+                 : TileRows{P.unit[std::size_t(2 * u)].row_a, P.unit[std::size_t(2 * u + 1)].row_a};
+}
+
 }  // namespace
 
 void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                          std::int64_t g1) {
   require_layout(*w.layout, NeonStrategy::smmla, "slot-mask/i8mm");
   const SlotProgram& P = slot_program(*w.layout);
+  const int tiles = P.pairs ? P.units : P.units / 2;  // 2-row tiles per row group
   for (std::int64_t tile = 0; tile < x.tiles_count(); ++tile) {
     const BlockQ8Kx4* xt = x.tile(tile);
     // Leftover tokens ride in the zero-padded last tile (d = 0, qs = 0): one extra pass, not one gemv each.
@@ -66,37 +99,57 @@ void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std
                                                vcombine_s32(vget_high_s32(ys), vget_high_s32(ys))};
         const std::array<float32x4_t, 2> dys = {vcombine_f32(vget_low_f32(dy), vget_low_f32(dy)),
                                                 vcombine_f32(vget_high_f32(dy), vget_high_f32(dy))};
-        for (int u = 0; u < P.units; ++u) {
-          const SlotUnit& unit = P.unit[std::size_t(u)];
-          PairTile t;
-          t.m1 = t.m4 = t.m16 = {vdupq_n_s32(0), vdupq_n_s32(0)};
-          for (const SlotWord& word : unit.words) {
-            const uint8x16_t v = vld1q_u8(blk + word.byte_offset);
-            const std::int8_t* chunk = q8 + 4 * word.kbase;  // chunk kbase / 8: 32 bytes each
-            smmla_slot<0>(t, v, chunk);
-            smmla_slot<1>(t, v, chunk + 32);
-            smmla_slot<2>(t, v, chunk + 64);
-            smmla_slot<3>(t, v, chunk + 96);
+        for (int u = 0; u < tiles; ++u) {
+          std::array<int32x4_t, 2> s;  // u . y per (row a | b) x (token pair q)
+          if (P.pairs) {
+            const SlotUnit& unit = P.unit[std::size_t(u)];
+            PairTile t;
+            t.m1 = t.m4 = t.m16 = {vdupq_n_s32(0), vdupq_n_s32(0)};
+            for (const SlotWord& word : unit.words) {
+              const uint8x16_t v = vld1q_u8(blk + word.byte_offset);
+              const std::int8_t* chunk = q8 + 4 * word.kbase;  // chunk kbase / 8: 32 bytes each
+              smmla_slot<0>(t, v, chunk);
+              smmla_slot<1>(t, v, chunk + 32);
+              smmla_slot<2>(t, v, chunk + 64);
+              smmla_slot<3>(t, v, chunk + 96);
+            }
+            for (int q = 0; q < 2; ++q) {
+              const int32x4_t s16 = vaddq_s32(vaddq_s32(t.m16[std::size_t(q)], vshlq_n_s32(t.m4[std::size_t(q)], 2)),
+                                              vshlq_n_s32(t.m1[std::size_t(q)], 4));
+              s[std::size_t(q)] = vshrq_n_s32(s16, 4);
+            }
+          } else {
+            const SlotUnit& ua = P.unit[std::size_t(2 * u)];
+            const SlotUnit& ub = P.unit[std::size_t(2 * u + 1)];
+            s = {vdupq_n_s32(0), vdupq_n_s32(0)};
+            for (int k = 0; k < P.words_per_unit; ++k) {
+              const uint8x16_t va = vld1q_u8(blk + ua.words[std::size_t(k)].byte_offset);
+              const uint8x16_t vb = vld1q_u8(blk + ub.words[std::size_t(k)].byte_offset);
+              const std::int8_t* chunk = q8 + 4 * ua.words[std::size_t(k)].kbase;  // slot s: chunks +2s, +2s+1
+              smmla_zipped<0>(s, va, vb, chunk);
+              smmla_zipped<1>(s, va, vb, chunk + 64);
+              smmla_zipped<2>(s, va, vb, chunk + 128);
+              smmla_zipped<3>(s, va, vb, chunk + 192);
+            }
           }
-          const float da = load_half(blk + P.scale_offset[std::size_t(unit.row_a)]);
-          const float db = load_half(blk + P.scale_offset[std::size_t(unit.row_b)]);
+          const TileRows rows = tile_rows(P, u);
+          const float da = load_half(blk + P.scale_offset[std::size_t(rows.a)]);
+          const float db = load_half(blk + P.scale_offset[std::size_t(rows.b)]);
           const float32x4_t dw = {da, da, db, db};
-          for (int q = 0; q < 2; ++q) {
-            const int32x4_t s16 = vaddq_s32(vaddq_s32(t.m16[std::size_t(q)], vshlq_n_s32(t.m4[std::size_t(q)], 2)),
-                                            vshlq_n_s32(t.m1[std::size_t(q)], 4));
-            const int32x4_t s = vsubq_s32(vshrq_n_s32(s16, 4), ysum[std::size_t(q)]);  // exact w . y
+          for (int q = 0; q < 2; ++q)
             acc[std::size_t(u)][std::size_t(q)] =
-                vfmaq_f32(acc[std::size_t(u)][std::size_t(q)], vcvtq_f32_s32(s), vmulq_f32(dw, dys[std::size_t(q)]));
-          }
+                vfmaq_f32(acc[std::size_t(u)][std::size_t(q)], vcvtq_f32_s32(vsubq_s32(s[std::size_t(q)], ysum[std::size_t(q)])),
+                          vmulq_f32(dw, dys[std::size_t(q)]));
         }
       }
-      for (int u = 0; u < P.units; ++u)
+      for (int u = 0; u < tiles; ++u)
         for (int q = 0; q < 2; ++q) {
           std::array<float, 4> lanes;
           vst1q_f32(lanes.data(), acc[std::size_t(u)][std::size_t(q)]);
+          const TileRows rows = tile_rows(P, u);
           for (int l = 0; l < 4; ++l) {
             const int token = 2 * q + (l & 1);
-            const int row = l >> 1 ? P.unit[std::size_t(u)].row_b : P.unit[std::size_t(u)].row_a;
+            const int row = l >> 1 ? rows.b : rows.a;
             if (token < live) y[(4 * tile + token) * ldy + g * P.rows + row] = lanes[std::size_t(l)];
           }
         }

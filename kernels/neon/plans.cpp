@@ -114,8 +114,8 @@ void require_layout(const LayoutInfo& L, NeonStrategy strategy, const char* kern
       if (!L.facts.slot_vectorizable) refuse("not slot-vectorizable");
       const SlotProgram& p = slot_program(L);
       if (!p.ok) refuse("its slot plan has no NEON program (units of irregular words)");
-      if (strategy == NeonStrategy::smmla && !(p.pairs && p.chunk_aligned))
-        refuse("smmla needs row-pair words on 8-weight chunks");
+      if (strategy == NeonStrategy::smmla && !(p.chunk_aligned && (p.pairs || (p.units % 2 == 0 && p.shared_kbase))))
+        refuse("smmla needs 8-weight chunks in row-pair words, or single-row words pairable by zips");
       return;
     }
   }
