@@ -154,18 +154,38 @@ TEST_SUITE("model-kinds") {
     CHECK(rep.json.find("\"ternary matmul\": {\"median\"") != std::string::npos);
   }
 
+  TEST_CASE("configs/model-*.toml validate, and model-tiny.toml runs on the micro preset") {
+    int files = 0;
+    for (const auto& e : fs::directory_iterator(TERNLAB_SOURCE_DIR "/configs"))
+      if (e.path().filename().string().rfind("model-", 0) == 0) {
+        INFO(e.path().string());
+        CHECK_NOTHROW(load_plan(e.path().string(), {}));
+        ++files;
+      }
+    CHECK(files >= 5);
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(TERNLAB_SOURCE_DIR "/configs/model-tiny.toml",
+                                             RunOptions{{"preset=micro", "output=" + (scratch() / "results").string(), "rounds=1",
+                                                         "warmup=0", "ceiling_mib=1", "prefill_tokens=8", "decode_tokens=4"},
+                                                        false, 0},
+                                             out);
+    INFO(out.str());
+    CHECK(o.exit_code == 0);
+    CHECK(fs::is_regular_file(fs::path(o.folder) / "summary.md"));
+  }
+
   TEST_CASE("bad input names the file, line and key before anything runs") {
     const auto plan = [](const std::string& text) { load_plan_text(text, "model.toml", {}); };
-    check_error([&] { plan(head("decode") + "tokenz = 3\n" + kAllLayouts); }, "model.toml:11: key 'tokenz'", "unknown key", "tokens");
+    check_error([&] { plan(head("decode") + "tokenz = 3\n" + kAllLayouts); }, "model.toml:10: key 'tokenz'", "unknown key", "tokens");
     check_error([&] { plan("kind = \"decode\"\npreset = \"huge\"\n" + kAllLayouts); }, "model.toml:2: key 'preset'", "huge", "tiny");
     check_error([&] { plan("kind = \"decode\"\nmodel = \"/nonexistent/m.gguf\"\n" + kAllLayouts); }, "model.toml:2: key 'model'",
                 "no such model file '/nonexistent/m.gguf'");
     check_error([&] { plan("kind = \"decode\"\n" + kAllLayouts); }, "model.toml", "needs model", "micro");
     check_error([&] { plan("kind = \"decode\"\nmodel = \"a.gguf\"\npreset = \"tiny\"\n" + kAllLayouts); }, "key 'preset'", "not both");
-    check_error([&] { plan(head("decode") + "load = \"mapped\"\n" + kAllLayouts); }, "model.toml:11: key 'load'", "mmap or memory");
-    check_error([&] { plan(head("decode") + "[[arm]]\nlayout = \"t9\"\n"); }, "model.toml:12: key 'arm[0].layout'", "t9");
+    check_error([&] { plan(head("decode") + "load = \"mapped\"\n" + kAllLayouts); }, "model.toml:10: key 'load'", "mmap or memory");
+    check_error([&] { plan(head("decode") + "[[arm]]\nlayout = \"t9\"\n"); }, "model.toml:11: key 'arm[0].layout'", "t9");
     check_error([&] { plan(head("decode") + "[[arm]]\nlayout = \"t2p\"\nmodel = \"missing.gguf\"\n"); }, "key 'arm[0].model'", "missing.gguf");
-    check_error([&] { plan(head("perplexity") + "text = \"missing.txt\"\n" + kAllLayouts); }, "model.toml:11: key 'text'", "no such text file");
+    check_error([&] { plan(head("perplexity") + "text = \"missing.txt\"\n" + kAllLayouts); }, "model.toml:10: key 'text'", "no such text file");
     check_error([&] { plan(head("decode") + "baseline = \"t3\"\n" + kAllLayouts); }, "key 'baseline'", "no arm is called 't3'");
     check_error([&] { plan(head("greedy") + "[[arm]]\nlayout = \"t2p\"\nkernel = \"nope\"\n"); }, "key 'arm[0].kernel'", "nope");
   }
