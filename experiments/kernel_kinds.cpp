@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/strings.hpp"
+#include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/run_context.hpp"
@@ -27,75 +28,9 @@ namespace {
 
 constexpr std::int64_t kMaxDim = std::int64_t(1) << 20;
 
-template <class F>
-decltype(auto) relocated(const Located& at, F&& f) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    fail_at(at, e.what());
-  }
-}
-
-const LayoutInfo& arm_layout(const ArmSpec& arm) {
-  const Located at = arm.at("layout");
-  if (!at) fail_at(arm.table, "arm '", arm.name, "' needs a layout (one of: ", layout_names(), ")");
-  const std::string name = as_string(at);
-  return relocated(at, [&]() -> const LayoutInfo& { return find_layout(name); });
-}
-
-std::string variant_names(const std::vector<KernelVariant>& v) {
-  std::vector<std::string> n;
-  for (const KernelVariant& k : v) n.push_back(k.name());
-  return join(n);
-}
-
-// "best" (dispatch's best_kernel under the ISA ceiling), "strategy" (best_kernel_of: that strategy's
-// richest ISA here) or "strategy/isa" (find_kernel): the selector `ternlab kernels` reports.
-KernelVariant arm_kernel(const ArmSpec& arm, const LayoutInfo& L, bool need_gemm) {
-  const Located at = arm.at("kernel");
-  const std::string text = at ? as_string(at) : "best";
-  const auto slash = text.find('/');
-  if (slash != std::string::npos) {
-    const std::string isa = text.substr(slash + 1);
-    const Isa parsed = relocated(at, [&] { return parse_isa(isa); });
-    const std::vector<Isa> here = supported_isas();
-    if (!isa_supported(parsed))
-      fail_at(at, "ISA '", isa, "' is not supported on this CPU (", cpu_features().model, "; supported here: ",
-              join(here | ranges::views::transform(isa_name)), ")");
-  }
-  const auto choose = [&]() -> KernelVariant {
-    if (text == "best") return best_kernel(L).variant;
-    if (slash == std::string::npos) return best_kernel_of(L, text).variant;
-    return find_kernel(L, text);
-  };
-  const KernelVariant k = at ? relocated(at, choose) : relocated(arm.at("layout"), choose);
-  if (!k.gemv || (need_gemm && !k.gemm))
-    fail_at(at ? at : arm.table, "kernel '", k.name(), "' for layout '", L.name, "' has no ", !k.gemv ? "gemv" : "gemm",
-            " entry point (available: ", variant_names(kernels_for(L)), ")");
-  return k;
-}
-
-int arm_threads(const RunSpec& run, const ArmSpec& arm) {
-  const int fallback = int(run.integer("threads", 1, 1, 4096));
-  const Located at = arm.at("threads");
-  return at ? int(as_integer(at, 1, 4096)) : fallback;
-}
-
 bool arm_spawn(const ArmSpec& arm) {
   const Located at = arm.at("spawn");
   return at ? as_boolean(at) : false;
-}
-
-void check_baseline(const RunSpec& run) {
-  const Located at = run.at("baseline");
-  if (!at) return;
-  const std::string b = as_string(at);
-  std::vector<std::string> names;
-  for (const ArmSpec& a : run.arms) {
-    if (a.name == b) return;
-    names.push_back(a.name);
-  }
-  fail_at(at, "no arm is called '", b, "' (arms: ", join(names), ")");
 }
 
 void check_common(const RunSpec& run) {
@@ -279,12 +214,7 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
       arms.push_back(std::move(c));
     }
   }
-  MeasureOptions opt;
-  opt.rounds = int(run.integer("rounds", 5, 1, 100000));
-  opt.warmup = int(run.integer("warmup", 1, 0, 100000));
-  opt.sample_seconds = run.number("sample_ms", 20, 0.001, 1e6) / 1e3;
-  opt.ceiling_bytes = run.integer("ceiling_mib", 1024, 1, 1 << 20) << 20;
-  opt.baseline = run.string("baseline", run.arms.front().name);
+  const MeasureOptions opt = measure_options(run);
   const TimingResult r = measure_arms(std::move(arms), opt, ctx.pools, ctx.progress);
   RunReport rep = report_timing(run, r);
   rep.markdown = cat("shape ", s.rows, " x ", s.cols, batch ? cat(", ", s.tokens, " tokens") : std::string(", 1 token (gemv)"),
@@ -358,12 +288,7 @@ RunReport run_bandwidth(const RunSpec& run, RunContext& ctx) {
     }
     arms.push_back(std::move(s));
   }
-  MeasureOptions opt;
-  opt.rounds = int(run.integer("rounds", 5, 1, 100000));
-  opt.warmup = int(run.integer("warmup", 1, 0, 100000));
-  opt.sample_seconds = run.number("sample_ms", 20, 0.001, 1e6) / 1e3;
-  opt.ceiling_bytes = run.integer("ceiling_mib", 1024, 1, 1 << 20) << 20;
-  opt.baseline = run.string("baseline", run.arms.front().name);
+  const MeasureOptions opt = measure_options(run);
   const TimingResult r = measure_arms(std::move(arms), opt, ctx.pools, ctx.progress);
   RunReport rep = report_timing(run, r);
   return rep;

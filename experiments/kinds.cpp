@@ -16,6 +16,7 @@ void register_builtin_kinds();
 }  // namespace
 
 void register_kernel_kinds();  // kernel_kinds.cpp
+void register_model_kinds();   // model_kinds.cpp
 
 std::vector<KeySpec> common_keys() {
   return {
@@ -70,6 +71,7 @@ namespace {
 void register_builtin_kinds() {
   static const bool once = [] {
     register_kernel_kinds();
+    register_model_kinds();
     return true;
   }();
   (void)once;

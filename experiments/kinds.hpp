@@ -1,8 +1,8 @@
 // The registry of experiment kinds. A kind names the keys it accepts (beyond the common ones), the
 // sections whose arrays form a grid inside one run, a validation that runs for the whole plan before
 // anything is measured, and the run itself. The kernel kinds (bandwidth, gemv, gemm, oracle) are
-// registered here; the model kinds (prefill/decode tok/s, perplexity, greedy equivalence, profile)
-// register themselves the same way from the model's code.
+// in kernel_kinds.cpp; the model kinds (prefill, decode, speed, perplexity, greedy, profile) in
+// model_kinds.cpp, the same way, sharing the arm helpers of arms.hpp.
 #pragma once
 
 #include <cstdint>

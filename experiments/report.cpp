@@ -39,25 +39,6 @@ std::string fixed(double v, int digits) {
   return os.str();
 }
 
-// Three significant digits, whatever the magnitude.
-std::string sig(double v) {
-  if (!std::isfinite(v)) return "—";
-  const double a = std::fabs(v);
-  if (a == 0) return "0";
-  const int digits = std::clamp(2 - int(std::floor(std::log10(a))), 0, 9);
-  return fixed(v, digits);
-}
-
-std::string with_range(const Stat& s, const std::string& suffix = "", double scale = 1) {
-  if (!s.valid) return "—";
-  return sig(s.median * scale) + suffix + " [" + sig(s.min * scale) + "–" + sig(s.max * scale) + "]";
-}
-
-std::string stat_json(const Stat& s) {
-  if (!s.valid) return "null";
-  return cat("{\"median\": ", json_number(s.median), ", \"min\": ", json_number(s.min), ", \"max\": ", json_number(s.max), "}");
-}
-
 std::string xml(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -92,6 +73,25 @@ std::string svg_head(int w, int h, const std::string& title) {
 }
 
 }  // namespace
+
+// Three significant digits, whatever the magnitude.
+std::string sig(double v) {
+  if (!std::isfinite(v)) return "—";
+  const double a = std::fabs(v);
+  if (a == 0) return "0";
+  const int digits = std::clamp(2 - int(std::floor(std::log10(a))), 0, 9);
+  return fixed(v, digits);
+}
+
+std::string with_range(const Stat& s, const std::string& suffix, double scale) {
+  if (!s.valid) return "—";
+  return sig(s.median * scale) + suffix + " [" + sig(s.min * scale) + "–" + sig(s.max * scale) + "]";
+}
+
+std::string stat_json(const Stat& s) {
+  if (!s.valid) return "null";
+  return cat("{\"median\": ", json_number(s.median), ", \"min\": ", json_number(s.min), ", \"max\": ", json_number(s.max), "}");
+}
 
 std::string json_string(const std::string& s) {
   std::string o = "\"";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@ namespace ternlab::experiments {
 
 struct TimingResult;
 struct RunSpec;
+struct Stat;
 
 struct RunReport {
   std::string title;
@@ -19,6 +21,19 @@ struct RunReport {
   std::string json;                                        // one JSON object
   std::vector<std::pair<std::string, std::string>> svgs;   // file suffix ("gbps.svg"), content
   bool ok = true;                                          // false: an arm failed verification
+
+  // Headline numbers of each verified arm (model kinds: tok_s, read_ceiling_fraction, perplexity,
+  // max_logit_diff), for callers that put several runs side by side (ternlab quickstart).
+  struct ArmValues {
+    std::string arm, layout;
+    std::vector<std::pair<std::string, double>> values;
+    double get(const std::string& key) const {
+      for (const auto& [k, v] : values)
+        if (k == key) return v;
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+  };
+  std::vector<ArmValues> arm_values;
 };
 
 // The machine and build, recorded in every summary.
@@ -35,6 +50,10 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r);
 // Small JSON helpers for kinds that build their own report.
 std::string json_string(const std::string& s);
 std::string json_number(double v);
+// Table cells: three significant digits; "median [min–max]" scaled and suffixed; a Stat as JSON.
+std::string sig(double v);
+std::string with_range(const Stat& s, const std::string& suffix = "", double scale = 1);
+std::string stat_json(const Stat& s);
 
 // Plots. Each returns a complete SVG document.
 struct BarItem {

@@ -1,0 +1,756 @@
+// The model experiment kinds: whole forward passes of a Bonsai 2 model (a GGUF file, or a synthetic
+// preset written once into the output folder), one loaded Model per arm (layout x kernel x threads
+// x load mode), every arm's greedy tokens checked against the baseline arm before anything is timed.
+//   prefill    - pp N: one N-token prompt from an empty context (gemm in prefill_chunk batches);
+//   decode     - tg N: N single-token steps (gemv) from an empty context, plus the decode bandwidth
+//                fraction: ternary weight bytes per token / time per token / memory read ceiling;
+//   perplexity - over a text file or a synthetic token stream, in chunks; equal across arms to 4 decimals;
+//   greedy     - greedy continuations equal to the baseline arm's, with the max |logit difference|;
+//   profile    - per-op wall time of one decode token (model::OpProfile).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include "common/strings.hpp"
+#include "experiments/arms.hpp"
+#include "experiments/kinds.hpp"
+#include "experiments/measure.hpp"
+#include "experiments/run_context.hpp"
+#include "model/experiments.hpp"
+#include "model/synth.hpp"
+#include "model/tokenizer.hpp"
+
+namespace ternlab::experiments {
+
+namespace {
+
+namespace fs = std::filesystem;
+using model::Model;
+
+constexpr std::int64_t kMaxSeed = std::numeric_limits<std::int64_t>::max();
+
+std::string preset_names() {
+  std::vector<std::string> n;
+  for (const auto& p : model::synth_presets()) n.push_back(p.name);
+  return join(n);
+}
+
+std::string fixed_text(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+// --- keys and validation ------------------------------------------------------------------------
+
+std::vector<KeySpec> model_keys() {
+  std::vector<KeySpec> k = common_keys();
+  const std::vector<KeySpec> more = {
+      {"model", Type::string, true, "path to a Bonsai 2 GGUF file (or give preset)"},
+      {"preset", Type::string, true, "synthesize this preset (micro, tiny, small, mid, bonsai-27b) into <output>/models/, cached by preset+seed"},
+      {"load", Type::string, true, "mmap (default) or memory: how the GGUF file is read"},
+      {"rounds", Type::integer, true, "kept rounds (default 5)"},
+      {"warmup", Type::integer, true, "discarded rounds before them (default 1)"},
+      {"threads", Type::integer, true, "default thread count of every arm (default 1)"},
+      {"baseline", Type::string, false, "arm the ratios and the greedy check are taken against (default: the first arm)"},
+      {"ceiling_mib", Type::integer, true, "buffer of the memory read ceiling (default 1024 MiB)"},
+      {"sample_ms", Type::number, true, "each timed sample repeats the call for about this long (default 20)"},
+      {"pin", Type::boolean, true, "pin the ceiling's pool threads to CPUs (default false)"},
+      {"verify_tokens", Type::integer, true, "greedy tokens every arm must share with the baseline before timing (default 4)"},
+      {"prefill_chunk", Type::integer, true, "prompt tokens per gemm batch (default 64)"},
+      {"arm.name", Type::string, false, "the arm's name in tables and plots"},
+      {"arm.layout", Type::string, true, "a registered layout every ternary weight is repacked into at load"},
+      {"arm.kernel", Type::string, true, "best, a strategy (reference, slot-mask, ...) or strategy/isa"},
+      {"arm.threads", Type::integer, true, "threads of the arm's model (default: the top-level threads)"},
+      {"arm.load", Type::string, true, "mmap or memory for this arm (default: the top-level load)"},
+      {"arm.model", Type::string, true, "a different GGUF file for this arm (e.g. the same weights saved as PTQ1_0)"},
+  };
+  k.insert(k.end(), more.begin(), more.end());
+  return k;
+}
+
+std::vector<KeySpec> with(std::vector<KeySpec> k, const std::vector<KeySpec>& extra) {
+  k.insert(k.end(), extra.begin(), extra.end());
+  return k;
+}
+
+std::uint64_t run_seed(const RunSpec& run) { return std::uint64_t(run.integer("seed", 2026, 0, kMaxSeed)); }
+
+// Where the run's model lives: the `model` file, or the cache path of the synthetic `preset`.
+struct ModelSource {
+  std::string path;
+  std::string preset;  // empty for a file
+  std::uint64_t seed = 0;
+  std::string describe() const {
+    return preset.empty() ? cat("model ", path) : cat("synthetic preset ", preset, " (seed ", seed, ", ", path, ")");
+  }
+};
+
+ModelSource model_source(const RunSpec& run) {
+  const Located m = run.at("model"), p = run.at("preset");
+  if (m && p) fail_at(p, "give either 'model' (a GGUF file) or 'preset' (a synthetic model), not both");
+  if (!m && !p)
+    fail(run.file, ": kind '", run.kind, "' needs model = \"file.gguf\" or preset = \"tiny\" (presets: ", preset_names(), ")");
+  ModelSource s;
+  s.seed = run_seed(run);
+  if (m) {
+    s.path = as_string(m);
+    if (!fs::is_regular_file(s.path)) fail_at(m, "no such model file '", s.path, "'");
+    return s;
+  }
+  s.preset = as_string(p);
+  relocated(p, [&] { return model::find_preset(s.preset); });
+  s.path = (fs::path(run.string("output", "results")) / "models" / cat(s.preset, "-seed", s.seed, ".gguf")).string();
+  return s;
+}
+
+gguf::LoadMode load_mode(const Located& at) {
+  const std::string v = as_string(at);
+  if (v != "mmap" && v != "memory") fail_at(at, "'", v, "' is not a load mode (mmap or memory)");
+  return gguf::parse_mode(v);
+}
+
+gguf::LoadMode arm_load(const RunSpec& run, const ArmSpec& arm) {
+  if (const Located at = arm.at("load")) return load_mode(at);
+  if (const Located at = run.at("load")) return load_mode(at);
+  return gguf::LoadMode::mmap;
+}
+
+std::string arm_model_path(const ArmSpec& arm, const ModelSource& src) {
+  const Located at = arm.at("model");
+  if (!at) return src.path;
+  const std::string p = as_string(at);
+  if (!fs::is_regular_file(p)) fail_at(at, "no such model file '", p, "'");
+  return p;
+}
+
+void validate_model_kind(const RunSpec& run) {
+  run_seed(run);
+  run.integer("rounds", 5, 1, 100000);
+  run.integer("warmup", 1, 0, 100000);
+  run.integer("threads", 1, 1, 4096);
+  run.integer("ceiling_mib", 1024, 1, 1 << 20);
+  run.number("sample_ms", 20, 0.001, 1e6);
+  run.boolean("pin", false);
+  run.integer("verify_tokens", 4, 1, 4096);
+  run.integer("prefill_chunk", 64, 1, 1 << 16);
+  const ModelSource src = model_source(run);
+  if (run.arms.empty()) fail(run.file, ": kind '", run.kind, "' needs at least one [[arm]] table");
+  check_baseline(run);
+  for (const ArmSpec& a : run.arms) {
+    arm_kernel(a, arm_layout(a), true);
+    arm_threads(run, a);
+    arm_load(run, a);
+    arm_model_path(a, src);
+  }
+  if (run.kind == "prefill") run.integer("tokens", 64, 1, 1 << 20);
+  if (run.kind == "decode") run.integer("tokens", 32, 1, 1 << 20);
+  if (run.kind == "greedy") {
+    run.integer("tokens", 16, 1, 1 << 20);
+    run.integer("prompt_tokens", 8, 1, 1 << 20);
+  }
+  if (run.kind == "speed") {
+    run.integer("prefill_tokens", 64, 1, 1 << 20);
+    run.integer("decode_tokens", 32, 1, 1 << 20);
+  }
+  if (run.kind == "profile") run.integer("prompt_tokens", 16, 1, 1 << 20);
+  if (run.kind == "perplexity") {
+    run.integer("tokens", 256, 2, std::int64_t(1) << 30);
+    run.integer("chunk", 64, 2, 1 << 20);
+    if (const Located t = run.at("text"); t && !fs::is_regular_file(as_string(t)))
+      fail_at(t, "no such text file '", as_string(t), "'");
+  }
+}
+
+// --- loading and verification -------------------------------------------------------------------
+
+// Writes the preset once per (preset, seed) under <output>/models/; a partial file never keeps the name.
+void ensure_model(const ModelSource& src, std::ostream& log) {
+  if (src.preset.empty() || fs::exists(src.path)) return;
+  fs::create_directories(fs::path(src.path).parent_path());
+  log << "synthesizing preset " << src.preset << " (seed " << src.seed << ") into " << src.path << "\n" << std::flush;
+  const std::string partial = cat(src.path, ".partial-", getpid());
+  try {
+    model::write_synthetic(model::find_preset(src.preset), partial, {src.seed, 142});
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(partial, ec);
+    throw;
+  }
+  fs::rename(partial, src.path);
+}
+
+struct ModelArm {
+  std::string name, layout, kernel, load, path;
+  int threads = 1;
+  double bits_per_weight = 0;
+  std::unique_ptr<Model> model;
+  std::string failure;  // non-empty: not timed
+  std::vector<std::int32_t> tokens;
+  std::vector<std::vector<float>> logits;
+  double max_logit_diff = 0;
+  int first_difference = -1;  // greedy step where the tokens first differ
+};
+
+struct ModelArms {
+  ModelSource source;
+  std::vector<ModelArm> arms;
+  std::size_t baseline = 0;
+  std::vector<std::int32_t> prompt;  // the greedy check's prompt
+  int vocab = 0;
+  std::uint64_t ternary_bytes = 0;   // of the baseline's model, per decoded token
+};
+
+// Loads every arm (a load error fails that arm only) and runs the greedy check: `n` tokens after a
+// `prompt_len`-token prompt, each arm against the baseline arm.
+ModelArms load_and_check(const RunSpec& run, RunContext& ctx, int prompt_len, int n) {
+  ModelArms m;
+  m.source = model_source(run);
+  ensure_model(m.source, ctx.log);
+  const std::string baseline = run.string("baseline", run.arms.front().name);
+  for (std::size_t i = 0; i < run.arms.size(); ++i) {
+    const ArmSpec& a = run.arms[i];
+    const LayoutInfo& L = arm_layout(a);
+    ModelArm arm;
+    arm.name = a.name;
+    arm.layout = std::string(L.name);
+    arm.kernel = arm_kernel(a, L, true).name();
+    arm.threads = arm_threads(run, a);
+    arm.bits_per_weight = L.bits_per_weight();
+    const gguf::LoadMode mode = arm_load(run, a);
+    arm.load = gguf::mode_name(mode);
+    arm.path = arm_model_path(a, m.source);
+    model::LoadOptions o;
+    o.layout = arm.layout;
+    o.kernel = arm.kernel;
+    o.mode = mode;
+    o.threads = arm.threads;
+    o.prefill_chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
+    try {
+      arm.model = Model::load(arm.path, o);
+    } catch (const Error& e) {
+      arm.failure = cat("load: ", e.what());
+    }
+    if (a.name == baseline) m.baseline = i;
+    m.arms.push_back(std::move(arm));
+    ctx.progress.step("load " + a.name);
+  }
+  ModelArm& base = m.arms[m.baseline];
+  if (base.model) {
+    m.vocab = base.model->config().n_vocab;
+    m.ternary_bytes = base.model->ternary_bytes_per_token();
+  }
+  m.prompt = model::random_tokens(prompt_len, std::max(m.vocab, 1), run_seed(run));
+  if (base.model) base.tokens = model::greedy(*base.model, m.prompt, n, &base.logits);
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    ModelArm& a = m.arms[i];
+    if (i != m.baseline && a.failure.empty()) {
+      if (!base.model) {
+        a.failure = "the baseline arm '" + base.name + "' did not load";
+      } else if (a.model->config().n_vocab != m.vocab) {
+        a.failure = cat("vocabulary ", a.model->config().n_vocab, " != baseline's ", m.vocab);
+      } else {
+        a.tokens = model::greedy(*a.model, m.prompt, n, &a.logits);
+        for (std::size_t t = 0; t < a.tokens.size(); ++t) {
+          for (int v = 0; v < m.vocab; ++v)
+            a.max_logit_diff = std::max(a.max_logit_diff, double(std::fabs(a.logits[t][std::size_t(v)] - base.logits[t][std::size_t(v)])));
+          if (a.tokens[t] != base.tokens[t]) {
+            a.first_difference = int(t);
+            a.failure = cat("greedy token ", t, " is ", a.tokens[t], ", the baseline's is ", base.tokens[t],
+                            " (max |logit difference| ", a.max_logit_diff, ")");
+            break;
+          }
+        }
+      }
+    }
+    ctx.progress.step("greedy check " + a.name);
+  }
+  for (ModelArm& a : m.arms) a.logits.clear();  // only the comparison needs them
+  return m;
+}
+
+std::string check_cell(const ModelArm& a, bool is_baseline) {
+  if (!a.failure.empty()) return "**FAILED**";
+  return is_baseline ? "baseline" : cat("equal (max \\|Δlogit\\| ", sig(a.max_logit_diff), ")");
+}
+
+std::string model_line(const ModelArms& m) {
+  const ModelArm& b = m.arms[m.baseline];
+  if (!b.model) return m.source.describe() + "\n\n";
+  const model::ModelConfig& c = b.model->config();
+  return cat(m.source.describe(), ": ", c.n_layer, " layers, hidden ", c.n_embd, ", vocab ", c.n_vocab, "; ",
+             sig(double(m.ternary_bytes) / 1e6), " MB of ternary weights streamed per decoded token in the baseline's layout ",
+             b.layout, ".\n\n");
+}
+
+std::string failures_text(const ModelArms& m) {
+  std::string s;
+  for (const ModelArm& a : m.arms)
+    if (!a.failure.empty()) s += cat("\n**", a.name, " failed verification and was not timed:** ", a.failure, "\n");
+  return s;
+}
+
+std::string ceilings_text(const TimingResult& r) {
+  std::vector<std::string> t;
+  for (const auto& [n, v] : r.ceiling_gbps) t.push_back(cat(n, " thr ", with_range(stat_of(v), " GB/s")));
+  return cat("memory read ceiling (streaming sum over ", sig(r.ceiling_bytes / (1 << 20)), " MiB, each round beside the arms): ",
+             join(t, "; "), "\n\n");
+}
+
+std::string arm_json_head(const ModelArm& a) {
+  return cat("{\"name\": ", json_string(a.name), ", \"layout\": ", json_string(a.layout), ", \"kernel\": ", json_string(a.kernel),
+             ", \"threads\": ", a.threads, ", \"load\": ", json_string(a.load), ", \"model\": ", json_string(a.path),
+             ", \"verified\": ", a.failure.empty() ? "true" : "false", ", \"failure\": ", json_string(a.failure),
+             ", \"max_logit_diff\": ", json_number(a.max_logit_diff));
+}
+
+std::string run_json_head(const RunSpec& run, const std::string& title, const ModelArms& m) {
+  std::string s = cat("{\"index\": ", run.index, ", \"name\": ", json_string(title), ", \"kind\": ", json_string(run.kind),
+                      ", \"model\": ", json_string(m.source.path), ", \"preset\": ", json_string(m.source.preset),
+                      ", \"seed\": ", m.source.seed, ", \"baseline\": ", json_string(m.arms[m.baseline].name),
+                      ", \"ternary_bytes_per_token\": ", m.ternary_bytes, ", \"sweep\": {");
+  for (std::size_t i = 0; i < run.sweep_point.size(); ++i)
+    s += cat(i ? ", " : "", json_string(run.sweep_point[i].first), ": ", json_string(run.sweep_point[i].second));
+  return s + "}";
+}
+
+ArmSetup setup_of(const ModelArm& a) {
+  ArmSetup s;
+  s.name = a.name;
+  s.layout = a.layout;
+  s.kernel = a.kernel;
+  s.threads = a.threads;
+  s.options = "load=" + a.load;
+  s.bits_per_weight = a.bits_per_weight;
+  const std::string failure = a.failure;
+  s.verify = [failure] { return failure; };
+  return s;
+}
+
+std::int64_t model_units(const RunSpec& run, int rounds, int warmup) {
+  MeasureOptions o = measure_options(run, rounds, warmup);
+  return std::int64_t(2 * run.arms.size()) + measure_units(run.arms.size(), o);
+}
+
+// --- prefill and decode -------------------------------------------------------------------------
+
+// Times pp n (decode false) or tg n over the loaded arms.
+RunReport measure_speed(const RunSpec& run, RunContext& ctx, const ModelArms& m, bool decode, int n) {
+  const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
+  const int chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
+  const std::vector<std::int32_t> stream = model::random_tokens(n, std::max(m.vocab, 1), run_seed(run) + 1);
+  std::vector<ArmSetup> setups;
+  for (const ModelArm& a : m.arms) {
+    ArmSetup s = setup_of(a);
+    if (a.model) {
+      Model* model = a.model.get();
+      // Weights are streamed once per forward call: every token in decode, every chunk in prefill.
+      const std::int64_t passes = decode ? n : (n + chunk - 1) / chunk;
+      s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token()) * double(passes);
+      if (decode) {
+        s.call = [model, stream] {
+          model::Session session = model->new_session();
+          for (const std::int32_t& t : stream) model->forward(session, std::span(&t, 1));
+        };
+      } else {
+        s.call = [model, stream] {
+          model::Session session = model->new_session();
+          model->forward(session, stream);
+        };
+      }
+    }
+    setups.push_back(std::move(s));
+  }
+  const TimingResult r = measure_arms(std::move(setups), measure_options(run), ctx.pools, ctx.progress);
+
+  RunReport rep;
+  const std::string label = cat(decode ? "tg" : "pp", n);
+  rep.title = run.kind == "speed" ? cat(run.name(), " ", label) : run.name();
+  const std::string prefix = decode ? "decode_" : "prefill_";
+  std::ostringstream md, csv, js;
+  md << "### " << rep.title << "\n\n" << model_line(m);
+  md << "kind " << run.kind << ": " << label << " = "
+     << (decode ? cat(n, " single-token forward passes (gemv) from an empty context, teacher-forced pseudo-random tokens")
+                : cat("one ", n, "-token pseudo-random prompt from an empty context (gemm, ", chunk, " tokens per batch)"))
+     << "; " << r.rounds << " rounds kept after " << r.warmup << " warm-up; arms interleaved in the order below; baseline '"
+     << r.baseline << "'; every arm's greedy tokens (" << verify_n << " after an 8-token prompt) checked against the baseline's before timing.\n\n";
+  md << ceilings_text(r);
+  md << "| arm | layout | kernel | thr | load | greedy check | ms/" << label << " | tok/s | weight GB/s | "
+     << (decode ? "decode bandwidth fraction" : "of read ceiling") << " | vs baseline |\n|---|---|---|--:|---|---|--:|--:|--:|--:|--:|\n";
+  csv << "run,test,round,arm,layout,kernel,threads,load,tokens,seconds,tok_s,weight_bytes,gbps,ceiling_gbps,fraction_of_ceiling,speedup_vs_baseline\n";
+  js << run_json_head(run, rep.title, m) << ", \"test\": " << json_string(label) << ", \"tokens\": " << n << ", \"rounds\": " << r.rounds
+     << ", \"warmup\": " << r.warmup << ", \"ceiling_gbps\": {";
+  {
+    bool first = true;
+    for (const auto& [t, v] : r.ceiling_gbps) {
+      js << (first ? "" : ", ") << "\"" << t << "\": " << stat_json(stat_of(v));
+      first = false;
+    }
+  }
+  js << "}, \"arms\": [";
+  std::vector<BarItem> bars;
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    const ModelArm& a = m.arms[i];
+    const ArmTiming& t = r.arms[i];
+    const Stat secs = stat_of(t.seconds);
+    std::vector<double> toks;
+    for (double sec : t.seconds) toks.push_back(n / sec);
+    const Stat tok = stat_of(toks), gb = stat_of(r.gbps(t)), frac = stat_of(r.bound_fractions(t)), speed = stat_of(r.speedups(t));
+    if (!t.verified) rep.ok = false;
+    md << "| " << a.name << (i == m.baseline ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << a.threads << " | "
+       << a.load << " | " << check_cell(a, i == m.baseline) << " | " << with_range(secs, "", 1e3) << " | " << with_range(tok) << " | "
+       << (gb.valid ? sig(gb.median) : "—") << " | " << with_range(frac, "%", 100) << " | " << with_range(speed, "×") << " |\n";
+    js << (i ? ", " : "") << arm_json_head(a) << ", \"calls_per_sample\": " << t.reps << ", \"seconds_per_call\": " << stat_json(secs)
+       << ", \"tok_s\": " << stat_json(tok) << ", \"weight_bytes_per_call\": " << json_number(t.setup.weight_bytes)
+       << ", \"gbps\": " << stat_json(gb) << ", \"fraction_of_read_ceiling\": " << stat_json(frac)
+       << ", \"speedup_vs_baseline\": " << stat_json(speed) << "}";
+    const auto gbs = r.gbps(t);
+    const auto fracs = r.bound_fractions(t);
+    const auto speeds = r.speedups(t);
+    const auto ceil_it = r.ceiling_gbps.find(a.threads);
+    for (std::size_t k = 0; k < t.seconds.size(); ++k)
+      csv << run.index << "," << label << "," << k << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << "," << a.load
+          << "," << n << "," << json_number(t.seconds[k]) << "," << json_number(toks[k]) << "," << json_number(t.setup.weight_bytes) << ","
+          << json_number(gbs[k]) << "," << (ceil_it != r.ceiling_gbps.end() ? json_number(ceil_it->second[k]) : "") << ","
+          << (k < fracs.size() ? json_number(fracs[k]) : "") << "," << (k < speeds.size() ? json_number(speeds[k]) : "") << "\n";
+    if (t.verified) bars.push_back({a.name, tok.median, tok.min, tok.max, speed.valid ? sig(speed.median) + "× vs baseline" : ""});
+    RunReport::ArmValues v{a.name, a.layout, {{prefix + "tok_s", tok.median}, {prefix + "speedup", speed.median}, {"max_logit_diff", a.max_logit_diff}}};
+    if (frac.valid) v.values.emplace_back(prefix + "read_ceiling_fraction", frac.median);
+    if (t.verified) rep.arm_values.push_back(std::move(v));
+  }
+  js << "]}";
+  md << failures_text(m);
+  md << "\nms and tok/s: median over kept rounds [min–max]; weight GB/s = ternary weight bytes streamed per call / time";
+  md << (decode ? "; decode bandwidth fraction = ternary weight bytes per token / time per token / that round's memory read ceiling on the "
+                  "arm's thread count (above 100% means the weights fit in cache)"
+                : "; of read ceiling = the same against that round's ceiling (prefill reads each weight once per batch)");
+  md << "; vs baseline = median of per-round time ratios (> 1 is faster).\n";
+  if (!bars.empty()) rep.svgs.emplace_back(prefix + "tok_s.svg", svg_bars(rep.title + ": " + label + " tokens/s", "tok/s", bars, {}));
+  rep.markdown = md.str();
+  rep.csv = csv.str();
+  rep.json = js.str();
+  return rep;
+}
+
+RunReport run_speed(const RunSpec& run, RunContext& ctx, bool decode) {
+  const int n = int(run.integer("tokens", decode ? 32 : 64, 1, 1 << 20));
+  const ModelArms m = load_and_check(run, ctx, 8, int(run.integer("verify_tokens", 4, 1, 4096)));
+  return measure_speed(run, ctx, m, decode, n);
+}
+
+// pp N then tg N over the same loaded arms: one report with both tables, arm values merged per arm.
+RunReport run_prefill_decode(const RunSpec& run, RunContext& ctx) {
+  const ModelArms m = load_and_check(run, ctx, 8, int(run.integer("verify_tokens", 4, 1, 4096)));
+  RunReport pp = measure_speed(run, ctx, m, false, int(run.integer("prefill_tokens", 64, 1, 1 << 20)));
+  RunReport tg = measure_speed(run, ctx, m, true, int(run.integer("decode_tokens", 32, 1, 1 << 20)));
+  RunReport rep;
+  rep.title = run.name();
+  rep.ok = pp.ok && tg.ok;
+  rep.markdown = pp.markdown + "\n" + tg.markdown;
+  rep.csv = pp.csv + tg.csv.substr(tg.csv.find('\n') + 1);
+  rep.json = cat("{\"index\": ", run.index, ", \"name\": ", json_string(rep.title), ", \"kind\": \"speed\", \"prefill\": ", pp.json,
+                 ", \"decode\": ", tg.json, "}");
+  rep.svgs = pp.svgs;
+  rep.svgs.insert(rep.svgs.end(), tg.svgs.begin(), tg.svgs.end());
+  rep.arm_values = pp.arm_values;
+  for (const RunReport::ArmValues& v : tg.arm_values) {
+    auto it = std::find_if(rep.arm_values.begin(), rep.arm_values.end(), [&](const auto& x) { return x.arm == v.arm; });
+    if (it == rep.arm_values.end()) continue;  // an arm is listed only when both passes verified it
+    it->values.insert(it->values.end(), v.values.begin(), v.values.end());
+  }
+  std::erase_if(rep.arm_values, [&](const auto& x) { return std::isnan(x.get("decode_tok_s")); });
+  return rep;
+}
+
+// --- perplexity ---------------------------------------------------------------------------------
+
+RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
+  const int chunk = int(run.integer("chunk", 64, 2, 1 << 20));
+  const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
+  ModelArms m = load_and_check(run, ctx, 8, verify_n);
+  // The stream: the text file through the model's tokenizer, else pseudo-random tokens.
+  std::vector<std::int32_t> stream;
+  std::string source;
+  const Located text_at = run.at("text");
+  const ModelArm& base = m.arms[m.baseline];
+  if (text_at && base.model) {
+    std::ifstream f(as_string(text_at), std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    stream = model::Tokenizer::from_gguf(base.model->file()).encode(ss.str());
+    if (run.at("tokens") && stream.size() > std::size_t(run.integer("tokens", 256, 2, std::int64_t(1) << 30)))
+      stream.resize(std::size_t(run.integer("tokens", 256, 2, std::int64_t(1) << 30)));
+    source = cat("text file ", as_string(text_at), " (", stream.size(), " tokens)");
+  } else {
+    stream = model::random_tokens(int(run.integer("tokens", 256, 2, std::int64_t(1) << 30)), std::max(m.vocab, 1), run_seed(run) + 2);
+    source = cat(stream.size(), " pseudo-random tokens (seed ", run_seed(run) + 2, ")");
+  }
+  std::vector<double> ppl(m.arms.size(), std::numeric_limits<double>::quiet_NaN());
+  std::vector<std::int64_t> predicted(m.arms.size(), 0);
+  const auto run_ppl = [&](std::size_t i) {
+    const model::Perplexity p = model::perplexity(*m.arms[i].model, stream, chunk);
+    ppl[i] = p.value();
+    predicted[i] = p.predicted;
+  };
+  if (base.failure.empty()) run_ppl(m.baseline);
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    ModelArm& a = m.arms[i];
+    if (i == m.baseline || !a.failure.empty()) continue;
+    run_ppl(i);
+    if (fixed_text(ppl[i], 4) != fixed_text(ppl[m.baseline], 4))
+      a.failure = cat("perplexity ", fixed_text(ppl[i], 6), " differs from the baseline's ", fixed_text(ppl[m.baseline], 6), " at 4 decimals");
+  }
+  std::vector<ArmSetup> setups;
+  for (ModelArm& a : m.arms) {
+    ArmSetup s = setup_of(a);
+    if (a.model) {
+      Model* model = a.model.get();
+      s.call = [model, stream, chunk] { model::perplexity(*model, stream, chunk); };
+    }
+    setups.push_back(std::move(s));
+  }
+  const TimingResult r = measure_arms(std::move(setups), measure_options(run, 1, 0), ctx.pools, ctx.progress);
+
+  RunReport rep;
+  rep.title = run.name();
+  std::ostringstream md, csv, js;
+  md << "### " << rep.title << "\n\n" << model_line(m);
+  md << "kind perplexity over " << source << " in chunks of " << chunk << " tokens, each from a fresh state; every arm must match the "
+     << "baseline '" << r.baseline << "' to 4 decimals (the kernels promise bit-identical floats) and share its greedy tokens; "
+     << r.rounds << " timed passes kept after " << r.warmup << " warm-up, arms interleaved.\n\n";
+  md << "| arm | layout | kernel | thr | load | greedy check | perplexity | predicted tokens | s/pass | tok/s | vs baseline |\n"
+        "|---|---|---|--:|---|---|--:|--:|--:|--:|--:|\n";
+  csv << "run,round,arm,layout,kernel,threads,load,perplexity,predicted,seconds,speedup_vs_baseline\n";
+  js << run_json_head(run, rep.title, m) << ", \"chunk\": " << chunk << ", \"stream_tokens\": " << stream.size() << ", \"arms\": [";
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    const ModelArm& a = m.arms[i];
+    const ArmTiming& t = r.arms[i];
+    const Stat secs = stat_of(t.seconds), speed = stat_of(r.speedups(t));
+    if (!t.verified) rep.ok = false;
+    const bool have = std::isfinite(ppl[i]);
+    md << "| " << a.name << (i == m.baseline ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << a.threads << " | "
+       << a.load << " | " << check_cell(a, i == m.baseline) << " | " << (have ? fixed_text(ppl[i], 4) : "—") << " | " << predicted[i]
+       << " | " << with_range(secs) << " | " << (secs.valid ? sig(double(stream.size()) / secs.median) : "—") << " | "
+       << with_range(speed, "×") << " |\n";
+    js << (i ? ", " : "") << arm_json_head(a) << ", \"perplexity\": " << json_number(ppl[i]) << ", \"predicted\": " << predicted[i]
+       << ", \"seconds_per_pass\": " << stat_json(secs) << ", \"speedup_vs_baseline\": " << stat_json(speed) << "}";
+    for (std::size_t k = 0; k < t.seconds.size(); ++k)
+      csv << run.index << "," << k << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << "," << a.load << ","
+          << json_number(ppl[i]) << "," << predicted[i] << "," << json_number(t.seconds[k]) << ","
+          << (k < r.speedups(t).size() ? json_number(r.speedups(t)[k]) : "") << "\n";
+    if (have && t.verified) rep.arm_values.push_back({a.name, a.layout, {{"perplexity", ppl[i]}, {"max_logit_diff", a.max_logit_diff}}});
+  }
+  js << "]}";
+  md << failures_text(m);
+  rep.markdown = md.str();
+  rep.csv = csv.str();
+  rep.json = js.str();
+  return rep;
+}
+
+// --- greedy -------------------------------------------------------------------------------------
+
+RunReport run_greedy(const RunSpec& run, RunContext& ctx) {
+  const int n = int(run.integer("tokens", 16, 1, 1 << 20));
+  const int prompt_len = int(run.integer("prompt_tokens", 8, 1, 1 << 20));
+  const ModelArms m = load_and_check(run, ctx, prompt_len, n);
+  RunReport rep;
+  rep.title = run.name();
+  std::ostringstream md, csv, js;
+  md << "### " << rep.title << "\n\n" << model_line(m);
+  md << "kind greedy: " << n << " greedy tokens after a " << prompt_len << "-token pseudo-random prompt (seed " << run_seed(run)
+     << "), every arm against the baseline '" << m.arms[m.baseline].name << "'; untimed.\n\n";
+  md << "| arm | layout | kernel | thr | load | tokens equal | first difference | max \\|Δlogit\\| | result |\n|---|---|---|--:|---|--:|--:|--:|---|\n";
+  csv << "run,arm,layout,kernel,threads,load,tokens_equal,first_difference,max_logit_diff,result,tokens\n";
+  js << run_json_head(run, rep.title, m) << ", \"tokens\": " << n << ", \"prompt_tokens\": " << prompt_len << ", \"arms\": [";
+  const ModelArm& base = m.arms[m.baseline];
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    const ModelArm& a = m.arms[i];
+    std::size_t equal = 0;
+    while (equal < a.tokens.size() && equal < base.tokens.size() && a.tokens[equal] == base.tokens[equal]) ++equal;
+    const bool ok = a.failure.empty();
+    if (!ok) rep.ok = false;
+    const std::string result = ok ? (i == m.baseline ? "baseline" : "equal") : "**FAILED**";
+    md << "| " << a.name << (i == m.baseline ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << a.threads << " | "
+       << a.load << " | " << equal << "/" << n << " | " << (a.first_difference >= 0 ? cat(a.first_difference) : "—") << " | "
+       << (i == m.baseline ? "—" : sig(a.max_logit_diff)) << " | " << result << " |\n";
+    std::vector<std::string> toks;
+    for (std::int32_t t : a.tokens) toks.push_back(cat(t));
+    csv << run.index << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << "," << a.load << "," << equal << ","
+        << a.first_difference << "," << json_number(a.max_logit_diff) << "," << (ok ? "ok" : "failed") << "," << join(toks, " ") << "\n";
+    js << (i ? ", " : "") << arm_json_head(a) << ", \"tokens_equal\": " << equal << ", \"first_difference\": " << a.first_difference
+       << ", \"tokens\": [" << join(toks, ", ") << "]}";
+    if (ok) rep.arm_values.push_back({a.name, a.layout, {{"max_logit_diff", a.max_logit_diff}}});
+  }
+  js << "]}";
+  md << failures_text(m);
+  rep.markdown = md.str();
+  rep.csv = csv.str();
+  rep.json = js.str();
+  return rep;
+}
+
+// --- profile ------------------------------------------------------------------------------------
+
+RunReport run_profile(const RunSpec& run, RunContext& ctx) {
+  const int prompt_len = int(run.integer("prompt_tokens", 16, 1, 1 << 20));
+  const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
+  ModelArms m = load_and_check(run, ctx, 8, verify_n);
+  const std::vector<std::int32_t> prompt = model::random_tokens(prompt_len + 1, std::max(m.vocab, 1), run_seed(run) + 3);
+  // Each arm decodes the same token after the same prefilled context: a snapshot copied per call
+  // (the copy is outside the profiled forward call).
+  struct Profiled {
+    model::Session snapshot;
+    std::vector<model::OpProfile> calls;
+  };
+  std::vector<std::shared_ptr<Profiled>> profiled;
+  std::vector<ArmSetup> setups;
+  for (ModelArm& a : m.arms) {
+    ArmSetup s = setup_of(a);
+    auto p = std::make_shared<Profiled>();
+    if (a.model && a.failure.empty()) {
+      Model* model = a.model.get();
+      p->snapshot = model->new_session();
+      model->forward(p->snapshot, std::span(prompt.data(), std::size_t(prompt_len)));
+      const std::int32_t next = prompt.back();
+      s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token());
+      s.call = [model, p, next] {
+        model::Session session = p->snapshot;
+        model::OpProfile prof;
+        model->forward(session, std::span(&next, 1), false, &prof);
+        p->calls.push_back(prof);
+      };
+    }
+    profiled.push_back(p);
+    setups.push_back(std::move(s));
+  }
+  const TimingResult r = measure_arms(std::move(setups), measure_options(run), ctx.pools, ctx.progress);
+
+  RunReport rep;
+  rep.title = run.name();
+  constexpr int kOps = model::OpProfile::count;
+  std::ostringstream md, csv, js;
+  md << "### " << rep.title << "\n\n" << model_line(m);
+  md << "kind profile: wall time per op of one decode token after a " << prompt_len << "-token context, from model::OpProfile; "
+     << r.rounds << " rounds kept after " << r.warmup << " warm-up, arms interleaved; every arm's greedy tokens checked against the baseline "
+     << "'" << r.baseline << "' before timing. Cells: ms, median over rounds of the per-round mean.\n\n";
+  md << ceilings_text(r);
+  md << "| arm | layout | kernel | thr | greedy check |";
+  for (int op = 0; op < kOps; ++op) md << " " << model::OpProfile::name(op) << " |";
+  md << " total ms | matmul GB/s | matmul of read ceiling | vs baseline |\n|---|---|---|--:|---|";
+  for (int op = 0; op < kOps; ++op) md << "--:|";
+  md << "--:|--:|--:|--:|\n";
+  csv << "run,round,arm,layout,kernel,threads,op,seconds\n";
+  js << run_json_head(run, rep.title, m) << ", \"prompt_tokens\": " << prompt_len << ", \"rounds\": " << r.rounds << ", \"arms\": [";
+  // Per arm, per kept round: mean seconds per op, and the total.
+  std::vector<std::vector<std::array<double, kOps>>> per_round(m.arms.size());
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    const ArmTiming& t = r.arms[i];
+    const auto& calls = profiled[i]->calls;
+    if (!t.verified || t.reps == 0) continue;
+    for (int k = 0; k < r.rounds; ++k) {
+      const std::size_t first = 1 + std::size_t(r.warmup + k) * std::size_t(t.reps);  // after the calibration call
+      std::array<double, kOps> mean{};
+      for (std::size_t c = first; c < first + std::size_t(t.reps) && c < calls.size(); ++c)
+        for (int op = 0; op < kOps; ++op) mean[std::size_t(op)] += calls[c].seconds[std::size_t(op)] / t.reps;
+      per_round[i].push_back(mean);
+    }
+  }
+  const auto totals = [&](std::size_t i) {
+    std::vector<double> v;
+    for (const auto& a : per_round[i]) {
+      double s = 0;
+      for (double x : a) s += x;
+      v.push_back(s);
+    }
+    return v;
+  };
+  const std::vector<double> base_totals = totals(m.baseline);
+  std::vector<BarItem> bars;
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    const ModelArm& a = m.arms[i];
+    const ArmTiming& t = r.arms[i];
+    if (!t.verified) rep.ok = false;
+    md << "| " << a.name << (i == m.baseline ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << a.threads << " | "
+       << check_cell(a, i == m.baseline) << " |";
+    js << (i ? ", " : "") << arm_json_head(a) << ", \"ms\": {";
+    for (int op = 0; op < kOps; ++op) {
+      std::vector<double> v;
+      for (const auto& round : per_round[i]) v.push_back(round[std::size_t(op)]);
+      const Stat s = stat_of(v);
+      md << " " << (s.valid ? sig(s.median * 1e3) : "—") << " |";
+      js << (op ? ", " : "") << json_string(model::OpProfile::name(op)) << ": " << stat_json(stat_of([&] {
+              for (double& x : v) x *= 1e3;
+              return v;
+            }()));
+    }
+    const std::vector<double> tot = totals(i);
+    std::vector<double> gbps, frac, speed;
+    const auto ceil_it = r.ceiling_gbps.find(a.threads);
+    for (std::size_t k = 0; k < per_round[i].size(); ++k) {
+      const double mm = per_round[i][k][model::OpProfile::matmul];
+      gbps.push_back(t.setup.weight_bytes / mm / 1e9);
+      if (ceil_it != r.ceiling_gbps.end() && k < ceil_it->second.size()) frac.push_back(gbps.back() / ceil_it->second[k]);
+      if (k < base_totals.size()) speed.push_back(base_totals[k] / tot[k]);
+      for (int op = 0; op < kOps; ++op)
+        csv << run.index << "," << k << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << ","
+            << model::OpProfile::name(op) << "," << json_number(per_round[i][k][std::size_t(op)]) << "\n";
+    }
+    const Stat total = stat_of(tot), g = stat_of(gbps), f = stat_of(frac), sp = stat_of(speed);
+    md << " " << with_range(total, "", 1e3) << " | " << (g.valid ? sig(g.median) : "—") << " | " << with_range(f, "%", 100) << " | "
+       << with_range(sp, "×") << " |\n";
+    js << "}, \"total_ms\": " << stat_json(Stat{total.median * 1e3, total.min * 1e3, total.max * 1e3, total.valid})
+       << ", \"matmul_gbps\": " << stat_json(g) << ", \"matmul_fraction_of_read_ceiling\": " << stat_json(f)
+       << ", \"speedup_vs_baseline\": " << stat_json(sp) << "}";
+    if (total.valid) bars.push_back({a.name, total.median * 1e3, total.min * 1e3, total.max * 1e3, ""});
+  }
+  js << "]}";
+  md << failures_text(m);
+  md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
+        "arm's thread count; vs baseline = median of per-round ratios of the totals (> 1 is faster).\n";
+  if (!bars.empty()) rep.svgs.emplace_back("decode_ms.svg", svg_bars(rep.title + ": one decode token", "ms", bars, {}));
+  rep.markdown = md.str();
+  rep.csv = csv.str();
+  rep.json = js.str();
+  return rep;
+}
+
+}  // namespace
+
+void register_model_kinds() {
+  const std::vector<KeySpec> keys = model_keys();
+  register_kind({"prefill", "pp N: prompt tokens/s of a whole model per arm (layout x kernel x threads x load)",
+                 with(keys, {{"tokens", Type::integer, true, "prompt length (default 64)"}}), {}, validate_model_kind,
+                 [](const RunSpec& r, RunContext& c) { return run_speed(r, c, false); },
+                 [](const RunSpec& r) { return model_units(r, 5, 1); }});
+  register_kind({"decode", "tg N: decode tokens/s and the decode bandwidth fraction against the memory read ceiling",
+                 with(keys, {{"tokens", Type::integer, true, "decoded tokens per call (default 32)"}}), {}, validate_model_kind,
+                 [](const RunSpec& r, RunContext& c) { return run_speed(r, c, true); },
+                 [](const RunSpec& r) { return model_units(r, 5, 1); }});
+  register_kind({"speed", "pp N and tg N over the same loaded arms: prefill and decode tokens/s, decode bandwidth fraction",
+                 with(keys, {{"prefill_tokens", Type::integer, true, "prompt length of pp (default 64)"},
+                             {"decode_tokens", Type::integer, true, "decoded tokens of tg (default 32)"}}),
+                 {}, validate_model_kind, run_prefill_decode,
+                 [](const RunSpec& r) { return model_units(r, 5, 1) + measure_units(r.arms.size(), measure_options(r)); }});
+  register_kind({"perplexity", "perplexity per arm over a text file or a synthetic stream; equal across arms to 4 decimals",
+                 with(keys, {{"tokens", Type::integer, true, "stream length (default 256; caps a text file's tokens)"},
+                             {"chunk", Type::integer, true, "tokens per chunk, each from a fresh state (default 64)"},
+                             {"text", Type::string, true, "a text file, tokenized with the model's tokenizer"}}),
+                 {}, validate_model_kind, run_perplexity, [](const RunSpec& r) { return model_units(r, 1, 0); }});
+  register_kind({"greedy", "greedy-token equivalence of every arm with the baseline arm, max |logit difference| (untimed)",
+                 with(keys, {{"tokens", Type::integer, true, "greedy tokens compared (default 16)"},
+                             {"prompt_tokens", Type::integer, true, "pseudo-random prompt length (default 8)"}}),
+                 {}, validate_model_kind, run_greedy, [](const RunSpec& r) { return std::int64_t(2 * r.arms.size()); }});
+  register_kind({"profile", "per-op wall time of one decode token (matmul, quantize, Hadamard, GDN, attention, norms, other)",
+                 with(keys, {{"prompt_tokens", Type::integer, true, "context before the profiled token (default 16)"}}), {},
+                 validate_model_kind, run_profile, [](const RunSpec& r) { return model_units(r, 5, 1); }});
+}
+
+}  // namespace ternlab::experiments

@@ -1,0 +1,192 @@
+// The model experiment kinds end to end on the synthetic micro preset (4 layers, hidden 128, vocab
+// 260: fast even under qemu): results written, perplexity and greedy tokens equal across layouts and
+// thread counts, an arm on different weights reported failed and never timed, and bad keys named
+// with their file and line before anything runs.
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <set>
+#include <sstream>
+
+#include "common/strings.hpp"
+#include "experiments/config.hpp"
+#include "experiments/kinds.hpp"
+#include "experiments/report.hpp"
+#include "experiments/run_context.hpp"
+#include "experiments/runner.hpp"
+#include "model/model.hpp"
+#include "model/synth.hpp"
+#include "tests/support.hpp"
+
+using namespace ternlab;
+using namespace ternlab::experiments;
+using test::check_error;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch folder per test process, removed at exit.
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / cat("ternlab-model-kinds-", getpid());
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+const fs::path& scratch() {
+  static Scratch s;
+  return s.dir;
+}
+
+// The micro preset with another seed: same shapes, different trits, so greedy tokens differ.
+const std::string& other_weights() {
+  static const std::string p = [] {
+    const std::string path = (scratch() / "micro-other.gguf").string();
+    model::write_synthetic(model::find_preset("micro"), path, {99, 142});
+    return path;
+  }();
+  return p;
+}
+
+// Keys every test run shares: one kept round, no warm-up, a token-sized ceiling buffer.
+std::string head(const std::string& kind) {
+  return cat("kind = \"", kind, "\"\npreset = \"micro\"\nseed = 7\noutput = \"", (scratch() / "results").string(),
+             "\"\nrounds = 1\nwarmup = 0\nceiling_mib = 1\nsample_ms = 0.01\nverify_tokens = 3\n");
+}
+
+const std::string kAllLayouts = "[[arm]]\nlayout = [\"pq2_0\", \"ptq1_0\", \"t2x4\", \"t2p\"]\n";
+
+RunReport run_text(const std::string& text) {
+  const Plan plan = load_plan_text(text, "model.toml", {});
+  Pools pools;
+  Progress progress(0, false);
+  std::ostringstream log;
+  RunContext ctx{pools, progress, log};
+  const RunSpec& run = plan.runs.front();
+  return find_kind(run.kind, run.at("kind")).run(run, ctx);
+}
+
+std::string write_toml(const std::string& name, const std::string& text) {
+  const fs::path p = scratch() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_SUITE("model-kinds") {
+  TEST_CASE("speed (pp and tg) through the runner: every layout verified and timed, results written, preset cached") {
+    const std::string path = write_toml("speed.toml", head("speed") + "prefill_tokens = 8\ndecode_tokens = 4\nbaseline = \"pq2_0\"\n" + kAllLayouts);
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(path, RunOptions{{}, false, 0}, out);
+    INFO(out.str());
+    CHECK(o.exit_code == 0);
+    for (const char* f : {"summary.md", "summary.json", "rounds.csv", "experiment.toml", "prefill_tok_s.svg", "decode_tok_s.svg"})
+      CHECK(fs::is_regular_file(fs::path(o.folder) / f));
+    CHECK(fs::is_regular_file(scratch() / "results" / "models" / "micro-seed7.gguf"));
+    const std::string csv = read(fs::path(o.folder) / "rounds.csv");
+    for (const char* layout : {"pq2_0", "ptq1_0", "t2x4", "t2p"}) {
+      CHECK(csv.find(cat(",pp8,0,", layout, ",")) != std::string::npos);
+      CHECK(csv.find(cat(",tg4,0,", layout, ",")) != std::string::npos);
+    }
+    CHECK(o.markdown.find("decode bandwidth fraction") != std::string::npos);
+    CHECK(o.markdown.find("FAILED") == std::string::npos);
+  }
+
+  TEST_CASE("perplexity is identical across layouts and thread counts, and matches a direct computation") {
+    const RunReport rep = run_text(head("perplexity") + "tokens = 40\nchunk = 16\n[[arm]]\nlayout = [\"pq2_0\", \"ptq1_0\", \"t2x4\", \"t2p\"]\n"
+                                   "threads = [1, 2]\n");
+    CHECK(rep.ok);
+    REQUIRE(rep.arm_values.size() == 8);
+    std::set<std::string> values;
+    for (const auto& v : rep.arm_values) {
+      std::ostringstream s;
+      s << std::fixed << std::setprecision(4) << v.get("perplexity");
+      values.insert(s.str());
+      CHECK(std::isfinite(v.get("perplexity")));
+      CHECK(v.get("perplexity") > 1.0);
+    }
+    CHECK(values.size() == 1);
+    // 40 tokens in chunks of 16: 15 + 15 + 7 predicted tokens.
+    CHECK(rep.json.find("\"predicted\": 37") != std::string::npos);
+  }
+
+  TEST_CASE("greedy: equal tokens across layouts; an arm on different weights is reported failed") {
+    const RunReport ok = run_text(head("greedy") + "tokens = 6\nprompt_tokens = 4\n" + kAllLayouts);
+    CHECK(ok.ok);
+    CHECK(ok.arm_values.size() == 4);
+    const RunReport bad = run_text(head("greedy") + "tokens = 6\nprompt_tokens = 4\n[[arm]]\nlayout = \"pq2_0\"\n[[arm]]\nname = \"other\"\n"
+                                   "layout = \"t2p\"\nmodel = \"" + other_weights() + "\"\n");
+    CHECK_FALSE(bad.ok);
+    CHECK(bad.markdown.find("**other failed verification and was not timed:** greedy token") != std::string::npos);
+  }
+
+  TEST_CASE("a failing arm in a timed kind is never timed and makes the run fail") {
+    const std::string path = write_toml("broken.toml", head("decode") + "tokens = 2\n[[arm]]\nlayout = \"pq2_0\"\n[[arm]]\nname = \"other\"\n"
+                                                       "layout = \"t2p\"\nmodel = \"" + other_weights() + "\"\n");
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(path, RunOptions{{}, false, 0}, out);
+    CHECK(o.exit_code == 1);
+    const std::string csv = read(fs::path(o.folder) / "rounds.csv");
+    CHECK(csv.find(",pq2_0,") != std::string::npos);
+    CHECK(csv.find(",other,") == std::string::npos);
+    CHECK(o.markdown.find("**FAILED**") != std::string::npos);
+  }
+
+  TEST_CASE("profile: every op of one decode token per arm") {
+    const RunReport rep = run_text(head("profile") + "prompt_tokens = 4\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
+    CHECK(rep.ok);
+    for (int op = 0; op < model::OpProfile::count; ++op) {
+      CHECK(rep.markdown.find(model::OpProfile::name(op)) != std::string::npos);
+      CHECK(rep.csv.find(cat(",1,", model::OpProfile::name(op), ",")) != std::string::npos);  // t2p's row, 1 thread
+    }
+    CHECK(rep.json.find("\"ternary matmul\": {\"median\"") != std::string::npos);
+  }
+
+  TEST_CASE("configs/model-*.toml validate, and model-tiny.toml runs on the micro preset") {
+    int files = 0;
+    for (const auto& e : fs::directory_iterator(TERNLAB_SOURCE_DIR "/configs"))
+      if (e.path().filename().string().rfind("model-", 0) == 0) {
+        INFO(e.path().string());
+        CHECK_NOTHROW(load_plan(e.path().string(), {}));
+        ++files;
+      }
+    CHECK(files >= 5);
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(TERNLAB_SOURCE_DIR "/configs/model-tiny.toml",
+                                             RunOptions{{"preset=micro", "output=" + (scratch() / "results").string(), "rounds=1",
+                                                         "warmup=0", "ceiling_mib=1", "prefill_tokens=8", "decode_tokens=4"},
+                                                        false, 0},
+                                             out);
+    INFO(out.str());
+    CHECK(o.exit_code == 0);
+    CHECK(fs::is_regular_file(fs::path(o.folder) / "summary.md"));
+  }
+
+  TEST_CASE("bad input names the file, line and key before anything runs") {
+    const auto plan = [](const std::string& text) { load_plan_text(text, "model.toml", {}); };
+    check_error([&] { plan(head("decode") + "tokenz = 3\n" + kAllLayouts); }, "model.toml:10: key 'tokenz'", "unknown key", "tokens");
+    check_error([&] { plan("kind = \"decode\"\npreset = \"huge\"\n" + kAllLayouts); }, "model.toml:2: key 'preset'", "huge", "tiny");
+    check_error([&] { plan("kind = \"decode\"\nmodel = \"/nonexistent/m.gguf\"\n" + kAllLayouts); }, "model.toml:2: key 'model'",
+                "no such model file '/nonexistent/m.gguf'");
+    check_error([&] { plan("kind = \"decode\"\n" + kAllLayouts); }, "model.toml", "needs model", "micro");
+    check_error([&] { plan("kind = \"decode\"\nmodel = \"a.gguf\"\npreset = \"tiny\"\n" + kAllLayouts); }, "key 'preset'", "not both");
+    check_error([&] { plan(head("decode") + "load = \"mapped\"\n" + kAllLayouts); }, "model.toml:10: key 'load'", "mmap or memory");
+    check_error([&] { plan(head("decode") + "[[arm]]\nlayout = \"t9\"\n"); }, "model.toml:11: key 'arm[0].layout'", "t9");
+    check_error([&] { plan(head("decode") + "[[arm]]\nlayout = \"t2p\"\nmodel = \"missing.gguf\"\n"); }, "key 'arm[0].model'", "missing.gguf");
+    check_error([&] { plan(head("perplexity") + "text = \"missing.txt\"\n" + kAllLayouts); }, "model.toml:10: key 'text'", "no such text file");
+    check_error([&] { plan(head("decode") + "baseline = \"t3\"\n" + kAllLayouts); }, "key 'baseline'", "no arm is called 't3'");
+    check_error([&] { plan(head("greedy") + "[[arm]]\nlayout = \"t2p\"\nkernel = \"nope\"\n"); }, "key 'arm[0].kernel'", "nope");
+  }
+}
