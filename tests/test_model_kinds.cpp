@@ -182,6 +182,10 @@ TEST_SUITE("model-kinds") {
                 "no such model file '/nonexistent/m.gguf'");
     check_error([&] { plan("kind = \"decode\"\n" + kAllLayouts); }, "model.toml", "needs model", "micro");
     check_error([&] { plan("kind = \"decode\"\nmodel = \"a.gguf\"\npreset = \"tiny\"\n" + kAllLayouts); }, "key 'preset'", "not both");
+    // `--set model=FILE` replaces the file's preset (the configs' documented way to run a real
+    // model): the missing file is then what is reported, not an ambiguity.
+    check_error([&] { load_plan_text("kind = \"decode\"\npreset = \"tiny\"\n" + kAllLayouts, "model.toml", {"model=/nonexistent/real.gguf"}); },
+                "--set model=/nonexistent/real.gguf", "no such model file");
     check_error([&] { plan(head("decode") + "load = \"mapped\"\n" + kAllLayouts); }, "model.toml:10: key 'load'", "mmap or memory");
     check_error([&] { plan(head("decode") + "[[arm]]\nlayout = \"t9\"\n"); }, "model.toml:11: key 'arm[0].layout'", "t9");
     check_error([&] { plan(head("decode") + "[[arm]]\nlayout = \"t2p\"\nmodel = \"missing.gguf\"\n"); }, "key 'arm[0].model'", "missing.gguf");
