@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "ternlab_git.hpp"  // generated at build time (cmake/git_version.cmake)
 
 int main(int argc, char** argv) {
   CLI::App app{"ternlab: a workbench for the bit layouts of ternary LLM weights", "ternlab"};

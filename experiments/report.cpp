@@ -16,7 +16,9 @@
 #include "experiments/measure.hpp"
 #include "kernels/cpu.hpp"
 
-#ifndef TERNLAB_GIT
+#if defined(TERNLAB_HAVE_GIT_HEADER)
+#include "ternlab_git.hpp"  // generated at build time (cmake/git_version.cmake)
+#else
 #define TERNLAB_GIT ""
 #endif
 #ifndef TERNLAB_CXX
