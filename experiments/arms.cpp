@@ -67,6 +67,17 @@ void check_baseline(const RunSpec& run) {
   fail_at(at, "no arm is called '", b, "' (arms: ", join(names), ")");
 }
 
+void check_timed_run(const RunSpec& run) {
+  run.integer("rounds", 5, 1, 100000);
+  run.integer("warmup", 1, 0, 100000);
+  run.integer("threads", 1, 1, 4096);
+  run.integer("ceiling_mib", 1024, 1, 1 << 20);
+  run.number("sample_ms", 20, 0.001, 1e6);
+  run.boolean("pin", false);
+  if (run.arms.empty()) fail(run.file, ": kind '", run.kind, "' needs at least one [[arm]] table");
+  check_baseline(run);
+}
+
 MeasureOptions measure_options(const RunSpec& run, int rounds, int warmup) {
   MeasureOptions opt;
   opt.rounds = int(run.integer("rounds", rounds, 1, 100000));

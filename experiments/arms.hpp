@@ -31,6 +31,9 @@ KernelVariant arm_kernel(const ArmSpec& arm, const LayoutInfo& L, bool need_gemm
 int arm_threads(const RunSpec& run, const ArmSpec& arm);
 // `baseline`, when given, names one of the arms.
 void check_baseline(const RunSpec& run);
+// The keys every timed kind reads (rounds, warmup, threads, ceiling_mib, sample_ms, pin), at least one
+// arm and the baseline: checked for the whole plan before anything runs.
+void check_timed_run(const RunSpec& run);
 // rounds, warmup, sample_ms, ceiling_mib and baseline of a run; the defaults are the kind's.
 MeasureOptions measure_options(const RunSpec& run, int rounds = 5, int warmup = 1);
 

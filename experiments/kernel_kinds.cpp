@@ -35,15 +35,8 @@ bool arm_spawn(const ArmSpec& arm) {
 
 void check_common(const RunSpec& run) {
   run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max());
-  run.integer("rounds", 5, 1, 100000);
-  run.integer("warmup", 1, 0, 100000);
-  run.integer("threads", 1, 1, 4096);
-  run.integer("ceiling_mib", 1024, 1, 1 << 20);
-  run.number("sample_ms", 20, 0.001, 1e6);
   run.boolean("control", true);
-  run.boolean("pin", false);
-  if (run.arms.empty()) fail(run.file, ": kind '", run.kind, "' needs at least one [[arm]] table");
-  check_baseline(run);
+  check_timed_run(run);
   for (const ArmSpec& a : run.arms) {
     arm_threads(run, a);
     arm_spawn(a);

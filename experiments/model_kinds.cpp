@@ -137,17 +137,10 @@ std::string arm_model_path(const ArmSpec& arm, const ModelSource& src) {
 
 void validate_model_kind(const RunSpec& run) {
   run_seed(run);
-  run.integer("rounds", 5, 1, 100000);
-  run.integer("warmup", 1, 0, 100000);
-  run.integer("threads", 1, 1, 4096);
-  run.integer("ceiling_mib", 1024, 1, 1 << 20);
-  run.number("sample_ms", 20, 0.001, 1e6);
-  run.boolean("pin", false);
   run.integer("verify_tokens", 4, 1, 4096);
   run.integer("prefill_chunk", 64, 1, 1 << 16);
   const ModelSource src = model_source(run);
-  if (run.arms.empty()) fail(run.file, ": kind '", run.kind, "' needs at least one [[arm]] table");
-  check_baseline(run);
+  check_timed_run(run);
   for (const ArmSpec& a : run.arms) {
     arm_kernel(a, arm_layout(a), true);
     arm_threads(run, a);
@@ -475,6 +468,16 @@ RunReport run_prefill_decode(const RunSpec& run, RunContext& ctx) {
 
 // --- perplexity ---------------------------------------------------------------------------------
 
+// The report of a model kind: the failed arms' reasons after the table, then the three texts.
+RunReport finish(RunReport rep, std::ostringstream& md, const std::ostringstream& csv, const std::ostringstream& js,
+                 const ModelArms& m) {
+  md << failures_text(m);
+  rep.markdown = md.str();
+  rep.csv = csv.str();
+  rep.json = js.str();
+  return rep;
+}
+
 RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
   const int chunk = int(run.integer("chunk", 64, 2, 1 << 20));
   const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
@@ -552,11 +555,7 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
     if (have && t.verified) rep.arm_values.push_back({a.name, a.layout, {{"perplexity", ppl[i]}, {"max_logit_diff", a.max_logit_diff}}});
   }
   js << "]}";
-  md << failures_text(m);
-  rep.markdown = md.str();
-  rep.csv = csv.str();
-  rep.json = js.str();
-  return rep;
+  return finish(std::move(rep), md, csv, js, m);
 }
 
 // --- greedy -------------------------------------------------------------------------------------
@@ -594,11 +593,7 @@ RunReport run_greedy(const RunSpec& run, RunContext& ctx) {
     if (ok) rep.arm_values.push_back({a.name, a.layout, {{"max_logit_diff", a.max_logit_diff}}});
   }
   js << "]}";
-  md << failures_text(m);
-  rep.markdown = md.str();
-  rep.csv = csv.str();
-  rep.json = js.str();
-  return rep;
+  return finish(std::move(rep), md, csv, js, m);
 }
 
 // --- profile ------------------------------------------------------------------------------------
