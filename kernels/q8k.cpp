@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "kernels/thread_pool.hpp"
 
 namespace ternlab {
 
@@ -86,16 +87,45 @@ Q8KBatch batch_from_rows(std::vector<BlockQ8K> rows, std::int64_t tokens, std::i
   return b;
 }
 
-Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols) {
+namespace {
+// Blocks [u0, u1) of the tokens x blocks grid; a last block past `cols` (cols % 256 == 128) is
+// quantised from a zero-padded copy.
+void quantize_blocks(const float* x, std::int64_t cols, std::int64_t nb, std::int64_t u0, std::int64_t u1,
+                     BlockQ8K* rows) {
+  for (std::int64_t u = u0; u < u1; ++u) {
+    const std::int64_t t = u / nb, b = u % nb;
+    const float* src = x + t * cols + b * kQK;
+    if ((b + 1) * kQK <= cols) {
+      quantize_row_q8k(src, rows + u, kQK);
+    } else {
+      float padded[kQK] = {};
+      std::copy(src, x + (t + 1) * cols, padded);
+      quantize_row_q8k(padded, rows + u, kQK);
+    }
+  }
+}
+
+std::int64_t checked_blocks(std::int64_t tokens, std::int64_t cols) {
   if (tokens <= 0) fail("activations: ", tokens, " tokens");
   if (cols <= 0 || cols % 128 != 0) fail("activations: inner size ", cols, " is not a positive multiple of 128");
-  const std::int64_t nb = (cols + kQK - 1) / kQK;
+  return (cols + kQK - 1) / kQK;
+}
+}  // namespace
+
+Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols) {
+  const std::int64_t nb = checked_blocks(tokens, cols);
   std::vector<BlockQ8K> rows(std::size_t(tokens * nb));
-  std::vector<float> padded(std::size_t(nb * kQK), 0.0f);
-  for (std::int64_t t = 0; t < tokens; ++t) {
-    std::copy(x + t * cols, x + (t + 1) * cols, padded.begin());
-    quantize_row_q8k(padded.data(), &rows[std::size_t(t * nb)], nb * kQK);
-  }
+  quantize_blocks(x, cols, nb, 0, tokens * nb, rows.data());
+  return batch_from_rows(std::move(rows), tokens, cols);
+}
+
+Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool) {
+  const std::int64_t nb = checked_blocks(tokens, cols);
+  std::vector<BlockQ8K> rows(std::size_t(tokens * nb));
+  pool.run([&](int th) {
+    const auto [u0, u1] = ThreadPool::split(tokens * nb, th, pool.size());
+    quantize_blocks(x, cols, nb, u0, u1, rows.data());
+  });
   return batch_from_rows(std::move(rows), tokens, cols);
 }
 

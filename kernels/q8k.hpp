@@ -11,6 +11,8 @@
 
 namespace ternlab {
 
+class ThreadPool;
+
 inline constexpr int kQK = 256;
 
 struct BlockQ8K {
@@ -70,6 +72,8 @@ struct Q8KBatch {
 
 // x is tokens x cols, row-major.
 Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols);
+// The same, its 256-blocks split over the pool's threads (every block is independent: same bytes).
+Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool);
 // From already quantised rows (tests build exact integer activations this way).
 Q8KBatch batch_from_rows(std::vector<BlockQ8K> rows, std::int64_t tokens, std::int64_t cols);
 

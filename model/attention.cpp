@@ -77,7 +77,7 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
       });
     }
   }
-  const Q8KBatch orot = rotate_and_quantize(c, std::move(o), tokens, std::int64_t(H) * hd, profile);  // site 2
+  const Q8KBatch orot = rotate_and_quantize(c, std::move(o), tokens, std::int64_t(H) * hd, pool, profile);  // site 2
   matmul(w.out, orot, out, pool, profile);
 }
 

@@ -97,7 +97,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
       std::copy(tiled.begin(), tiled.end(), yt);
   }
   }
-  const Q8KBatch yr = rotate_and_quantize(c, std::move(y), tokens, vdim, profile);  // site 2 (after the permute)
+  const Q8KBatch yr = rotate_and_quantize(c, std::move(y), tokens, vdim, pool, profile);  // site 2 (after the permute)
   matmul(w.out, yr, out, pool, profile);
 }
 

@@ -26,9 +26,14 @@ const std::vector<float>& Rotation::signs_for(std::int64_t k) const {
 }
 
 void Rotation::forward(float* x, std::int64_t k) const {
+  for (std::int64_t b = 0; b * block < k; ++b) forward_block(x, k, b);
+}
+
+void Rotation::forward_block(float* x, std::int64_t k, std::int64_t b) const {
   const auto& s = signs_for(k);
-  for (std::int64_t i = 0; i < k; ++i) x[i] *= s[std::size_t(i)];
-  for (std::int64_t b = 0; b < k; b += block) fwht(x + b, block);
+  const std::int64_t i0 = b * block;
+  for (std::int64_t i = i0; i < i0 + block; ++i) x[i] *= s[std::size_t(i)];
+  fwht(x + i0, block);
 }
 
 void Rotation::inverse(float* x, std::int64_t k) const {

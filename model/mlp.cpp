@@ -7,7 +7,7 @@ namespace ternlab::model {
 void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& f, int tokens, float* out,
          ThreadPool& pool, OpProfile* profile) {
   const std::int64_t ff = c.n_ff;
-  const Q8KBatch fr = rotate_and_quantize(c, f, tokens, c.n_embd, profile);
+  const Q8KBatch fr = rotate_and_quantize(c, f, tokens, c.n_embd, pool, profile);
   std::vector<float> gate(static_cast<std::size_t>(tokens * ff)), up(gate.size());
   matmul(w.ffn_gate, fr, gate.data(), pool, profile);
   matmul(w.ffn_up, fr, up.data(), pool, profile);
@@ -15,7 +15,7 @@ void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& 
     OpTimer timer(profile, OpProfile::other);
     for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
   }
-  const Q8KBatch pr = rotate_and_quantize(c, std::move(gate), tokens, ff, profile);
+  const Q8KBatch pr = rotate_and_quantize(c, std::move(gate), tokens, ff, pool, profile);
   matmul(w.ffn_down, pr, out, pool, profile);
 }
 

@@ -45,14 +45,20 @@ OpTimer::~OpTimer() {
                         double(std::chrono::steady_clock::period::num) / double(std::chrono::steady_clock::period::den);
 }
 
-Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k,
+Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k, ThreadPool& pool,
                              OpProfile* profile) {
   {
+    // Every (token, 1024-block) is rotated on its own, so the pool may split them: same floats.
     OpTimer t(profile, OpProfile::hadamard);
-    for (int i = 0; i < tokens; ++i) c.rotation.forward(x.data() + std::int64_t(i) * k, k);
+    const std::int64_t blocks = k / c.rotation.block;
+    if (blocks * c.rotation.block != k) fail("Hadamard rotation: width ", k, " is not a multiple of the block ", c.rotation.block);
+    pool.run([&](int th) {
+      const auto [u0, u1] = ThreadPool::split(std::int64_t(tokens) * blocks, th, pool.size());
+      for (std::int64_t u = u0; u < u1; ++u) c.rotation.forward_block(x.data() + (u / blocks) * k, k, u % blocks);
+    });
   }
   OpTimer t(profile, OpProfile::quantize);
-  return quantize_batch(x.data(), tokens, k);
+  return quantize_batch(x.data(), tokens, k, pool);
 }
 
 void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& pool, OpProfile* profile) {
@@ -239,7 +245,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
       OpTimer t(profile, OpProfile::norm);
       for (int i = 0; i < T; ++i) rms_norm(h.data() + i * d, w.attn_norm.data(), a.data() + i * d, d, c.eps);
     }
-    const Q8KBatch ar = rotate_and_quantize(c, a, T, d, profile);  // site 1, shared by the projections
+    const Q8KBatch ar = rotate_and_quantize(c, a, T, d, *pool_, profile);  // site 1, shared by the projections
     if (w.gdn)
       gated_deltanet(c, w.linear, a, ar, T, s.conv[std::size_t(l)], s.state[std::size_t(l)], m.data(), *pool_,
                      profile);
@@ -263,7 +269,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
     for (int i = 0; i < rows; ++i)
       rms_norm(h.data() + (first + i) * d, output_norm_.data(), o.data() + i * d, d, c.eps);
   }
-  const Q8KBatch orot = rotate_and_quantize(c, std::move(o), rows, d, profile);  // site 5
+  const Q8KBatch orot = rotate_and_quantize(c, std::move(o), rows, d, *pool_, profile);  // site 5
   const std::size_t at = logits.size();
   logits.resize(at + std::size_t(rows) * std::size_t(c.n_vocab));
   matmul(head_, orot, logits.data() + at, *pool_, profile);

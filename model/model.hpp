@@ -119,7 +119,7 @@ void l2_norm(float* x, std::int64_t n, float eps);
 float silu(float x);
 float softplus(float x);
 // Rotates rows of a T x k matrix (forward site) and quantises them for a ternary matmul.
-Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k,
+Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k, ThreadPool& pool,
                              OpProfile* profile);
 // A ternary matmul with time accounted to OpProfile::matmul.
 void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& pool, OpProfile* profile);
