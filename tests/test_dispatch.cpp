@@ -345,7 +345,8 @@ TEST_SUITE("dispatch") {
     if (isa_supported(Isa::avx512vnni)) widest = "vpdpbusd zmm";
     else if (isa_supported(Isa::avx2)) widest = "vpmaddubsw ymm";
 #elif defined(__aarch64__)
-    if (isa_supported(Isa::dotprod)) widest = "sdot";
+    if (isa_supported(Isa::i8mm)) widest = "smmla";
+    else if (isa_supported(Isa::dotprod)) widest = "sdot";
 #endif
     const ComputeCeiling c = int8_compute_ceiling(pool, best_isa(), 1 << 16);
     CHECK(c.instruction == widest);
