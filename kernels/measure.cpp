@@ -46,26 +46,27 @@ std::int64_t scalar_dot_loop(std::int64_t iters) {
 
 #if defined(__aarch64__)
 // sdot / smmla chains: each accumulates into its own register, so none can be shared or folded;
-// kDotChains chains cover the instruction's latency on every core we know of.
-__attribute__((target("arch=armv8.2-a+dotprod"))) std::int64_t sdot_loop(std::int64_t iters) {
-  int32x4_t acc[detail::kDotChains];
-  for (auto& a : acc) a = vdupq_n_s32(0);
-  int8x16_t w = vdupq_n_s8(1), x = vdupq_n_s8(-5);
-  for (std::int64_t i = 0; i < iters; ++i) {
-    for (auto& a : acc) a = vdotq_s32(a, w, x);
-    __asm__ volatile("" : "+w"(w), "+w"(x));
+// kDotChains chains cover the instruction's latency on every core we know of. The loop is compiled
+// with both extensions so that either Op inlines; it emits only the instruction its Op names, so the
+// sdot loop still runs on a CPU without i8mm.
+struct Sdot {  // 16 MACs
+  __attribute__((target("arch=armv8.2-a+dotprod"))) static int32x4_t apply(int32x4_t a, int8x16_t w, int8x16_t x) {
+    return vdotq_s32(a, w, x);
   }
-  int32x4_t s = acc[0];
-  for (int c = 1; c < detail::kDotChains; ++c) s = vaddq_s32(s, acc[c]);
-  return vaddvq_s32(s);
-}
-// smmla: a 2x8 by 8x2 int8 product per instruction, 32 MACs.
-__attribute__((target("arch=armv8.2-a+dotprod+i8mm"))) std::int64_t smmla_loop(std::int64_t iters) {
+};
+struct Smmla {  // a 2x8 by 8x2 int8 product: 32 MACs
+  __attribute__((target("arch=armv8.2-a+dotprod+i8mm"))) static int32x4_t apply(int32x4_t a, int8x16_t w,
+                                                                                 int8x16_t x) {
+    return vmmlaq_s32(a, w, x);
+  }
+};
+template <class Op>
+__attribute__((target("arch=armv8.2-a+dotprod+i8mm"))) std::int64_t neon_dot_loop(std::int64_t iters) {
   int32x4_t acc[detail::kDotChains];
   for (auto& a : acc) a = vdupq_n_s32(0);
   int8x16_t w = vdupq_n_s8(1), x = vdupq_n_s8(-5);
   for (std::int64_t i = 0; i < iters; ++i) {
-    for (auto& a : acc) a = vmmlaq_s32(a, w, x);
+    for (auto& a : acc) a = Op::apply(a, w, x);
     __asm__ volatile("" : "+w"(w), "+w"(x));
   }
   int32x4_t s = acc[0];
@@ -96,8 +97,8 @@ DotLoop widest_dot_loop(Isa ceiling) {
   if (allowed(Isa::avx2)) return {&detail::avx2_maddubs_loop, 32.0 * detail::kDotChains, "vpmaddubsw ymm"};
 #endif
 #if defined(__aarch64__)
-  if (allowed(Isa::i8mm)) return {&smmla_loop, 32.0 * detail::kDotChains, "smmla"};
-  if (allowed(Isa::dotprod)) return {&sdot_loop, 16.0 * detail::kDotChains, "sdot"};
+  if (allowed(Isa::i8mm)) return {&neon_dot_loop<Smmla>, 32.0 * detail::kDotChains, "smmla"};
+  if (allowed(Isa::dotprod)) return {&neon_dot_loop<Sdot>, 16.0 * detail::kDotChains, "sdot"};
 #endif
   (void)allowed;
   return {&scalar_dot_loop, double(detail::kDotChains), "scalar imul"};
