@@ -18,6 +18,7 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 #include "kernels/isa/avx2.hpp"
+#include "kernels/isa/dot_chains.hpp"
 #include "kernels/strategies/base3.hpp"
 #include "kernels/strategies/slot_mask.hpp"
 #include "kernels/strategies/unpack.hpp"
@@ -37,31 +38,21 @@ bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
          pick_slot_mask<P, 8, 1, 8>(p, gemv, gemm);
 }
 
-// Twelve chains (kDotChains), each feeding its own result back in as the unsigned operand, written
-// as one asm statement on twelve register operands. Both details matter: with a shared operand
-// pair the compiler computed one vpmaddubsw per iteration and added it twelve times, and an
-// accumulator array lives on the stack, which puts a store-to-load round trip into every chain;
-// either way the ceiling read about half of what the port delivers.
+// kDotChains chains, each feeding its own result back in as the unsigned operand (see
+// kernels/isa/dot_chains.hpp for why this is asm).
+#define TERNLAB_MADDUBS(k) "vpmaddubsw %12, %" #k ", %" #k "\n\t"
 std::int64_t maddubs_loop(std::int64_t iters) {
-  static_assert(kDotChains == 12, "the asm below names twelve accumulators");
+  static_assert(kDotChains == 12, "TERNLAB_CHAINS12 names twelve accumulators");
   __m256i a0 = _mm256_set1_epi8(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
           a9 = a0, a10 = a0, a11 = a0;
   const __m256i b = _mm256_set1_epi8(-1);
   for (std::int64_t i = 0; i < iters; ++i)
-    __asm__(
-        "vpmaddubsw %12, %0, %0\n\tvpmaddubsw %12, %1, %1\n\tvpmaddubsw %12, %2, %2\n\t"
-        "vpmaddubsw %12, %3, %3\n\tvpmaddubsw %12, %4, %4\n\tvpmaddubsw %12, %5, %5\n\t"
-        "vpmaddubsw %12, %6, %6\n\tvpmaddubsw %12, %7, %7\n\tvpmaddubsw %12, %8, %8\n\t"
-        "vpmaddubsw %12, %9, %9\n\tvpmaddubsw %12, %10, %10\n\tvpmaddubsw %12, %11, %11"
-        : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6), "+x"(a7), "+x"(a8), "+x"(a9),
-          "+x"(a10), "+x"(a11)
-        : "x"(b));
-  const __m256i s = _mm256_add_epi32(
-      _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
-                       _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7))),
-      _mm256_add_epi32(_mm256_add_epi32(a8, a9), _mm256_add_epi32(a10, a11)));
-  return P::reduce_add(s);
+    __asm__(TERNLAB_CHAINS12(TERNLAB_MADDUBS) : TERNLAB_ACCUMULATORS12("+x", a) : "x"(b));
+  std::int64_t s = 0;
+  for (const __m256i v : {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11}) s += P::reduce_add(v);
+  return s;
 }
+#undef TERNLAB_MADDUBS
 
 std::uint64_t stream_sum(const std::uint64_t* p, std::int64_t n) {
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;

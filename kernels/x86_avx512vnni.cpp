@@ -24,6 +24,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "kernels/isa/avx512vnni.hpp"
+#include "kernels/isa/dot_chains.hpp"
 #include "kernels/strategies/slot_mask.hpp"
 #include "kernels/strategies/unpack.hpp"
 
@@ -41,27 +42,20 @@ bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
          pick_slot_mask<P, 4, 1, 8>(p, gemv, gemm) || pick_slot_mask<P, 2, 2, 8>(p, gemv, gemm);
 }
 
-// As the AVX2 loop (kernels/x86_avx2.cpp): twelve register-resident chains in one asm statement.
+// As the AVX2 loop: kDotChains register-resident chains (kernels/isa/dot_chains.hpp).
+#define TERNLAB_DPBUSD(k) "vpdpbusd %13, %12, %" #k "\n\t"
 std::int64_t dpbusd_loop(std::int64_t iters) {
-  static_assert(kDotChains == 12, "the asm below names twelve accumulators");
+  static_assert(kDotChains == 12, "TERNLAB_CHAINS12 names twelve accumulators");
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
           a9 = a0, a10 = a0, a11 = a0;
   const __m512i u = _mm512_set1_epi8(1), v = _mm512_set1_epi8(-1);
   for (std::int64_t i = 0; i < iters; ++i)
-    __asm__(
-        "vpdpbusd %13, %12, %0\n\tvpdpbusd %13, %12, %1\n\tvpdpbusd %13, %12, %2\n\t"
-        "vpdpbusd %13, %12, %3\n\tvpdpbusd %13, %12, %4\n\tvpdpbusd %13, %12, %5\n\t"
-        "vpdpbusd %13, %12, %6\n\tvpdpbusd %13, %12, %7\n\tvpdpbusd %13, %12, %8\n\t"
-        "vpdpbusd %13, %12, %9\n\tvpdpbusd %13, %12, %10\n\tvpdpbusd %13, %12, %11"
-        : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9),
-          "+v"(a10), "+v"(a11)
-        : "v"(u), "v"(v));
-  const __m512i s = _mm512_add_epi32(
-      _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-                       _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7))),
-      _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
-  return P::reduce_add(s);
+    __asm__(TERNLAB_CHAINS12(TERNLAB_DPBUSD) : TERNLAB_ACCUMULATORS12("+v", a) : "v"(u), "v"(v));
+  std::int64_t s = 0;
+  for (const __m512i v : {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11}) s += P::reduce_add(v);
+  return s;
 }
+#undef TERNLAB_DPBUSD
 
 }  // namespace
 }  // namespace ternlab::detail
