@@ -94,6 +94,7 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
   if (pairs % L.rows != 0) return reject(pairs, " lane pairs do not split evenly over ", L.rows, " rows");
   p.pairs_per_row = pairs / L.rows;
   std::vector<int> filled(std::size_t(L.rows), 0);
+  p.group_per_row = p.groups == L.rows;
   for (int a = 0; a < p.groups; ++a)
     for (int u = 0; u < vw; ++u)
       for (int h = 0; h < 2; ++h) {
@@ -101,6 +102,7 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
         const int row = (h == 1 && l.row_b >= 0) ? l.row_b : l.row_a;
         int& n = filled[std::size_t(row)];
         if (n == p.pairs_per_row) return reject("row ", row, " owns more lane pairs than the others");
+        p.group_per_row = p.group_per_row && row == a;
         p.pair_index[row * p.pairs_per_row + n++] = std::uint16_t(pos(a, u, h));
       }
   if (p.pairs_per_row <= 8)
@@ -111,6 +113,9 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
         p.row_perm[q / 8][e][r] = q % 8;
         p.row_mask[q / 8][e][r] = -1;
       }
+  p.fold_halves = p.groups <= 2 && p.pairs_per_row == 2;
+  for (int r = 0; r < L.rows && p.fold_halves; ++r)
+    p.fold_halves = p.pair_index[2 * r] == r && p.pair_index[2 * r + 1] == r + 4;
   p.scales_contiguous = true;
   for (int r = 0; r < L.rows; ++r) p.scales_contiguous = p.scales_contiguous && p.scale_offset[r] == p.scale_offset[0] + 2 * r;
   return p;

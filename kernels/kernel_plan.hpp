@@ -48,6 +48,11 @@ struct SlotVectorPlan {
   std::int32_t row_perm[8][8][8] = {};
   std::int32_t row_mask[8][8][8] = {};
   bool scales_contiguous = false;  // row r's scale at scale_offset[0] + 2 r
+  // Shortcuts for 8-lane policies, true when the general gather above reduces to a fold of the two
+  // 128-bit halves: fold_halves - after one hadd of groups 0 and 1, row r is lanes r and r + 4
+  // (t2p); group_per_row - group g's lanes all belong to row g (t2w), so a hadd tree gets there.
+  bool fold_halves = false;
+  bool group_per_row = false;
 };
 
 // Where the ISA policy stores the pair sum (group accumulator a, 16-byte word u of it, half h).

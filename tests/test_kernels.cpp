@@ -113,6 +113,31 @@ TEST_SUITE("kernels") {
     CHECK(t2p8.vectors == 8);
     CHECK(t2p8.groups == 4);
     CHECK(t2p8.rows == 8);
+    // t2w, the x86 wide-word layout: on AVX2 one row per vector (so one group per row), on AVX-512
+    // a row pair, and its activations are plain natural order (no dup8).
+    const SlotVectorPlan& t2w = slot_vector_plan(find_layout("t2w"), 32, pos);
+    REQUIRE(t2w.why_not.empty());
+    CHECK(t2w.groups == 4);
+    CHECK(t2w.group_size == 1);
+    CHECK(t2w.classes == 1);
+    CHECK(t2w.expanded_block_bytes == 128);
+    CHECK(slot_vector_plan(find_layout("t2w"), 64, pos).groups == 2);
+    {
+      std::int8_t natural[128];
+      for (int i = 0; i < 128; ++i) natural[i] = std::int8_t(3 * i - 190);
+      std::vector<std::uint8_t> e(128);
+      expand_slot_activations(t2w, find_layout("t2w"), natural, e.data());
+      CHECK(std::memcmp(e.data(), natural, 128) == 0);
+    }
+    // The 8-lane policies' shortcuts, under the AVX2 pair order (hadd of accumulators 2k, 2k+1).
+    const auto avx2_pos = [](int a, int u, int h) { return 8 * (a / 2) + 4 * u + 2 * (a % 2) + h; };
+    const SlotVectorPlan& t2p_avx2 = slot_vector_plan(find_layout("t2p"), 32, avx2_pos);
+    CHECK(t2p_avx2.fold_halves);
+    CHECK_FALSE(t2p_avx2.group_per_row);
+    const SlotVectorPlan& t2w_avx2 = slot_vector_plan(find_layout("t2w"), 32, avx2_pos);
+    CHECK(t2w_avx2.group_per_row);
+    CHECK_FALSE(t2w_avx2.fold_halves);
+    CHECK_FALSE(slot_vector_plan(find_layout("t2x4"), 32, avx2_pos).fold_halves);
     const SlotVectorPlan& pq = slot_vector_plan(find_layout("pq2_0"), 32, pos);
     CHECK(pq.why_not == "layout is not slot-vectorizable");
     // The expansion of a row-pair word is dup8: bytes 8..15 repeat bytes 0..7.

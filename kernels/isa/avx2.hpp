@@ -69,8 +69,16 @@ struct Avx2 {
   // --- rows kept in one vector (up to 8 rows), for the slot-mask epilogue ---------------------
   // The pair sums of G accumulators gathered into [row 0 .. row ROWS-1] by lane permutes (see
   // SlotVectorPlan::row_perm); no round trip through memory.
+  static V fold_halves(V h) { return _mm256_add_epi32(h, _mm256_permute2x128_si256(h, h, 1)); }
   template <int G, int E, class Plan>
   static V rows_from_pairs(const V* c, const Plan& p) {
+    // The plan's shortcuts: one or two hadd levels, then the two halves folded (lanes 0-3 hold
+    // the rows; 4-7 repeat them and are never stored).
+    if constexpr (G == 2 && E == 2)
+      if (p.fold_halves) return fold_halves(_mm256_hadd_epi32(c[0], c[1]));
+    if constexpr (G == 4 && E == 4)
+      if (p.group_per_row)
+        return fold_halves(_mm256_hadd_epi32(_mm256_hadd_epi32(c[0], c[1]), _mm256_hadd_epi32(c[2], c[3])));
     constexpr int K = (G + 1) / 2;
     V s = zero();
     for (int k = 0; k < K; ++k) {
