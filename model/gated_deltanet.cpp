@@ -71,19 +71,18 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
         const float g = w.ssm_a[std::size_t(e)] * softplus(alpha_raw[std::size_t(t * Hv + e)] + w.dt_bias[std::size_t(e)]);
         const float decay = std::exp(g);
         float* S = state.data() + e * Dk * Dv;  // S[i][j], i = key dim, j = value dim
-        // Two passes over S instead of four (decay + read, then update + read-out): the same
-        // operations in the same order, so the same floats, with half the state traffic.
+        // Two passes over S, and only the second writes: the first reads the decayed state
+        // (S * decay, recomputed in the second: the same product, so the same float), the second
+        // decays, updates and reads out. The operations and their order are those of decay, read,
+        // update, read-out, so the floats are too; the state is read twice and written once.
         std::fill(mem.begin(), mem.end(), 0.0f);
         for (int i = 0; i < Dk; ++i)
-          for (int j = 0; j < Dv; ++j) {
-            S[i * Dv + j] *= decay;  // decay before the read
-            mem[std::size_t(j)] += S[i * Dv + j] * k[i];
-          }
+          for (int j = 0; j < Dv; ++j) mem[std::size_t(j)] += (S[i * Dv + j] * decay) * k[i];
         for (int j = 0; j < Dv; ++j) mem[std::size_t(j)] = beta * (v[j] - mem[std::size_t(j)]);
         std::fill(o.begin(), o.end(), 0.0f);
         for (int i = 0; i < Dk; ++i)
           for (int j = 0; j < Dv; ++j) {
-            S[i * Dv + j] += k[i] * mem[std::size_t(j)];
+            S[i * Dv + j] = S[i * Dv + j] * decay + k[i] * mem[std::size_t(j)];
             o[std::size_t(j)] += S[i * Dv + j] * q[i];  // read-out after the update
           }
         rms_norm(o.data(), w.norm.data(), n.data(), Dv, c.eps);  // gated RMSNorm: norm, weight, x SiLU(z)
