@@ -120,6 +120,25 @@ struct Row {
   std::vector<double> rate, frac, ceiling;  // per round
 };
 
+// One arm's pass in one round: its rate, the ceiling measured beside it, and the pass's fraction of it.
+struct Sample {
+  double rate, ceiling, frac;
+};
+
+// Rounds x arms, interleaved: each round times every arm once, in order; pass(arm) times one arm.
+template <class Pass>
+std::vector<Row> interleaved_rounds(const std::vector<Arm>& arms, int rounds, Pass&& pass) {
+  std::vector<Row> res(arms.size());
+  for (int r = 0; r < rounds; ++r)
+    for (std::size_t i = 0; i < arms.size(); ++i) {
+      const Sample s = pass(arms[i]);
+      res[i].rate.push_back(s.rate);
+      res[i].ceiling.push_back(s.ceiling);
+      res[i].frac.push_back(s.frac);
+    }
+  return res;
+}
+
 void bench(const BenchOptions& o) {
   apply_isa(o.isa);
   std::vector<std::unique_ptr<ThreadPool>> pools;
@@ -151,18 +170,13 @@ void bench(const BenchOptions& o) {
     print_header({{"Gweights/s", 12}, {"GB/s", 9}, {"ceil GB/s", 11}, {"of ceil", 9}});
     for (std::size_t pi = 0; pi < pools.size(); ++pi) {
       ThreadPool& pool = *pools[pi];
-      std::vector<Row> res(arms.size());
-      for (int r = 0; r < o.rounds; ++r)
-        for (std::size_t i = 0; i < arms.size(); ++i) {
-          const Arm& a = arms[i];
-          const double before = read_ceiling_gbs(pool, ceiling_bytes);
-          const double s = time_pass([&] { run_gemv(pool, a.kernel, a.w, x, y); }, o.min_seconds);
-          const double after = read_ceiling_gbs(pool, ceiling_bytes);
-          const double gbs = double(a.w.bytes.size()) / s / 1e9, ceil = (before + after) / 2;
-          res[i].rate.push_back(double(rows) * double(cols) / s / 1e9);
-          res[i].ceiling.push_back(ceil);
-          res[i].frac.push_back(gbs / ceil);
-        }
+      const std::vector<Row> res = interleaved_rounds(arms, o.rounds, [&](const Arm& a) {
+        const double before = read_ceiling_gbs(pool, ceiling_bytes);
+        const double s = time_pass([&] { run_gemv(pool, a.kernel, a.w, x, y); }, o.min_seconds);
+        const double after = read_ceiling_gbs(pool, ceiling_bytes);
+        const double gbs = double(a.w.bytes.size()) / s / 1e9, ceil = (before + after) / 2;
+        return Sample{double(rows) * double(cols) / s / 1e9, ceil, gbs / ceil};
+      });
       for (std::size_t i = 0; i < arms.size(); ++i) {
         const Arm& a = arms[i];
         const double gw = median(res[i].rate);
@@ -193,17 +207,12 @@ void bench(const BenchOptions& o) {
       print_header({{"GMAC/s", 10}, {"ceil GMAC/s", 12}, {"of ceil", 9}});
       for (std::size_t pi = 0; pi < pools.size(); ++pi) {
         ThreadPool& pool = *pools[pi];
-        std::vector<Row> res(arms.size());
-        for (int r = 0; r < o.rounds; ++r)
-          for (std::size_t i = 0; i < arms.size(); ++i) {
-            const Arm& a = arms[i];
-            const double s = time_pass([&] { run_gemm(pool, a.kernel, a.w, x, y, rows); }, o.min_seconds);
-            const double ceil = int8_compute_ceiling(pool).gmacs;
-            const double gmacs = double(rows) * double(cols) * double(tokens) / s / 1e9;
-            res[i].rate.push_back(gmacs);
-            res[i].ceiling.push_back(ceil);
-            res[i].frac.push_back(gmacs / ceil);
-          }
+        const std::vector<Row> res = interleaved_rounds(arms, o.rounds, [&](const Arm& a) {
+          const double s = time_pass([&] { run_gemm(pool, a.kernel, a.w, x, y, rows); }, o.min_seconds);
+          const double ceil = int8_compute_ceiling(pool).gmacs;
+          const double gmacs = double(rows) * double(cols) * double(tokens) / s / 1e9;
+          return Sample{gmacs, ceil, gmacs / ceil};
+        });
         for (std::size_t i = 0; i < arms.size(); ++i) {
           const Arm& a = arms[i];
           std::cout << std::left << std::setw(8) << a.layout->name << std::setw(22) << a.kernel.name() << std::right

@@ -130,6 +130,13 @@ fs::path write_config(const fs::path& dir, const std::string& text) {
   return p;
 }
 
+// A timed experiment's config, made quick: no warmup, a 4 MiB ceiling buffer, 0.5 ms samples;
+// `rest` adds the kind's own keys and arms.
+fs::path write_quick_config(const fs::path& dir, const std::string& kind, int rounds, const std::string& rest) {
+  return write_config(dir, cat("kind = \"", kind, "\"\nrounds = ", rounds,
+                               "\nwarmup = 0\nceiling_mib = 4\nsample_ms = 0.5\n", rest));
+}
+
 RunOptions quiet(std::vector<std::string> overrides = {}) {
   RunOptions o;
   o.overrides = std::move(overrides);
@@ -260,12 +267,7 @@ TEST_SUITE("experiments-run") {
 
   TEST_CASE("a sweep writes one set of files per run; gemm leftover strategies both verify") {
     const fs::path dir = fresh_dir("gemm");
-    const fs::path cfg = write_config(dir, R"(kind = "gemm"
-rounds = 1
-warmup = 0
-ceiling_mib = 4
-sample_ms = 0.5
-threads = [1, 2]
+    const fs::path cfg = write_quick_config(dir, "gemm", 1, R"(threads = [1, 2]
 [shape]
 rows = 16
 cols = 256
@@ -293,12 +295,7 @@ leftover = ["pad", "gemv"]
 
   TEST_CASE("the bandwidth kind and the oracle kind") {
     const fs::path dir = fresh_dir("kinds");
-    const fs::path cfg = write_config(dir, R"(kind = "bandwidth"
-rounds = 2
-warmup = 0
-ceiling_mib = 4
-buffer_mib = 4
-sample_ms = 0.5
+    const fs::path cfg = write_quick_config(dir, "bandwidth", 2, R"(buffer_mib = 4
 [[arm]]
 threads = [1, 2]
 [[arm]]

@@ -2,6 +2,7 @@
 // the dotprod and i8mm code it points to runs only behind the HWCAP checks of kernels/cpu.cpp.
 #include <algorithm>
 
+#include "common/error.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/neon/neon_kernels.hpp"
 #include "kernels/neon/plans.hpp"
@@ -10,14 +11,11 @@ namespace ternlab::neon {
 
 namespace {
 
-template <GemvFn Gemv>
-void gemm_rows(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0, std::int64_t g1) {
-  gemm_by_rows(Gemv, w, x, y, ldy, g0, g1);
-}
-
-template <GemvFn Gemv>
-KernelVariant by_rows(const char* strategy, const char* isa) {
-  return {strategy, isa, Gemv, &gemm_rows<Gemv>};
+// Strategy s of an ISA build as a catalog entry; callers ask only for strategies the build carries.
+KernelVariant variant(NeonStrategy s, NeonEntry (*build)(NeonStrategy)) {
+  const NeonEntry e = build(s);
+  if (!e.gemv) fail("no ", e.isa, " build of NEON strategy ", strategy_name(s));
+  return {strategy_name(s), e.isa, e.gemv, e.gemm};
 }
 
 }  // namespace
@@ -36,15 +34,15 @@ void add_neon_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
   const NeonSupport s = neon_support(L);
   const bool dotprod = isa_supported(Isa::dotprod), i8mm = isa_supported(Isa::i8mm);
   if (s.unpack) {
-    out.push_back(by_rows<&gemv_unpack_neon>("unpack", "neon"));
-    if (dotprod) out.push_back(by_rows<&gemv_unpack_dotprod>("unpack", "dotprod"));
+    out.push_back(variant(NeonStrategy::unpack, neon_entry));
+    if (dotprod) out.push_back(variant(NeonStrategy::unpack, dotprod_entry));
   }
   if (s.base3) {
-    out.push_back(by_rows<&gemv_base3_neon>("base3", "neon"));
-    if (dotprod) out.push_back(by_rows<&gemv_base3_dotprod>("base3", "dotprod"));
+    out.push_back(variant(NeonStrategy::base3, neon_entry));
+    if (dotprod) out.push_back(variant(NeonStrategy::base3, dotprod_entry));
   }
   if (s.slot_mask) {
-    out.push_back(by_rows<&gemv_slot_mask_neon>("slot-mask", "neon"));
+    out.push_back(variant(NeonStrategy::slot_mask, neon_entry));
     // slot-mask/dotprod (gemv and its dotprod-only gemm) is the shared slot-mask template's NEON
     // instantiation (kernels/arm_dotprod.cpp, listed before this runs); the i8mm variant pairs that
     // same gemv with the smmla gemm.

@@ -19,6 +19,7 @@ namespace {
 // pairwise accumulation into int32. int16 never overflows: a lane adds two products of a weight
 // operand <= 48 (slot 2 masked in place, code 3) and an activation >= -128, |2 * 48 * 128| < 32768.
 struct Mull {
+  static constexpr const char* name = "neon";
   // Only the sum of the four lanes is meaningful (3 instructions per 16 bytes).
   static int32x4_t dot(int32x4_t acc, int8x16_t a, int8x16_t b) {
     return vpadalq_s16(acc, vmlal_high_s8(vmull_s8(vget_low_s8(a), vget_low_s8(b)), a, b));
@@ -35,6 +36,7 @@ struct Mull {
 #if defined(__ARM_FEATURE_DOTPROD)
 // Armv8.2 dotprod: sdot, lane i += bytes 4i..4i+3 (1 instruction per 16 bytes).
 struct Sdot {
+  static constexpr const char* name = "dotprod";
   static int32x4_t dot(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
   static int32x4_t dot_halves(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
 };

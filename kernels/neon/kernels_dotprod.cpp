@@ -9,13 +9,7 @@
 
 namespace ternlab::neon {
 
-void gemv_unpack_dotprod(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
-  require_layout(*w.layout, NeonStrategy::unpack, "unpack/dotprod");
-  gemv_unpack<Sdot>(w, x, y, g0, g1);
-}
-void gemv_base3_dotprod(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
-  require_layout(*w.layout, NeonStrategy::base3, "base3/dotprod");
-  gemv_base3<Sdot>(w, x, y, g0, g1);
-}
+// No slot-mask here: slot-mask/dotprod is the shared slot-mask template's (kernels/arm_dotprod.cpp).
+NeonEntry dotprod_entry(NeonStrategy s) { return checked_entry<Sdot, NeonStrategy::unpack, NeonStrategy::base3>(s); }
 
 }  // namespace ternlab::neon

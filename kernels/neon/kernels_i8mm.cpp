@@ -77,7 +77,7 @@ TileRows tile_rows(const SlotProgram& P, int u) {
 
 void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                          std::int64_t g1) {
-  require_layout(*w.layout, NeonStrategy::smmla, "slot-mask/i8mm");
+  require_layout(*w.layout, NeonStrategy::smmla, "i8mm");
   const SlotProgram& P = slot_program(*w.layout);
   const int tiles = P.pairs ? P.units : P.units / 2;  // 2-row tiles per row group
   for (std::int64_t tile = 0; tile < x.tiles_count(); ++tile) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/catalog.hpp"
+#include "kernels/neon/plans.hpp"
 
 namespace ternlab::neon {
 
@@ -24,12 +25,15 @@ NeonSupport neon_support(const LayoutInfo& layout);
 // Appends the NEON / dotprod / i8mm variants for `layout` that this CPU can run.
 void add_neon_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out);
 
-// Entry points, one per strategy x ISA (gemm "rows": one gemv per token, see split_gemm.cpp).
-void gemv_unpack_neon(const PackedMatrix&, const BlockQ8K*, float*, std::int64_t, std::int64_t);
-void gemv_unpack_dotprod(const PackedMatrix&, const BlockQ8K*, float*, std::int64_t, std::int64_t);
-void gemv_base3_neon(const PackedMatrix&, const BlockQ8K*, float*, std::int64_t, std::int64_t);
-void gemv_base3_dotprod(const PackedMatrix&, const BlockQ8K*, float*, std::int64_t, std::int64_t);
-void gemv_slot_mask_neon(const PackedMatrix&, const BlockQ8K*, float*, std::int64_t, std::int64_t);
+// A strategy's entry points in one ISA build (gemm "rows": one gemv per token, see split_gemm.cpp);
+// each ISA's unit makes them from strategies.hpp. Empty (null gemv) for a strategy the build lacks.
+struct NeonEntry {
+  const char* isa;
+  GemvFn gemv;
+  GemmFn gemm;
+};
+NeonEntry neon_entry(NeonStrategy strategy);     // plain NEON: unpack, base3, slot_mask
+NeonEntry dotprod_entry(NeonStrategy strategy);  // dotprod: unpack, base3
 void gemm_slot_mask_i8mm(const PackedMatrix&, const Q8KBatch&, float*, std::int64_t, std::int64_t, std::int64_t);
 
 // The gemm of a strategy without a matrix instruction (spec 5.9): each token of the batch runs the

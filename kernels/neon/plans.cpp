@@ -99,8 +99,20 @@ const Program& cached(const LayoutInfo& L) {
 const SlotProgram& slot_program(const LayoutInfo& L) { return cached<SlotProgram, make_slot_program>(L); }
 const Base3Program& base3_program(const LayoutInfo& L) { return cached<Base3Program, make_base3_program>(L); }
 
-void require_layout(const LayoutInfo& L, NeonStrategy strategy, const char* kernel) {
-  const auto refuse = [&](const char* why) { fail(kernel, " kernel cannot run layout '", L.name, "': ", why); };
+const char* strategy_name(NeonStrategy strategy) {
+  switch (strategy) {
+    case NeonStrategy::unpack: return "unpack";
+    case NeonStrategy::base3: return "base3";
+    case NeonStrategy::slot_mask:
+    case NeonStrategy::smmla: return "slot-mask";
+  }
+  return "?";
+}
+
+void require_layout(const LayoutInfo& L, NeonStrategy strategy, const char* isa) {
+  const auto refuse = [&](const char* why) {
+    fail(strategy_name(strategy), "/", isa, " kernel cannot run layout '", L.name, "': ", why);
+  };
   switch (strategy) {
     case NeonStrategy::unpack:
       if (!L.facts.natural_two_bit || L.k != 128) refuse("not natural 2-bit (one row, weight k in byte k/4, field k%4)");

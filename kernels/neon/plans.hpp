@@ -51,9 +51,13 @@ struct Base3Program {
 const SlotProgram& slot_program(const LayoutInfo& layout);
 const Base3Program& base3_program(const LayoutInfo& layout);
 
-// Throws ternlab::Error naming `kernel` ("slot-mask/neon", ...), the layout and the reason, unless
-// `layout` has what that kernel reads. Entry points call it once per call, before any load.
+// Throws ternlab::Error naming the kernel (strategy_name/isa: "slot-mask/neon", ...), the layout and
+// the reason, unless `layout` has what that kernel reads. Entry points call it once per call, before
+// any load.
 enum class NeonStrategy { unpack, base3, slot_mask, smmla };
-void require_layout(const LayoutInfo& layout, NeonStrategy strategy, const char* kernel);
+void require_layout(const LayoutInfo& layout, NeonStrategy strategy, const char* isa);
+
+// A kernel name's strategy part: "unpack", "base3", "slot-mask" (smmla is slot-mask's i8mm gemm).
+const char* strategy_name(NeonStrategy strategy);
 
 }  // namespace ternlab::neon

@@ -1,7 +1,7 @@
 // The NEON gemv strategies, written once against an ISA policy (isa.hpp: Mull or Sdot) and
-// instantiated by kernels_neon.cpp and kernels_dotprod.cpp, whose entry points first check the
-// layout (require_layout). Every kernel computes each 128-weight
-// block's exact int32 dot S = w . y and adds fma(S, d_w * d_y, acc) in block order, as
+// instantiated by kernels_neon.cpp and kernels_dotprod.cpp, each under its own -march flags, as
+// entry points that first check the layout (checked_entry). Every kernel computes each
+// 128-weight block's exact int32 dot S = w . y and adds fma(S, d_w * d_y, acc) in block order, as
 // gemv_reference does, so all of them return the reference's float bits.
 #pragma once
 
@@ -12,10 +12,28 @@
 
 #include "kernels/kernel.hpp"
 #include "kernels/neon/isa.hpp"
+#include "kernels/neon/neon_kernels.hpp"
 #include "kernels/neon/plans.hpp"
 
 namespace ternlab::neon {
 namespace {
+
+// The one-row strategies' outer loops: row g of groups [g0, g1) is fma(S, d_w * d_y, acc) over its
+// blocks in block order, where S = block_dot(block, its 128 q8 activations) is the exact int32 dot.
+template <class BlockDot>
+void gemv_blocks(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1,
+                 int scale_offset, BlockDot&& block_dot) {
+  for (std::int64_t g = g0; g < g1; ++g) {
+    float acc = 0.0f;
+    for (std::int64_t i = 0; i < w.blocks_per_row(); ++i) {
+      const std::uint8_t* blk = w.block(g, i);
+      const BlockQ8K& xb = x[i / 2];
+      const std::int32_t s = block_dot(blk, xb.qs + 128 * (i % 2));
+      acc = std::fma(float(s), load_half(blk + scale_offset) * xb.d, acc);
+    }
+    y[g] = acc;
+  }
+}
 
 // Unpack (stock PQ2_0, PrismML's NEON kernel, spec 6.1): per 32 weights, duplicate the 8 code bytes,
 // spread each byte over 4 lanes with a table lookup, shift lane j right by 2j, AND 3, subtract 1, and
@@ -32,23 +50,16 @@ void gemv_unpack(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_
   const auto decode = [&](uint8x16_t codes, uint8x16_t spread) {
     return vsubq_s8(vreinterpretq_s8_u8(vandq_u8(vshlq_u8(vqtbl1q_u8(codes, spread), shifts), three)), one);
   };
-  for (std::int64_t g = g0; g < g1; ++g) {
-    float acc = 0.0f;
-    for (std::int64_t i = 0; i < w.blocks_per_row(); ++i) {
-      const std::uint8_t* blk = w.block(g, i);
-      const BlockQ8K& xb = x[i / 2];
-      const std::int8_t* q8 = xb.qs + 128 * (i % 2);
-      int32x4_t sum = vdupq_n_s32(0);
-      for (int k = 0; k < 4; ++k) {
-        const uint8x8_t c8 = vld1_u8(blk + payload + 8 * k);
-        const uint8x16_t codes = vcombine_u8(c8, c8);
-        sum = Dot::dot(sum, decode(codes, spread_lo), vld1q_s8(q8 + 32 * k));
-        sum = Dot::dot(sum, decode(codes, spread_hi), vld1q_s8(q8 + 32 * k + 16));
-      }
-      acc = std::fma(float(vaddvq_s32(sum)), load_half(blk + scale) * xb.d, acc);
+  gemv_blocks(w, x, y, g0, g1, scale, [&](const std::uint8_t* blk, const std::int8_t* q8) {
+    int32x4_t sum = vdupq_n_s32(0);
+    for (int k = 0; k < 4; ++k) {
+      const uint8x8_t c8 = vld1_u8(blk + payload + 8 * k);
+      const uint8x16_t codes = vcombine_u8(c8, c8);
+      sum = Dot::dot(sum, decode(codes, spread_lo), vld1q_s8(q8 + 32 * k));
+      sum = Dot::dot(sum, decode(codes, spread_hi), vld1q_s8(q8 + 32 * k + 16));
     }
-    y[g] = acc;
-  }
+    return vaddvq_s32(sum);
+  });
 }
 
 // Base-3 (PTQ1_0, spec 5.13): each 16-weight vector is a byte vector (loaded, or gathered by tbl
@@ -64,26 +75,19 @@ void gemv_base3(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t
   }
   const uint8x16_t ge86 = vdupq_n_u8(86), ge171 = vdupq_n_u8(171);
   const int8x16_t minus_one = vdupq_n_s8(-1);
-  for (std::int64_t g = g0; g < g1; ++g) {
-    float acc = 0.0f;
-    for (std::int64_t i = 0; i < w.blocks_per_row(); ++i) {
-      const std::uint8_t* blk = w.block(g, i);
-      const BlockQ8K& xb = x[i / 2];
-      const std::int8_t* q8 = xb.qs + 128 * (i % 2);
-      const uint8x16x2_t table = {{vld1q_u8(blk), vld1q_u8(blk + P.tail_offset)}};
-      int32x4_t sum = vdupq_n_s32(0);
-      for (int c = 0; c < 8; ++c) {
-        const int at = P.direct_offset[std::size_t(c)];
-        const uint8x16_t bytes = at >= 0 ? vld1q_u8(blk + at) : vqtbl2q_u8(table, gather[std::size_t(c)]);
-        const uint8x16_t v = vmulq_u8(bytes, pow3[std::size_t(c)]);
-        const int8x16_t wv = vsubq_s8(vsubq_s8(minus_one, vreinterpretq_s8_u8(vcgeq_u8(v, ge86))),
-                                      vreinterpretq_s8_u8(vcgeq_u8(v, ge171)));
-        sum = Dot::dot(sum, wv, vld1q_s8(q8 + 16 * c));
-      }
-      acc = std::fma(float(vaddvq_s32(sum)), load_half(blk + P.scale_offset) * xb.d, acc);
+  gemv_blocks(w, x, y, g0, g1, P.scale_offset, [&](const std::uint8_t* blk, const std::int8_t* q8) {
+    const uint8x16x2_t table = {{vld1q_u8(blk), vld1q_u8(blk + P.tail_offset)}};
+    int32x4_t sum = vdupq_n_s32(0);
+    for (int c = 0; c < 8; ++c) {
+      const int at = P.direct_offset[std::size_t(c)];
+      const uint8x16_t bytes = at >= 0 ? vld1q_u8(blk + at) : vqtbl2q_u8(table, gather[std::size_t(c)]);
+      const uint8x16_t v = vmulq_u8(bytes, pow3[std::size_t(c)]);
+      const int8x16_t wv = vsubq_s8(vsubq_s8(minus_one, vreinterpretq_s8_u8(vcgeq_u8(v, ge86))),
+                                    vreinterpretq_s8_u8(vcgeq_u8(v, ge171)));
+      sum = Dot::dot(sum, wv, vld1q_s8(q8 + 16 * c));
     }
-    y[g] = acc;
-  }
+    return vaddvq_s32(sum);
+  });
 }
 
 // Slot-mask (spec 5.5 / 5.6): one AND (or the slot-3 shift) per slot, one accumulator per slot,
@@ -188,6 +192,36 @@ void gemv_slot_mask(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int
     SlotMaskKernel<Dot, true>::run(P, w, x, y, g0, g1);
   else
     SlotMaskKernel<Dot, false>::run(P, w, x, y, g0, g1);
+}
+
+// Strategy S built with dot policy Dot: the gemv checks the layout once per call, before any load;
+// the gemm runs it token by token (gemm_by_rows).
+template <NeonStrategy S, class Dot>
+struct CheckedStrategy {
+  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
+    require_layout(*w.layout, S, Dot::name);
+    if constexpr (S == NeonStrategy::unpack)
+      gemv_unpack<Dot>(w, x, y, g0, g1);
+    else if constexpr (S == NeonStrategy::base3)
+      gemv_base3<Dot>(w, x, y, g0, g1);
+    else
+      gemv_slot_mask<Dot>(w, x, y, g0, g1);
+  }
+  static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
+                   std::int64_t g1) {
+    gemm_by_rows(&gemv, w, x, y, ldy, g0, g1);
+  }
+  static NeonEntry entry() { return {Dot::name, &gemv, &gemm}; }
+};
+
+// Strategy s's entry points in the build of Dot, which carries the strategies Built...; empty for any
+// other. Nothing here builds strings: inline library code instantiated in an ISA unit could be the
+// copy the linker keeps for every unit (isa.hpp).
+template <class Dot, NeonStrategy... Built>
+NeonEntry checked_entry(NeonStrategy s) {
+  NeonEntry e{Dot::name, nullptr, nullptr};
+  ((e = s == Built ? CheckedStrategy<Built, Dot>::entry() : e), ...);
+  return e;
 }
 
 }  // namespace
