@@ -32,15 +32,15 @@ std::uint64_t portable_stream_sum(const std::uint64_t* p, std::int64_t n) {
 // chain multiplies its own accumulator, so no two chains compute the same product (a shared a * b
 // is computed once by the compiler and the loop measures additions).
 std::int64_t scalar_dot_loop(std::int64_t iters) {
-  std::int32_t acc[detail::kDotChains];
-  for (int c = 0; c < detail::kDotChains; ++c) acc[c] = c + 1;
-  std::int32_t a = 3;
+  std::uint32_t acc[detail::kDotChains];  // unsigned: the chains wrap, which is defined
+  for (int c = 0; c < detail::kDotChains; ++c) acc[c] = std::uint32_t(c + 1);
+  std::uint32_t a = 3;
   for (std::int64_t i = 0; i < iters; ++i) {
     __asm__ volatile("" : "+r"(a));  // opaque operand: the loop cannot be folded
     for (int c = 0; c < detail::kDotChains; ++c) acc[c] = acc[c] * a + 1;
   }
   std::int64_t s = 0;
-  for (int v : acc) s += v;
+  for (std::uint32_t v : acc) s += v;
   return s;
 }
 
