@@ -18,6 +18,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "common/memory.hpp"
 #include "common/strings.hpp"
 #include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
@@ -287,10 +288,14 @@ std::string model_line(const ModelArms& m) {
              b.layout, ".\n\n");
 }
 
-std::string failures_text(const ModelArms& m) {
+// After each model table: the arms that failed verification, and what holding them all cost.
+std::string arms_footer(const ModelArms& m) {
   std::string s;
   for (const ModelArm& a : m.arms)
     if (!a.failure.empty()) s += cat("\n**", a.name, " failed verification and was not timed:** ", a.failure, "\n");
+  if (const std::int64_t rss = peak_rss_bytes(); rss > 0)
+    s += cat("\npeak resident memory of the run so far: ", sig(double(rss) / double(1 << 30)), " GiB (every arm's model, ",
+             "the file's touched pages and the ceiling buffer together).\n");
   return s;
 }
 
@@ -423,7 +428,7 @@ RunReport measure_speed(const RunSpec& run, RunContext& ctx, const ModelArms& m,
     if (t.verified) rep.arm_values.push_back(std::move(v));
   }
   js << "]}";
-  md << failures_text(m);
+  md << arms_footer(m);
   md << "\nms and tok/s: median over kept rounds [min–max]; weight GB/s = ternary weight bytes streamed per call / time";
   md << (decode ? "; decode bandwidth fraction = ternary weight bytes per token / time per token / that round's memory read ceiling on the "
                   "arm's thread count (above 100% means the weights fit in cache)"
@@ -471,7 +476,7 @@ RunReport run_prefill_decode(const RunSpec& run, RunContext& ctx) {
 // The report of a model kind: the failed arms' reasons after the table, then the three texts.
 RunReport finish(RunReport rep, std::ostringstream& md, const std::ostringstream& csv, const std::ostringstream& js,
                  const ModelArms& m) {
-  md << failures_text(m);
+  md << arms_footer(m);
   rep.markdown = md.str();
   rep.csv = csv.str();
   rep.json = js.str();
@@ -711,7 +716,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     if (total.valid) bars.push_back({a.name, total.median * 1e3, total.min * 1e3, total.max * 1e3, ""});
   }
   js << "]}";
-  md << failures_text(m);
+  md << arms_footer(m);
   md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
         "arm's thread count; vs baseline = median of per-round ratios of the totals (> 1 is faster).\n";
   if (!bars.empty()) rep.svgs.emplace_back("decode_ms.svg", svg_bars(rep.title + ": one decode token", "ms", bars, {}));
