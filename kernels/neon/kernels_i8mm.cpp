@@ -80,6 +80,7 @@ void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std
   require_layout(*w.layout, NeonStrategy::smmla, "i8mm");
   const SlotProgram& P = slot_program(*w.layout);
   const int tiles = P.pairs ? P.units : P.units / 2;  // 2-row tiles per row group
+  const int slot_bytes = 4 * P.slot_stride;            // q8_Kx4 interleaves 4 tokens: slot s is 4 s stride bytes on
   for (std::int64_t tile = 0; tile < x.tiles_count(); ++tile) {
     const BlockQ8Kx4* xt = x.tile(tile);
     // Leftover tokens ride in the zero-padded last tile (d = 0, qs = 0): one extra pass, not one gemv each.
@@ -109,9 +110,9 @@ void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std
               const uint8x16_t v = vld1q_u8(blk + word.byte_offset);
               const std::int8_t* chunk = q8 + 4 * word.kbase;  // chunk kbase / 8: 32 bytes each
               smmla_slot<0>(t, v, chunk);
-              smmla_slot<1>(t, v, chunk + 32);
-              smmla_slot<2>(t, v, chunk + 64);
-              smmla_slot<3>(t, v, chunk + 96);
+              smmla_slot<1>(t, v, chunk + slot_bytes);
+              smmla_slot<2>(t, v, chunk + 2 * slot_bytes);
+              smmla_slot<3>(t, v, chunk + 3 * slot_bytes);
             }
             for (int q = 0; q < 2; ++q) {
               const int32x4_t s16 = vaddq_s32(vaddq_s32(t.m16[std::size_t(q)], vshlq_n_s32(t.m4[std::size_t(q)], 2)),
@@ -125,11 +126,11 @@ void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std
             for (int k = 0; k < P.words_per_unit; ++k) {
               const uint8x16_t va = vld1q_u8(blk + ua.words[std::size_t(k)].byte_offset);
               const uint8x16_t vb = vld1q_u8(blk + ub.words[std::size_t(k)].byte_offset);
-              const std::int8_t* chunk = q8 + 4 * ua.words[std::size_t(k)].kbase;  // slot s: chunks +2s, +2s+1
+              const std::int8_t* chunk = q8 + 4 * ua.words[std::size_t(k)].kbase;  // slot s: slot_bytes further
               smmla_zipped<0>(s, va, vb, chunk);
-              smmla_zipped<1>(s, va, vb, chunk + 64);
-              smmla_zipped<2>(s, va, vb, chunk + 128);
-              smmla_zipped<3>(s, va, vb, chunk + 192);
+              smmla_zipped<1>(s, va, vb, chunk + slot_bytes);
+              smmla_zipped<2>(s, va, vb, chunk + 2 * slot_bytes);
+              smmla_zipped<3>(s, va, vb, chunk + 3 * slot_bytes);
             }
           }
           const TileRows rows = tile_rows(P, u);

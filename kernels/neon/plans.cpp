@@ -17,13 +17,17 @@ SlotProgram make_slot_program(const LayoutInfo& L) {
   p.rows = L.rows;
   p.words_per_unit = p.pairs ? 4 : 2;
   const int lanes = p.pairs ? 8 : 16;
+  // One stride for every word, at least a word's lanes (slots never overlap) and whole lanes apart.
+  p.slot_stride = L.slot_plan.front().slot[1].k0 - L.slot_plan.front().slot[0].k0;
+  if (p.slot_stride < lanes || p.slot_stride % lanes != 0) return p;
   for (int r = 0; r < L.rows; ++r) p.scale_offset[std::size_t(r)] = L.scale_offset(r);
   std::array<int, 16> filled{};
   p.chunk_aligned = true;
   for (const WordPlan& w : L.slot_plan) {
     const SlotLanes& s0 = w.slot[0];
     for (int s = 1; s < 4; ++s)  // one unit per word, slots at a fixed stride
-      if (w.slot[s].row_a != s0.row_a || w.slot[s].row_b != s0.row_b || w.slot[s].k0 != s0.k0 + s * lanes) return p;
+      if (w.slot[s].row_a != s0.row_a || w.slot[s].row_b != s0.row_b || w.slot[s].k0 != s0.k0 + s * p.slot_stride)
+        return p;
     int u = 0;
     while (u < p.units && (p.unit[std::size_t(u)].row_a != s0.row_a || p.unit[std::size_t(u)].row_b != s0.row_b)) ++u;
     if (u == p.units) {

@@ -12,8 +12,8 @@ namespace ternlab::neon {
 
 // The slot-mask program. A unit is what one 16-byte word feeds: a row pair (row_a in bytes 0-7,
 // row_b in bytes 8-15) or a single row. Each word of a unit holds, in slot s, the lanes starting at
-// weight kbase + s * lanes (lanes = 8 for pairs, 16 for single rows): the regularity t2p, t2p8 and
-// t2x4 share; a layout without it gets no slot-mask NEON kernel (the reference still runs it).
+// weight kbase + s * slot_stride (8 for t2p's pairs, 16 for t2x4's rows, 32 for t2w's half rows);
+// a layout without one such stride gets no slot-mask NEON kernel (the reference still runs it).
 struct SlotWord {
   int byte_offset = 0;  // from the block start
   int kbase = 0;        // first weight (within the block) of slot 0
@@ -27,6 +27,7 @@ struct SlotProgram {
   bool pairs = false;
   bool chunk_aligned = false;  // every kbase a multiple of 8: smmla reads q8_Kx4 chunks directly
   bool shared_kbase = false;   // word k of every unit starts at the same weight: activations load once
+  int slot_stride = 0;         // weights from slot s to slot s + 1 of a word (a multiple of its lanes)
   int rows = 0;
   int units = 0;
   int words_per_unit = 0;

@@ -97,7 +97,6 @@ void gemv_base3(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t
 template <class Dot, bool Pairs>
 struct SlotMaskKernel {
   static constexpr int kWords = Pairs ? 4 : 2;  // words per unit per block
-  static constexpr int kLanes = Pairs ? 8 : 16;
 
   static int8x16_t activations(const std::int8_t* q) { return Pairs ? dup8(q) : vld1q_s8(q); }
   static int32x4_t dot(int32x4_t acc, int8x16_t a, int8x16_t b) {
@@ -125,8 +124,8 @@ struct SlotMaskKernel {
     }
   };
 
-  static std::array<int8x16_t, 4> slot_activations(const std::int8_t* q) {
-    return {activations(q), activations(q + kLanes), activations(q + 2 * kLanes), activations(q + 3 * kLanes)};
+  static std::array<int8x16_t, 4> slot_activations(const std::int8_t* q, int stride) {
+    return {activations(q), activations(q + stride), activations(q + 2 * stride), activations(q + 3 * stride)};
   }
 
   // Block integers for every row; U > 0: all U units read the same weights per word (shared_kbase),
@@ -139,7 +138,7 @@ struct SlotMaskKernel {
       // Rolled: unrolled, GCC hoists every word's activations at once and spills the accumulators.
 #pragma GCC unroll 1
       for (int k = 0; k < kWords; ++k) {
-        const auto y = slot_activations(q8 + P.unit[0].words[std::size_t(k)].kbase);
+        const auto y = slot_activations(q8 + P.unit[0].words[std::size_t(k)].kbase, P.slot_stride);
         for (int u = 0; u < U; ++u) {
           const SlotWord& word = P.unit[std::size_t(u)].words[std::size_t(k)];
           acc[std::size_t(u)].add(vld1q_u8(blk + word.byte_offset), y);
@@ -151,7 +150,7 @@ struct SlotMaskKernel {
         const SlotUnit& unit = P.unit[std::size_t(u)];
         Acc acc;
         for (const SlotWord& word : std::span(unit.words).first(kWords))
-          acc.add(vld1q_u8(blk + word.byte_offset), slot_activations(q8 + word.kbase));
+          acc.add(vld1q_u8(blk + word.byte_offset), slot_activations(q8 + word.kbase, P.slot_stride));
         acc.finish(unit, ysum, s);
       }
     }
