@@ -22,15 +22,17 @@ void fwht(float* x, int n) {
 const std::vector<float>& Rotation::signs_for(std::int64_t k) const {
   const auto it = signs.find(k);
   if (it == signs.end()) fail("prism.hadamard: no sign vector for input width ", k);
+  // The loader refuses such widths; a config built in memory must not reach a partial block either.
+  if (k % block != 0) fail("prism.hadamard: input width ", k, " is not a multiple of the block ", block);
   return it->second;
 }
 
 void Rotation::forward(float* x, std::int64_t k) const {
-  for (std::int64_t b = 0; b * block < k; ++b) forward_block(x, k, b);
+  const auto& s = signs_for(k);
+  for (std::int64_t b = 0; b * block < k; ++b) forward_block(x, s, b);
 }
 
-void Rotation::forward_block(float* x, std::int64_t k, std::int64_t b) const {
-  const auto& s = signs_for(k);
+void Rotation::forward_block(float* x, const std::vector<float>& s, std::int64_t b) const {
   const std::int64_t i0 = b * block;
   for (std::int64_t i = i0; i < i0 + block; ++i) x[i] *= s[std::size_t(i)];
   fwht(x + i0, block);

@@ -19,9 +19,10 @@ struct Rotation {
 
   const std::vector<float>& signs_for(std::int64_t k) const;  // throws naming the width
   void forward(float* x, std::int64_t k) const;               // x <- R_K x
-  // Block b of forward (signs, then FWHT of x[b*block ..]): blocks are independent, so callers may
-  // split them over threads and get the same floats.
-  void forward_block(float* x, std::int64_t k, std::int64_t b) const;
+  // Block b of forward with the row's sign vector s = signs_for(k) (signs, then FWHT of
+  // x[b*block ..]): blocks are independent, so callers may split them over threads and get the
+  // same floats.
+  void forward_block(float* x, const std::vector<float>& s, std::int64_t b) const;
   void inverse(float* x, std::int64_t k) const;               // x <- R_K^T x
 };
 

@@ -50,11 +50,13 @@ Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tok
   {
     // Every (token, 1024-block) is rotated on its own, so the pool may split them: same floats.
     OpTimer t(profile, OpProfile::hadamard);
+    // The sign vector is looked up once; signs_for throws for a width without one or one that is
+    // not a multiple of the block, so `blocks` is exact.
+    const std::vector<float>& signs = c.rotation.signs_for(k);
     const std::int64_t blocks = k / c.rotation.block;
-    if (blocks * c.rotation.block != k) fail("Hadamard rotation: width ", k, " is not a multiple of the block ", c.rotation.block);
     pool.run([&](int th) {
       const auto [u0, u1] = ThreadPool::split(std::int64_t(tokens) * blocks, th, pool.size());
-      for (std::int64_t u = u0; u < u1; ++u) c.rotation.forward_block(x.data() + (u / blocks) * k, k, u % blocks);
+      for (std::int64_t u = u0; u < u1; ++u) c.rotation.forward_block(x.data() + (u / blocks) * k, signs, u % blocks);
     });
   }
   OpTimer t(profile, OpProfile::quantize);

@@ -70,6 +70,17 @@ TEST_SUITE("model") {
     CHECK(y[3] == -2.0f);
     r.inverse(y, 4);
     for (int i = 0; i < 4; ++i) CHECK(y[i] == float(i + 1));
+    // Block b alone, with the looked-up signs, is forward's block b: the pool splits rows this way.
+    float z[8] = {1, 2, 3, 4, 5, 6, 7, 8}, whole[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    r.signs[8] = {1, -1, -1, 1, 1, 1, -1, -1};
+    r.forward(whole, 8);
+    r.forward_block(z, r.signs_for(8), 1);
+    r.forward_block(z, r.signs_for(8), 0);
+    for (int i = 0; i < 8; ++i) CHECK(z[i] == whole[i]);
+    // A width without a sign vector, or not a whole number of blocks, is refused by name.
+    test::check_error([&] { (void)r.signs_for(12); }, "no sign vector", "12");
+    r.signs[6] = {1, 1, 1, 1, 1, 1};
+    test::check_error([&] { (void)r.signs_for(6); }, "input width 6", "not a multiple of the block 4");
     // B = 1024: H e_j [i] = (-1)^popcount(i & j) / 32, exactly.
     std::vector<float> e(1024, 0.0f);
     e[37] = 1.0f;
