@@ -116,6 +116,9 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
   p.fold_halves = p.groups <= 2 && p.pairs_per_row == 2;
   for (int r = 0; r < L.rows && p.fold_halves; ++r)
     p.fold_halves = p.pair_index[2 * r] == r && p.pair_index[2 * r + 1] == r + 4;
+  p.fold_words = p.pairs_per_row == 4;
+  for (int r = 0; r < L.rows && p.fold_words; ++r)
+    for (int e = 0; e < 4; ++e) p.fold_words = p.fold_words && p.pair_index[4 * r + e] == 16 * (r / 4) + r % 4 + 4 * e;
   p.scales_contiguous = true;
   for (int r = 0; r < L.rows; ++r) p.scales_contiguous = p.scales_contiguous && p.scale_offset[r] == p.scale_offset[0] + 2 * r;
   return p;

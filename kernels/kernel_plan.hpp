@@ -53,6 +53,9 @@ struct SlotVectorPlan {
   // (t2p); group_per_row - group g's lanes all belong to row g (t2w), so a hadd tree gets there.
   bool fold_halves = false;
   bool group_per_row = false;
+  // For 16-lane policies (AVX-512): every 16-byte word of each pair vector (groups 2k, 2k+1)
+  // holds rows 4k .. 4k+3 in its four lanes, so summing the words gathers the rows (t2p, t2p8).
+  bool fold_words = false;
 };
 
 // Where the ISA policy stores the pair sum (group accumulator a, 16-byte word u of it, half h).

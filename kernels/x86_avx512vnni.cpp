@@ -2,6 +2,10 @@
 // included first, so it keeps the baseline target; the strategy templates below the pragma are
 // compiled for AVX-512 F/BW/VL/VNNI and only reached through kernels_for() after cpu.hpp confirmed
 // the features (this machine may lack them: the build must not).
+//
+// Compiled a second time, for the test suite only, with TERNLAB_AVX512_EMULATED: the same kernels
+// through SIMDe (kernels/isa/avx512vnni.hpp) for an AVX2 target, exported as
+// add_avx512vnni_emulated_kernels, so their exactness is checked on CPUs without AVX-512 too.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -17,7 +21,11 @@
 #include <immintrin.h>
 
 #pragma GCC push_options
+#if defined(TERNLAB_AVX512_EMULATED)
+#pragma GCC target("avx2,fma,f16c")
+#else
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+#endif
 // GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*(), which -Wuninitialized
 // misreads once they are inlined (a known false positive of the compiler's own headers).
 #pragma GCC diagnostic push
@@ -42,6 +50,7 @@ bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
          pick_slot_mask<P, 4, 1, 8>(p, gemv, gemm) || pick_slot_mask<P, 2, 2, 8>(p, gemv, gemm);
 }
 
+#if !defined(TERNLAB_AVX512_EMULATED)
 // As the AVX2 loop: kDotChains register-resident chains (kernels/isa/dot_chains.hpp).
 #define TERNLAB_DPBUSD(k) "vpdpbusd %13, %12, %" #k "\n\t"
 std::int64_t dpbusd_loop(std::int64_t iters) {
@@ -56,6 +65,21 @@ std::int64_t dpbusd_loop(std::int64_t iters) {
   return s;
 }
 #undef TERNLAB_DPBUSD
+#endif
+
+void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
+  if (L.facts.slot_vectorizable) {
+    GemvFn gemv = nullptr;
+    GemmFn gemm = nullptr;
+    if (pick_any_slot_mask(slot_vector_plan(L, P::kBytes, &P::pair_position), gemv, gemm))
+      out.push_back({"slot-mask", P::name, gemv, gemm});
+  }
+  if (L.facts.natural_two_bit) {
+    out.push_back({strategies::Unpack<P>::kStrategy, P::name, &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
+    using PerColumn = strategies::Unpack<P, false>;
+    out.push_back({PerColumn::kStrategy, P::name, &PerColumn::gemv, &PerColumn::gemm});
+  }
+}
 
 }  // namespace
 }  // namespace ternlab::detail
@@ -64,21 +88,14 @@ std::int64_t dpbusd_loop(std::int64_t iters) {
 
 namespace ternlab::detail {
 
-void add_avx512vnni_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
-  if (L.facts.slot_vectorizable) {
-    GemvFn gemv = nullptr;
-    GemmFn gemm = nullptr;
-    if (pick_any_slot_mask(slot_vector_plan(L, P::kBytes, &P::pair_position), gemv, gemm))
-      out.push_back({"slot-mask", "avx512vnni", gemv, gemm});
-  }
-  if (L.facts.natural_two_bit) {
-    out.push_back({strategies::Unpack<P>::kStrategy, "avx512vnni", &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
-    using PerColumn = strategies::Unpack<P, false>;
-    out.push_back({PerColumn::kStrategy, "avx512vnni", &PerColumn::gemv, &PerColumn::gemm});
-  }
+#if defined(TERNLAB_AVX512_EMULATED)
+void add_avx512vnni_emulated_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
+  add_kernels(L, out);
 }
-
+#else
+void add_avx512vnni_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) { add_kernels(L, out); }
 std::int64_t avx512_dpbusd_loop(std::int64_t iters) { return dpbusd_loop(iters); }
+#endif
 
 }  // namespace ternlab::detail
 

@@ -4,8 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
+#include "kernels/catalog.hpp"
 #include "layouts/registry.hpp"
 #include "layouts/stock.hpp"
 #include "tests/layouts/t2p8.hpp"
@@ -25,5 +27,10 @@ void check_error(F&& f, const S&... fragments) {
   CHECK_FALSE(msg.empty());
   for (const std::string& f : {std::string(fragments)...}) CHECK(msg.find(f) != std::string::npos);
 }
+
+// kernels_for(L), plus, on x86 CPUs with AVX2 but without AVX-512 VNNI, the AVX-512 VNNI kernels
+// built through SIMDe (tests/avx512_emulated.cpp; ISA "avx512vnni-simde"): the oracle suites
+// check every kernel the project ships, whatever this CPU runs natively.
+std::vector<KernelVariant> checked_kernels_for(const LayoutInfo& L);
 
 }  // namespace ternlab::test

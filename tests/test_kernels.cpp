@@ -78,8 +78,17 @@ TEST_SUITE("kernels") {
         CHECK_FALSE(has(ks, "slot-mask/avx512vnni"));
       }
     }
-    if (!isa_supported(Isa::avx512vnni))
-      MESSAGE("AVX-512 VNNI kernels not run: this CPU (", cpu_features().model, ") reports ", feature_string());
+    if (!isa_supported(Isa::avx512vnni) && isa_supported(Isa::avx2)) {
+      // The oracle suites run the AVX-512 kernels through SIMDe instead (tests/avx512_emulated.cpp).
+      for (const LayoutInfo* L : all_layouts()) {
+        CAPTURE(L->name);
+        const auto ks = test::checked_kernels_for(*L);
+        CHECK(has(ks, "slot-mask/avx512vnni-simde") == L->facts.slot_vectorizable);
+        CHECK(has(ks, "unpack/avx512vnni-simde") == L->facts.natural_two_bit);
+      }
+      MESSAGE("AVX-512 VNNI kernels run through SIMDe only: this CPU (", cpu_features().model, ") reports ",
+              feature_string());
+    }
   }
 
   TEST_CASE("the slot-mask plan refuses, with the reason, a layout whose word feeds rows per slot") {
@@ -138,6 +147,14 @@ TEST_SUITE("kernels") {
     CHECK(t2w_avx2.group_per_row);
     CHECK_FALSE(t2w_avx2.fold_halves);
     CHECK_FALSE(slot_vector_plan(find_layout("t2x4"), 32, avx2_pos).fold_halves);
+    // The 16-lane (AVX-512) shortcut: the same order over four words; summing the words of each
+    // pair vector gathers t2p's rows (and t2p8's, four per pair vector), not t2x4's or t2w's.
+    const auto avx512_pos = [](int a, int u, int h) { return 16 * (a / 2) + 4 * u + 2 * (a % 2) + h; };
+    CHECK(slot_vector_plan(find_layout("t2p"), 64, avx512_pos).fold_words);
+    CHECK(slot_vector_plan(find_layout("t2p8"), 64, avx512_pos).fold_words);
+    CHECK_FALSE(slot_vector_plan(find_layout("t2x4"), 64, avx512_pos).fold_words);
+    CHECK_FALSE(slot_vector_plan(find_layout("t2w"), 64, avx512_pos).fold_words);
+    CHECK_FALSE(t2p_avx2.fold_words);
     const SlotVectorPlan& pq = slot_vector_plan(find_layout("pq2_0"), 32, pos);
     CHECK(pq.why_not == "layout is not slot-vectorizable");
     // The expansion of a row-pair word is dup8: bytes 8..15 repeat bytes 0..7.
@@ -212,7 +229,7 @@ TEST_SUITE("kernels") {
       for (const LayoutInfo* L : all_layouts()) {
         if (rows % L->rows) continue;
         const PackedMatrix p = pack(w, *L);
-        for (const KernelVariant& k : kernels_for(*L)) {
+        for (const KernelVariant& k : test::checked_kernels_for(*L)) {
           CAPTURE(threads);
           CAPTURE(k.name());
           CAPTURE(L->name);
@@ -237,16 +254,16 @@ TEST_SUITE("bad-input") {
     const PackedMatrix t2p = pack(make_weights(4, 256, 1), find_layout("t2p"));
     const Q8KBatch x = quantize_batch(make_float_activations(1, 256, 1).data(), 1, 256);
     std::vector<float> y(4);
-    for (const KernelVariant& k : kernels_for(find_layout("t2p")))
+    for (const KernelVariant& k : test::checked_kernels_for(find_layout("t2p")))
       if (k.strategy == "slot-mask") {
         CAPTURE(k.name());
         // slot-mask/i8mm runs the dotprod gemv, whose message names that variant: check the strategy.
         check_error([&] { k.gemv(pq, x.row(0), y.data(), 0, 4); }, k.strategy + "/", "pq2_0", "not slot-vectorizable");
         check_error([&] { k.gemm(pq, x, y.data(), 4, 0, 4); }, k.name(), "pq2_0");
       }
-    for (const KernelVariant& k : kernels_for(find_layout("pq2_0")))
+    for (const KernelVariant& k : test::checked_kernels_for(find_layout("pq2_0")))
       if (k.strategy.starts_with("unpack")) check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
-    for (const KernelVariant& k : kernels_for(find_layout("ptq1_0")))
+    for (const KernelVariant& k : test::checked_kernels_for(find_layout("ptq1_0")))
       if (k.strategy == "base3") check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
   }
 

@@ -30,7 +30,7 @@ std::int64_t run_case(const LayoutInfo& L, const Case& c, std::uint64_t seed) {
   const std::vector<std::int64_t> want = oracle_int(w, a.i8, c.tokens);
   const PackedMatrix p = pack(w, L);
   std::int64_t compared = 0;
-  for (const KernelVariant& k : kernels_for(L)) {
+  for (const KernelVariant& k : test::checked_kernels_for(L)) {
     CAPTURE(k.name());
     std::vector<float> y(std::size_t(c.tokens * c.rows), NAN);
     for (std::int64_t t = 0; t < c.tokens; ++t) k.gemv(p, x.row(t), y.data() + t * c.rows, 0, p.row_groups());
@@ -101,7 +101,7 @@ TEST_SUITE("oracle") {
     for (const LayoutInfo* L : all_layouts()) {
       if (4 % L->rows) continue;
       const PackedMatrix p = pack(w, *L);
-      for (const KernelVariant& k : kernels_for(*L)) {
+      for (const KernelVariant& k : test::checked_kernels_for(*L)) {
         std::vector<float> y(4);
         k.gemv(p, x.row(0), y.data(), 0, p.row_groups());
         for (float v : y) CHECK(v == -127.0f * 512);
@@ -120,7 +120,7 @@ TEST_SUITE("oracle") {
       const Q8KBatch x = quantize_batch(xf.data(), tokens, cols);
       const std::vector<float> want = oracle_float(w, x);
       const PackedMatrix p = pack(w, *L);
-      for (const KernelVariant& k : kernels_for(*L)) {
+      for (const KernelVariant& k : test::checked_kernels_for(*L)) {
         CAPTURE(k.name());
         std::vector<float> Y(std::size_t(tokens * rows));
         k.gemm(p, x, Y.data(), rows, 0, p.row_groups());

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 
+#include "kernels/isa/rows8.hpp"
+
 namespace ternlab::isa {
 
-struct Avx2 {
+struct Avx2 : Rows8<Avx2> {
   static constexpr const char* name = "avx2";
   static constexpr int kBytes = 32;
   using V = __m256i;
@@ -66,9 +68,9 @@ struct Avx2 {
   // hadd(c_a, c_a+1): per 128-bit word u, [c_a pairs 0,1 | c_a+1 pairs 0,1].
   static int pair_position(int a, int u, int h) { return 8 * (a / 2) + 4 * u + 2 * (a % 2) + h; }
 
-  // --- rows kept in one vector (up to 8 rows), for the slot-mask epilogue ---------------------
-  // The pair sums of G accumulators gathered into [row 0 .. row ROWS-1] by lane permutes (see
-  // SlotVectorPlan::row_perm); no round trip through memory.
+  // --- rows kept in one vector (up to 8 rows), for the slot-mask epilogue (Rows8) -------------
+  // The pair sums of G accumulators gathered into [row 0 .. row ROWS-1]; no round trip through
+  // memory.
   static V fold_halves(V h) { return _mm256_add_epi32(h, _mm256_permute2x128_si256(h, h, 1)); }
   template <int G, int E, class Plan>
   static V rows_from_pairs(const V* c, const Plan& p) {
@@ -79,34 +81,9 @@ struct Avx2 {
     if constexpr (G == 4 && E == 4)
       if (p.group_per_row)
         return fold_halves(_mm256_hadd_epi32(_mm256_hadd_epi32(c[0], c[1]), _mm256_hadd_epi32(c[2], c[3])));
-    constexpr int K = (G + 1) / 2;
-    V s = zero();
-    for (int k = 0; k < K; ++k) {
-      const V h = _mm256_hadd_epi32(c[2 * k], 2 * k + 1 < G ? c[2 * k + 1] : zero());
-      for (int e = 0; e < E; ++e) {
-        V t = _mm256_permutevar8x32_epi32(h, load(p.row_perm[k][e]));
-        if constexpr (K > 1) t = and_(t, load(p.row_mask[k][e]));
-        s = _mm256_add_epi32(s, t);
-      }
-    }
-    return s;
-  }
-  using RowF = __m256;
-  static RowF row_zero() { return _mm256_setzero_ps(); }
-  // acc + float((s >> shift) - ysum) * (scales * d): per row, the reference's one fma per block.
-  template <int shift>
-  static RowF row_fma(V s, std::int32_t ysum, RowF scales, float d, RowF acc) {
-    const __m256 sf = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srai_epi32(s, shift), _mm256_set1_epi32(ysum)));
-    return _mm256_fmadd_ps(sf, _mm256_mul_ps(scales, _mm256_set1_ps(d)), acc);
-  }
-  // 8 consecutive fp16 scales (lanes past the block's rows are never stored).
-  static RowF row_scales(const std::uint8_t* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  static void row_store(float* y, RowF v, int rows) {
-    alignas(32) float t[8];
-    _mm256_store_ps(t, v);
-    for (int r = 0; r < rows; ++r) y[r] = t[r];
+    V pieces[(G + 1) / 2];
+    for (int k = 0; k < (G + 1) / 2; ++k) pieces[k] = _mm256_hadd_epi32(c[2 * k], 2 * k + 1 < G ? c[2 * k + 1] : zero());
+    return gather_rows<(G + 1) / 2, E>(pieces, p);
   }
 
   // Horizontal sums of four vectors at once (three hadds, one lane fold).

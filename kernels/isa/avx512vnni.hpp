@@ -1,22 +1,50 @@
 // The AVX-512 VNNI policy: 512-bit vectors (four 16-byte words), dot4 = vpdpbusd (u8 x s8 into
-// int32, no saturation). Include only from a translation unit compiled for
-// avx512f,avx512bw,avx512vl,avx512vnni (see kernels/x86_avx512vnni.cpp); called only when
-// cpu.hpp reports the features.
+// int32, no saturation). Include only from kernels/x86_avx512vnni.cpp, after its target pragma;
+// called only when cpu.hpp reports the features.
 //
-// Every slot is masked in place (64u <= 192 fits u8 and vpdpbusd does not saturate), and the
-// 1/4/16/64 recombination is folded Horner-style into one accumulator: start from slot 3 (64u),
-// shift right by 2 before adding the next lower slot. Each shift is exact: the lane is a multiple
-// of 4 at that point (it only holds 4^k multiples, k >= 1).
+// Built a second time with TERNLAB_AVX512_EMULATED, through SIMDe's portable AVX-512 (Debian's
+// libsimde-dev), so the test suite runs these exact kernels against the oracle on CPUs without
+// AVX-512. The inline namespace keeps the two builds' template instantiations apart; only
+// intrinsics SIMDe 0.7.4 provides are used at 512 bits (the 256-bit epilogue is native AVX2).
+//
+// Slot-mask: every slot is shifted down and masked to its code u (three shifts and four ANDs per
+// weight vector, shared by all tokens of a tile), then vpdpbusd adds all four slots' products into
+// one int32 accumulator: no 1/4/16/64 recombination (kSlotShift 0) and no widening. The in-place
+// masks (4 ANDs, no shift) would need a recombination after every vector: three shifts per vector
+// per token instead of three per vector.
 #pragma once
 
+#if defined(TERNLAB_AVX512_EMULATED)
+// Only the 512-bit intrinsics are emulated: the unit's target pragma enables AVX2, FMA and F16C
+// (GCC's pragma does not define their feature macros, so SIMDe is told), keeping the 256-bit
+// epilogue native - a portable _mm256_fmadd_ps would round twice.
+#define SIMDE_X86_AVX_NATIVE
+#define SIMDE_X86_AVX2_NATIVE
+#define SIMDE_X86_FMA_NATIVE
+#define SIMDE_X86_F16C_NATIVE
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+#else
 #include <immintrin.h>
+#endif
 
 #include <cstdint>
 
-namespace ternlab::isa {
+#include "kernels/isa/rows8.hpp"
 
-struct Avx512Vnni {
+namespace ternlab::isa {
+#if defined(TERNLAB_AVX512_EMULATED)
+inline namespace emulated {
+#else
+inline namespace native {
+#endif
+
+struct Avx512Vnni : Rows8<Avx512Vnni> {
+#if defined(TERNLAB_AVX512_EMULATED)
+  static constexpr const char* name = "avx512vnni-simde";
+#else
   static constexpr const char* name = "avx512vnni";
+#endif
   static constexpr int kBytes = 64;
   using V = __m512i;
 
@@ -34,29 +62,66 @@ struct Avx512Vnni {
     V s[4];
   };
   static Slots extract(V v) {
-    return {{and_(v, set1_u8(0x03)), and_(v, set1_u8(0x0c)), and_(v, set1_u8(0x30)), and_(v, set1_u8(0xc0))}};
+    const V m = set1_u8(0x03);  // 16-bit shifts drag in the next byte's bits; the mask drops them
+    return {{and_(v, m), and_(_mm512_srli_epi16(v, 2), m), and_(_mm512_srli_epi16(v, 4), m),
+             and_(_mm512_srli_epi16(v, 6), m)}};
   }
-  static V slot_dot(const Slots& w, const std::uint8_t* x) {
-    V acc = _mm512_dpbusd_epi32(zero(), w.s[3], load(x + 192));
-    acc = _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), w.s[2], load(x + 128));
-    acc = _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), w.s[1], load(x + 64));
-    return _mm512_dpbusd_epi32(_mm512_srai_epi32(acc, 2), w.s[0], load(x));
+  // acc + sum over slots of u * y, in int32 lanes (|u * y| <= 3 * 128: a block's sum stays far
+  // below 2^31).
+  static V slot_dot_into(V acc, const Slots& w, const std::uint8_t* x) {
+    for (int s = 0; s < 4; ++s) acc = dot4(acc, w.s[s], load(x + kBytes * s));
+    return acc;
   }
-
+  static V slot_dot(const Slots& w, const std::uint8_t* x) { return slot_dot_into(zero(), w, x); }
   static V slot_add(V a, V b) { return add32(a, b); }
   static V slot_widen(V a) { return a; }
 
+  // The 512-bit hadd: per 16-byte word u, [a's lane pairs 0,1 | b's lane pairs 0,1] summed.
+  static V pair_add(V a, V b) {
+    const __m512 x = _mm512_castsi512_ps(a), y = _mm512_castsi512_ps(b);
+    return _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(x, y, 0x88)),
+                            _mm512_castps_si512(_mm512_shuffle_ps(x, y, 0xdd)));
+  }
   template <int NV>
   static void store_pair_sums(const V* c, std::int32_t* out) {
-    for (int j = 0; j < NV; ++j)
-      _mm512_store_si512(out + 16 * j, _mm512_add_epi32(c[j], _mm512_shuffle_epi32(c[j], _MM_PERM_CDAB)));
+    for (int j = 0; j < NV; j += 2) _mm512_storeu_si512(out + 8 * j, pair_add(c[j], j + 1 < NV ? c[j + 1] : zero()));
   }
-  // Lane 2p (and 2p+1) of accumulator a's store holds pair p; word u covers pairs 2u, 2u+1.
-  static int pair_position(int a, int u, int h) { return 16 * a + 4 * u + 2 * h; }
+  // pair_add(c_a, c_a+1): per word u, [c_a pairs 0,1 | c_a+1 pairs 0,1] (AVX2's order, 4 words).
+  static int pair_position(int a, int u, int h) { return 16 * (a / 2) + 4 * u + 2 * (a % 2) + h; }
 
-  static std::int32_t reduce_add(V v) { return _mm512_reduce_add_epi32(v); }
+  // --- rows kept in one 8-lane vector, for the slot-mask epilogue (Rows8) ----------------------
+  static __m256i low_half(V v) { return _mm512_castsi512_si256(v); }
+  static __m256i high_half(V v) { return _mm512_extracti64x4_epi64(v, 1); }
+  // The four words of v summed: lanes 0-3 (and again 4-7).
+  static __m256i fold_words(V v) {
+    const __m256i h = _mm256_add_epi32(low_half(v), high_half(v));
+    return _mm256_add_epi32(h, _mm256_permute2x128_si256(h, h, 1));
+  }
+  template <int G, int E, class Plan>
+  static __m256i rows_from_pairs(const V* c, const Plan& p) {
+    constexpr int K = (G + 1) / 2;
+    V h[K];
+    for (int k = 0; k < K; ++k) h[k] = pair_add(c[2 * k], 2 * k + 1 < G ? c[2 * k + 1] : zero());
+    // The plan's shortcut (t2p, t2p8): every word of a pair_add holds the same four rows.
+    if constexpr (E == 4 && (G == 2 || G == 4))
+      if (p.fold_words) {
+        if constexpr (G == 2) return fold_words(h[0]);
+        return _mm256_permute2x128_si256(fold_words(h[0]), fold_words(h[1]), 0x20);
+      }
+    __m256i pieces[2 * K];
+    for (int k = 0; k < K; ++k) pieces[2 * k] = low_half(h[k]), pieces[2 * k + 1] = high_half(h[k]);
+    return gather_rows<2 * K, E>(pieces, p);
+  }
+
+  // Horizontal sums: two pair_add levels leave [a, b, c, d] word sums in every word.
   static void reduce_add4(V a, V b, V c, V d, std::int32_t* out) {
-    out[0] = reduce_add(a), out[1] = reduce_add(b), out[2] = reduce_add(c), out[3] = reduce_add(d);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                     _mm256_castsi256_si128(fold_words(pair_add(pair_add(a, b), pair_add(c, d)))));
+  }
+  static std::int32_t reduce_add(V v) {
+    alignas(16) std::int32_t s[4];
+    reduce_add4(v, zero(), zero(), zero(), s);
+    return s[0];
   }
 
   // --- natural 2-bit order: the 256-bit recipe of spec 6.2 in both halves -----------------------
@@ -82,4 +147,5 @@ struct Avx512Vnni {
   }
 };
 
+}  // namespace
 }  // namespace ternlab::isa

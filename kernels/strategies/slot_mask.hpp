@@ -53,8 +53,11 @@ struct SlotMask {
       for (int m = 0; m < M; ++m) {
         const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
         for (int t = 0; t < T; ++t) {
-          const typename P::V d = P::slot_dot(w, x[t] + p.class_offset[g * M + m]);
-          c[t][g] = m == 0 ? d : P::slot_add(c[t][g], d);
+          const std::uint8_t* xt = x[t] + p.class_offset[g * M + m];
+          if constexpr (requires { P::slot_dot_into(c[t][g], w, xt); })  // accumulates in place
+            c[t][g] = P::slot_dot_into(m == 0 ? P::zero() : c[t][g], w, xt);
+          else
+            c[t][g] = m == 0 ? P::slot_dot(w, xt) : P::slot_add(c[t][g], P::slot_dot(w, xt));
         }
       }
       for (int t = 0; t < T; ++t) c[t][g] = P::slot_widen(c[t][g]);
@@ -82,7 +85,9 @@ struct SlotMask {
   // the plan allows: rows <= 8, contiguous scales readable as one 16-byte load inside the block.
   static constexpr bool kVectorRows = requires { typename P::RowF; } && ROWS <= 8 && kPairsPerRow <= 8;
   static bool vector_rows(const SlotVectorPlan& p) {
-    return kVectorRows && p.scales_contiguous && p.scale_offset[0] + 16 <= p.block_bytes && (G + 1) / 2 <= 8;
+    // Pair sums travel as 8-lane pieces: (G + 1) / 2 pair vectors of kBytes / 32 pieces each.
+    return kVectorRows && p.scales_contiguous && p.scale_offset[0] + 16 <= p.block_bytes &&
+           (G + 1) / 2 * (P::kBytes / 32) <= 8;
   }
 
   static const SlotVectorPlan& checked_plan(const LayoutInfo& L) {
@@ -112,7 +117,7 @@ struct SlotMask {
             prefetch_ahead(blk, p.block_bytes);
             typename P::V c[1][G];
             accumulate<1>(p, blk, &xe, c);
-            const typename P::V s = P::template rows_from_pairs<G, kPairsPerRow>(c[0], p);
+            const auto s = P::template rows_from_pairs<G, kPairsPerRow>(c[0], p);
             acc = P::template row_fma<P::kSlotShift>(s, a.blocks[i].ysum, P::row_scales(blk + p.scale_offset[0]),
                                                      a.blocks[i].d, acc);
           }
