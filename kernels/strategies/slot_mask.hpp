@@ -90,6 +90,27 @@ struct SlotMask {
            (G + 1) / 2 * (P::kBytes / 32) <= 8;
   }
 
+  // Policies that hold a whole 4-token tile of four rows in registers (AVX-512: P::TileF) do so
+  // for fold_words plans of two row pairs (t2p); TileActs feeds their epilogue.
+  static constexpr bool kTileRows = requires { typename P::TileF; } && G == 2 && ROWS == 4;
+  static bool tile_rows(const SlotVectorPlan& p) {
+    return kTileRows && p.fold_words && p.scales_contiguous && p.scale_offset[0] + 8 <= p.block_bytes;
+  }
+  // Per block of a tile: each token's ysum and d, repeated over its four row lanes (gemv: the one
+  // token's, in all sixteen).
+  struct TileActs {
+    std::int32_t ysum[16];
+    float d[16];
+  };
+  static const TileActs* tile_acts(const SlotActs (&a)[4], std::int64_t nb) {
+    auto* ta = reinterpret_cast<TileActs*>(kernel_scratch(std::size_t(nb) * sizeof(TileActs), kTileActsScratch));
+    for (std::int64_t i = 0; i < nb; ++i)
+      for (int m = 0; m < 4; ++m)
+        for (int r = 0; r < 4; ++r) ta[i].ysum[4 * m + r] = a[m].blocks[i].ysum, ta[i].d[4 * m + r] = a[m].blocks[i].d;
+    return ta;
+  }
+  static constexpr int kTileActsScratch = 20;  // past the 16 prepare_slot_acts areas
+
   static const SlotVectorPlan& checked_plan(const LayoutInfo& L) {
     const SlotVectorPlan& p = plan(L);
     if (!fits(p))
@@ -107,9 +128,34 @@ struct SlotMask {
     const SlotVectorPlan& p = checked_plan(L);
     const std::int64_t nb = w.blocks_per_row();
     const SlotActs a = prepare_slot_acts(p, L, x, nb, 0);
+    std::int64_t g = g0;
+    if constexpr (kTileRows)  // four row groups at a time fill the policy's tile
+      if (tile_rows(p) && g1 - g0 >= 4) {
+        const SlotActs same[4] = {a, a, a, a};
+        const TileActs* ta = tile_acts(same, nb);
+        for (; g + 4 <= g1; g += 4) {
+          typename P::TileF acc = P::tile_zero();
+          const std::uint8_t* blk[4];
+          for (int q = 0; q < 4; ++q) blk[q] = w.block(g + q, 0);
+          const std::uint8_t* xe = a.expanded;
+          for (std::int64_t i = 0; i < nb; ++i, xe += p.expanded_block_bytes) {
+            typename P::V c[4][G];
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; ++q) {
+              prefetch_ahead(blk[q], p.block_bytes);
+              accumulate<1>(p, blk[q], &xe, &c[q]);
+            }
+            const int so = p.scale_offset[0];
+            acc = P::tile_fma(P::tile_rows(c), ta[i], P::tile_scales(blk[0] + so, blk[1] + so, blk[2] + so, blk[3] + so),
+                              acc);
+            for (int q = 0; q < 4; ++q) blk[q] += p.block_bytes;
+          }
+          P::tile_store(acc, y + g * ROWS, ROWS, 4);
+        }
+      }
     if constexpr (kVectorRows)
       if (vector_rows(p)) {
-        for (std::int64_t g = g0; g < g1; ++g) {
+        for (; g < g1; ++g) {
           typename P::RowF acc = P::row_zero();
           const std::uint8_t* blk = w.block(g, 0);
           const std::uint8_t* xe = a.expanded;
@@ -125,7 +171,7 @@ struct SlotMask {
         }
         return;
       }
-    for (std::int64_t g = g0; g < g1; ++g) {
+    for (; g < g1; ++g) {
       float acc[ROWS] = {};
       const std::uint8_t* blk = w.block(g, 0);
       const std::uint8_t* xe = a.expanded;
@@ -154,6 +200,24 @@ struct SlotMask {
       const int live = int(std::min<std::int64_t>(4, x.tokens - 4 * t));
       SlotActs a[4];
       for (int m = 0; m < 4; ++m) a[m] = prepare_slot_acts_x4(p, L, x.tile(t), m, nb, m);
+      if constexpr (kTileRows)
+        if (tile_rows(p)) {
+          const TileActs* ta = tile_acts(a, nb);
+          for (std::int64_t g = g0; g < g1; ++g) {
+            typename P::TileF acc = P::tile_zero();
+            const std::uint8_t* blk = w.block(g, 0);
+            for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes) {
+              const std::uint8_t* xs[4];
+              for (int m = 0; m < 4; ++m) xs[m] = a[m].expanded + i * p.expanded_block_bytes;
+              typename P::V c[4][G];
+              accumulate<4>(p, blk, xs, c);
+              const std::uint8_t* sc = blk + p.scale_offset[0];
+              acc = P::tile_fma(P::tile_rows(c), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
+            }
+            P::tile_store(acc, y + 4 * t * ldy + g * ROWS, ldy, live);
+          }
+          continue;
+        }
       if constexpr (kVectorRows)
         if (vector_rows(p)) {
           for (std::int64_t g = g0; g < g1; ++g) {

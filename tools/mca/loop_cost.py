@@ -85,22 +85,22 @@ def functions(asm):
     return out
 
 
-def innermost_dot_loop(body):
+def innermost_dot_loops(body):
+    """Every innermost backward-branch loop with at least 4 int8 dots (a kernel may have several:
+    a main path and a remainder path), in code order."""
     labels = {l[:-1]: k for k, l in enumerate(body) if re.match(r"^\.L\w+:$", l)}
-    best = None
+    spans = []
     for k, line in enumerate(body):
         m = re.match(r"\s+j\w+\s+(\.L\w+)", line)
         if not m or m.group(1) not in labels or labels[m.group(1)] >= k:
             continue
         seg = body[labels[m.group(1)] + 1:k]
-        dots = sum(bool(DOT.search(x)) for x in seg)
-        if dots < 4 or any(re.search(r"\scall\s|\.cfi", x) for x in seg):
+        if sum(bool(DOT.search(x)) for x in seg) < 4 or any(re.search(r"\scall\s|\.cfi", x) for x in seg):
             continue
-        if best is None or len(seg) < len(best):
-            best = seg
-    if best is None:
-        return None
-    return [x for x in best if not re.match(r"^\.L\w+:$", x) and not re.match(r"\s+(j\w+|\.p2align)", x)]
+        spans.append((labels[m.group(1)], k))
+    inner = [a for a in spans if not any(b != a and a[0] <= b[0] and b[1] <= a[1] for b in spans)]
+    return [[x for x in body[s + 1:e] if not re.match(r"^\.L\w+:$", x) and not re.match(r"\s+(j\w+|\.p2align)", x)]
+            for s, e in sorted(inner)]
 
 
 def mca_cycles(loop, mcpu, iterations=200):
@@ -126,20 +126,20 @@ def main():
     fns = functions(compile_to_asm(a.build, a.source))
     names = demangle([n for n, _ in fns])
     print(f"{os.path.relpath(a.source, ROOT)}, llvm-mca -mcpu={a.mcpu}; one row per innermost loop with int8 dots")
-    print(f"{'function':44} {'instrs':>6} {'dots':>5} {'stack':>5} {'cycles/iter':>11} {'MAC/cycle':>9}")
+    print(f"{'function (#k: its k-th loop)':48} {'instrs':>6} {'dots':>5} {'stack':>5} {'cycles/iter':>11} {'MAC/cycle':>9}")
     for (mangled, body), full in zip(fns, names):
         s = short(full)
         if a.filter not in s or not re.search(r"::(gemv|gemm)$", s):
             continue
-        loop = innermost_dot_loop(body)
-        if loop is None:
-            continue
-        if a.show and s == a.show:
-            print("\n".join(loop))
-        stack = sum(bool(re.search(r"\((%rsp|%rbp)\)|\(%r[sb]p,", x)) for x in loop)
-        dots = sum(bool(DOT.search(x)) for x in loop)
-        cycles = mca_cycles(loop, a.mcpu)
-        print(f"{s:44} {len(loop):6} {dots:5} {stack:5} {cycles:11.1f} {sum(map(macs, loop)) / cycles:9.1f}")
+        loops = innermost_dot_loops(body)
+        for n, loop in enumerate(loops):
+            label = s if len(loops) == 1 else f"{s} #{n + 1}"
+            if a.show and a.show in (s, label):
+                print("\n".join(loop))
+            stack = sum(bool(re.search(r"\((%rsp|%rbp)\)|\(%r[sb]p,", x)) for x in loop)
+            dots = sum(bool(DOT.search(x)) for x in loop)
+            cycles = mca_cycles(loop, a.mcpu)
+            print(f"{label:48} {len(loop):6} {dots:5} {stack:5} {cycles:11.1f} {sum(map(macs, loop)) / cycles:9.1f}")
 
 
 if __name__ == "__main__":
