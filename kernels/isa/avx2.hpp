@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/isa/rows8.hpp"
+#include "kernels/kernel_plan.hpp"
 
 namespace ternlab::isa {
 
@@ -84,6 +85,23 @@ struct Avx2 : Rows8<Avx2> {
     V pieces[(G + 1) / 2];
     for (int k = 0; k < (G + 1) / 2; ++k) pieces[k] = _mm256_hadd_epi32(c[2 * k], 2 * k + 1 < G ? c[2 * k + 1] : zero());
     return gather_rows<(G + 1) / 2, E>(pieces, p);
+  }
+
+  // --- a 4 x 4 tile (Rows8::Tile16) of a fold_halves plan with two row pairs (t2p) ------------
+  static bool tile_fits(const SlotVectorPlan& p) { return p.fold_halves; }
+  // Not for gemv: four row groups' eight accumulators exceed the 16 registers (llvm-mca: 81 stack
+  // references, no faster than one group at a time); a gemm tile reuses each weight vector instead.
+  static constexpr bool kTileGemv = false;
+  // c[q][a]: row pair a's accumulator of token (or row group) q. After one hadd, each 128-bit
+  // half of h[q] holds rows 0..3; q's two halves are summed into half q % 2 of lo (q < 2) or hi.
+  static Tile16 tile_rows(const V (*c)[2]) {
+    V h[4];
+    for (int q = 0; q < 4; ++q) h[q] = _mm256_hadd_epi32(c[q][0], c[q][1]);
+    return {sum_halves(h[0], h[1]), sum_halves(h[2], h[3])};
+  }
+  // [a's two halves summed | b's two halves summed]
+  static V sum_halves(V a, V b) {
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
   }
 
   // Horizontal sums of four vectors at once (three hadds, one lane fold).

@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "kernels/isa/rows8.hpp"
+#include "kernels/kernel_plan.hpp"
 
 namespace ternlab::isa {
 #if defined(TERNLAB_AVX512_EMULATED)
@@ -113,56 +114,21 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     return gather_rows<2 * K, E>(pieces, p);
   }
 
-  // --- a whole 4-token tile of a fold_words plan with two row pairs (t2p) -----------------------
-  // The 16 results (4 tokens x 4 rows) of a block fill one vector: no per-token reduction and
-  // epilogue. Tokens 0, 1 end in `lo`, 2, 3 in `hi` (8-lane AVX2 float ops: the 512-bit float
-  // conversions are not among the intrinsics the emulated build can use).
-  struct TileF {
-    __m256 lo, hi;
-  };
-  static TileF tile_zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  // --- a 4 x 4 tile (Rows8::Tile16) of a fold_words plan with two row pairs (t2p) -------------
+  static bool tile_fits(const SlotVectorPlan& p) { return p.fold_words; }
+  static constexpr bool kTileGemv = true;  // gemv's four row groups fit the 32 registers
   static V transpose_add(V a, V b, V even, V odd) {
     return add32(_mm512_permutex2var_epi64(a, even, b), _mm512_permutex2var_epi64(a, odd, b));
   }
-  // Word t of the result: the four row sums of c[t] (c[t][a]: row pair a's accumulator), where t is
-  // a token of the tile (gemm) or one of four row groups (gemv).
-  static V tile_rows(const V (*c)[2]) {
-    V x[4];  // word u of x[t]: rows 0..3 of token t over word u's weights
-    for (int t = 0; t < 4; ++t) x[t] = pair_add(c[t][0], c[t][1]);
-    // Two levels of "words 0, 2 of a and b" plus "words 1, 3 of a and b": a 4 x 4 word transpose
-    // that adds as it goes.
+  // c[q][a]: row pair a's accumulator of token (or row group) q. After pair_add, word u of x[q]
+  // holds rows 0..3 over word u's weights; two levels of "words 0, 2 of a and b" plus "words 1, 3
+  // of a and b" transpose the words and add as they go, leaving q's row sums in word q.
+  static Tile16 tile_rows(const V (*c)[2]) {
+    V x[4];
+    for (int q = 0; q < 4; ++q) x[q] = pair_add(c[q][0], c[q][1]);
     const V even = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), odd = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
-    const V x01 = transpose_add(x[0], x[1], even, odd), x23 = transpose_add(x[2], x[3], even, odd);
-    return transpose_add(x01, x23, even, odd);
-  }
-  // The fp16 row scales of the tile's four 4-row groups (one pointer per token's group in gemm,
-  // the same group four times; four row groups in gemv).
-  static __m256 scales_pair(const std::uint8_t* a, const std::uint8_t* b) {
-    std::int64_t x, y;
-    __builtin_memcpy(&x, a, 8);
-    __builtin_memcpy(&y, b, 8);
-    return _mm256_cvtph_ps(_mm_set_epi64x(y, x));
-  }
-  static TileF tile_scales(const std::uint8_t* s0, const std::uint8_t* s1, const std::uint8_t* s2,
-                           const std::uint8_t* s3) {
-    return {scales_pair(s0, s1), scales_pair(s2, s3)};
-  }
-  // acc + float(s - ysum) * (d_w * d_y) per lane: the reference's one fma per block. ysum and d
-  // come one per lane (TileActs).
-  static __m256 fma_half(__m256i s, const std::int32_t* ysum, const float* d, __m256 dw, __m256 acc) {
-    const __m256 sf = _mm256_cvtepi32_ps(_mm256_sub_epi32(s, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ysum))));
-    return _mm256_fmadd_ps(sf, _mm256_mul_ps(dw, _mm256_loadu_ps(d)), acc);
-  }
-  template <class TileActs>
-  static TileF tile_fma(V s, const TileActs& a, const TileF& dw, TileF acc) {
-    return {fma_half(low_half(s), a.ysum, a.d, dw.lo, acc.lo), fma_half(high_half(s), a.ysum + 8, a.d + 8, dw.hi, acc.hi)};
-  }
-  static void tile_store(const TileF& acc, float* y, std::int64_t ldy, int live) {
-    alignas(32) float t[16];
-    _mm256_store_ps(t, acc.lo);
-    _mm256_store_ps(t + 8, acc.hi);
-    for (int m = 0; m < live; ++m)
-      for (int r = 0; r < 4; ++r) y[m * ldy + r] = t[4 * m + r];
+    const V r = transpose_add(transpose_add(x[0], x[1], even, odd), transpose_add(x[2], x[3], even, odd), even, odd);
+    return {low_half(r), high_half(r)};
   }
 
   // Horizontal sums: two pair_add levels leave [a, b, c, d] word sums in every word.

@@ -1,6 +1,7 @@
 // Up to 8 rows of one block kept in a 256-bit vector, for the slot-mask epilogue of the x86
 // policies (AVX2 and AVX-512 both end in 8 row lanes): the gather of pair sums into rows, the
-// reference's one fma per block, the fp16 row scales and the store.
+// reference's one fma per block, the fp16 row scales and the store; and the same for a 4 x 4
+// tile of results in two such vectors.
 //
 // A template on the policy so each translation unit (compiled for its own target) gets its own
 // instantiation: an inline non-template here would be one symbol built for two targets.
@@ -47,6 +48,49 @@ struct Rows8 {
     alignas(32) float t[8];
     _mm256_store_ps(t, v);
     for (int r = 0; r < rows; ++r) y[r] = t[r];
+  }
+
+  // --- a 4 x 4 tile: four tokens of a gemm tile, or four row groups of a gemv, x four rows ---
+  // 16 int32 results in two vectors, lane 4q + r: q = token or row group (0, 1 in lo; 2, 3 in
+  // hi), r = row. One epilogue serves all 16.
+  struct Tile16 {
+    __m256i lo, hi;
+  };
+  struct TileF {
+    __m256 lo, hi;
+  };
+  static TileF tile_zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  // The fp16 scales of the four 4-row groups (a gemm tile passes its one group four times).
+  static __m256 scales_pair(const std::uint8_t* a, const std::uint8_t* b) {
+    std::int64_t x, y;
+    __builtin_memcpy(&x, a, 8);
+    __builtin_memcpy(&y, b, 8);
+    return _mm256_cvtph_ps(_mm_set_epi64x(y, x));
+  }
+  static TileF tile_scales(const std::uint8_t* s0, const std::uint8_t* s1, const std::uint8_t* s2,
+                           const std::uint8_t* s3) {
+    return {scales_pair(s0, s1), scales_pair(s2, s3)};
+  }
+  // acc + float((s >> shift) - ysum) * (d_w * d_y) per lane: the reference's one fma per block.
+  // ysum and d come one per lane (the strategy's TileActs).
+  template <int shift>
+  static __m256 tile_fma_half(__m256i s, const std::int32_t* ysum, const float* d, __m256 dw, __m256 acc) {
+    if constexpr (shift > 0) s = _mm256_srai_epi32(s, shift);
+    const __m256 sf = _mm256_cvtepi32_ps(_mm256_sub_epi32(s, load_lanes(ysum)));
+    return _mm256_fmadd_ps(sf, _mm256_mul_ps(dw, _mm256_loadu_ps(d)), acc);
+  }
+  template <int shift, class TileActs>
+  static TileF tile_fma(const Tile16& s, const TileActs& a, const TileF& dw, TileF acc) {
+    return {tile_fma_half<shift>(s.lo, a.ysum, a.d, dw.lo, acc.lo),
+            tile_fma_half<shift>(s.hi, a.ysum + 8, a.d + 8, dw.hi, acc.hi)};
+  }
+  // Lane 4q + r to y[q * ldy + r], for the first `live` q.
+  static void tile_store(const TileF& acc, float* y, std::int64_t ldy, int live) {
+    alignas(32) float t[16];
+    _mm256_store_ps(t, acc.lo);
+    _mm256_store_ps(t + 8, acc.hi);
+    for (int q = 0; q < live; ++q)
+      for (int r = 0; r < 4; ++r) y[q * ldy + r] = t[4 * q + r];
   }
 
   static __m256i load_lanes(const std::int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }

@@ -90,11 +90,13 @@ struct SlotMask {
            (G + 1) / 2 * (P::kBytes / 32) <= 8;
   }
 
-  // Policies that hold a whole 4-token tile of four rows in registers (AVX-512: P::TileF) do so
-  // for fold_words plans of two row pairs (t2p); TileActs feeds their epilogue.
+  // Policies that hold a 4 x 4 tile of results in registers (x86: Rows8::TileF) do so for plans
+  // of two row pairs whose rows their tile_rows can gather (t2p); TileActs feeds the epilogue.
   static constexpr bool kTileRows = requires { typename P::TileF; } && G == 2 && ROWS == 4;
-  static bool tile_rows(const SlotVectorPlan& p) {
-    return kTileRows && p.fold_words && p.scales_contiguous && p.scale_offset[0] + 8 <= p.block_bytes;
+  static bool tiles_fit(const SlotVectorPlan& p) {
+    if constexpr (kTileRows)
+      return P::tile_fits(p) && p.scales_contiguous && p.scale_offset[0] + 8 <= p.block_bytes;
+    return false;
   }
   // Per block of a tile: each token's ysum and d, repeated over its four row lanes (gemv: the one
   // token's, in all sixteen).
@@ -129,8 +131,8 @@ struct SlotMask {
     const std::int64_t nb = w.blocks_per_row();
     const SlotActs a = prepare_slot_acts(p, L, x, nb, 0);
     std::int64_t g = g0;
-    if constexpr (kTileRows)  // four row groups at a time fill the policy's tile
-      if (tile_rows(p) && g1 - g0 >= 4) {
+    if constexpr (kTileRows && P::kTileGemv)  // four row groups at a time fill the policy's tile
+      if (tiles_fit(p) && g1 - g0 >= 4) {
         const SlotActs same[4] = {a, a, a, a};
         const TileActs* ta = tile_acts(same, nb);
         for (; g + 4 <= g1; g += 4) {
@@ -146,8 +148,8 @@ struct SlotMask {
               accumulate<1>(p, blk[q], &xe, &c[q]);
             }
             const int so = p.scale_offset[0];
-            acc = P::tile_fma(P::tile_rows(c), ta[i], P::tile_scales(blk[0] + so, blk[1] + so, blk[2] + so, blk[3] + so),
-                              acc);
+            acc = P::template tile_fma<P::kSlotShift>(
+                P::tile_rows(c), ta[i], P::tile_scales(blk[0] + so, blk[1] + so, blk[2] + so, blk[3] + so), acc);
             for (int q = 0; q < 4; ++q) blk[q] += p.block_bytes;
           }
           P::tile_store(acc, y + g * ROWS, ROWS, 4);
@@ -201,7 +203,7 @@ struct SlotMask {
       SlotActs a[4];
       for (int m = 0; m < 4; ++m) a[m] = prepare_slot_acts_x4(p, L, x.tile(t), m, nb, m);
       if constexpr (kTileRows)
-        if (tile_rows(p)) {
+        if (tiles_fit(p)) {
           const TileActs* ta = tile_acts(a, nb);
           for (std::int64_t g = g0; g < g1; ++g) {
             typename P::TileF acc = P::tile_zero();
@@ -212,7 +214,7 @@ struct SlotMask {
               typename P::V c[4][G];
               accumulate<4>(p, blk, xs, c);
               const std::uint8_t* sc = blk + p.scale_offset[0];
-              acc = P::tile_fma(P::tile_rows(c), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
+              acc = P::template tile_fma<P::kSlotShift>(P::tile_rows(c), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
             }
             P::tile_store(acc, y + 4 * t * ldy + g * ROWS, ldy, live);
           }
