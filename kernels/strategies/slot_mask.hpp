@@ -93,6 +93,10 @@ struct SlotMask {
   // Policies that hold a 4 x 4 tile of results in registers (x86: Rows8::TileF) do so for plans
   // of two row pairs whose rows their tile_rows can gather (t2p); TileActs feeds the epilogue.
   static constexpr bool kTileRows = requires { typename P::TileF; } && G == 2 && ROWS == 4;
+  static constexpr bool kTileGemv = [] {
+    if constexpr (kTileRows) return P::kTileGemv;
+    return false;
+  }();
   static bool tiles_fit(const SlotVectorPlan& p) {
     if constexpr (kTileRows)
       return P::tile_fits(p) && p.scales_contiguous && p.scale_offset[0] + 8 <= p.block_bytes;
@@ -131,7 +135,7 @@ struct SlotMask {
     const std::int64_t nb = w.blocks_per_row();
     const SlotActs a = prepare_slot_acts(p, L, x, nb, 0);
     std::int64_t g = g0;
-    if constexpr (kTileRows && P::kTileGemv)  // four row groups at a time fill the policy's tile
+    if constexpr (kTileGemv)  // four row groups at a time fill the policy's tile
       if (tiles_fit(p) && g1 - g0 >= 4) {
         const SlotActs same[4] = {a, a, a, a};
         const TileActs* ta = tile_acts(same, nb);
