@@ -401,12 +401,13 @@ std::string describe(const Plan& plan) {
     os << "  run " << r.index + 1 << "/" << plan.runs.size() << ": " << r.name() << " (kind " << r.kind << ")\n";
     std::vector<std::string> settings;
     for (const auto& [k, v] : r.params)
-      if (k != "kind" && k != "name" && k != "description") settings.push_back(k + "=" + value_text(*v.node));
+      if (k != "kind" && k != "name" && k != "description")
+        settings.push_back(k + "=" + value_text(*v.node) + (v.line == 0 ? " (--set)" : ""));
     if (!settings.empty()) os << "    " << join(settings, " ") << "\n";
     for (std::size_t a = 0; a < r.arms.size(); ++a) {
       std::vector<std::string> s;
       for (const auto& [k, v] : r.arms[a].keys)
-        if (k != "name") s.push_back(k + "=" + value_text(*v.node));
+        if (k != "name") s.push_back(k + "=" + value_text(*v.node) + (v.line == 0 ? " (--set)" : ""));
       os << "    arm " << a << " '" << r.arms[a].name << "': " << (s.empty() ? "(defaults)" : join(s, " ")) << "\n";
     }
   }

@@ -93,6 +93,8 @@ kernel = ["reference", "best"]
     CHECK(d.find("2 runs") != std::string::npos);
     CHECK(d.find("run 2/2: exp [threads=2]") != std::string::npos);
     CHECK(d.find("arm 1 't2p': layout=\"t2p\"") != std::string::npos);
+    CHECK(d.find("threads=2 (--set)") != std::string::npos);  // a command-line value says so
+    CHECK(d.find("layout=\"t2p\" (--set)") == std::string::npos);
     std::ostringstream out;
     const std::string path = (std::filesystem::temp_directory_path() / cat("ternlab-dry-", getpid(), ".toml")).string();
     std::ofstream(path) << "output = \"" << (std::filesystem::temp_directory_path() / cat("ternlab-dry-out-", getpid())).string() << "\"\n"
