@@ -73,8 +73,6 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     for (int s = 0; s < 4; ++s) acc = dot4(acc, w.s[s], load(x + kBytes * s));
     return acc;
   }
-  static V slot_dot(const Slots& w, const std::uint8_t* x) { return slot_dot_into(zero(), w, x); }
-  static V slot_add(V a, V b) { return add32(a, b); }
   static V slot_widen(V a) { return a; }
 
   // The 512-bit hadd: per 16-byte word u, [a's lane pairs 0,1 | b's lane pairs 0,1] summed.

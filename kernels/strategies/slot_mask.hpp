@@ -64,6 +64,14 @@ struct SlotMask {
     }
   }
 
+  // The group accumulators of block i (at blk) for a gemm tile's four tokens.
+  static void accumulate_tile(const SlotVectorPlan& p, const SlotActs (&a)[4], std::int64_t i, const std::uint8_t* blk,
+                              typename P::V (*c)[G]) {
+    const std::uint8_t* xs[4];
+    for (int m = 0; m < 4; ++m) xs[m] = a[m].expanded + i * p.expanded_block_bytes;
+    accumulate<4>(p, blk, xs, c);
+  }
+
   // Per-row sums through memory: the portable reduction.
   template <int T>
   static void block_dot_tokens(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
@@ -213,10 +221,8 @@ struct SlotMask {
             typename P::TileF acc = P::tile_zero();
             const std::uint8_t* blk = w.block(g, 0);
             for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes) {
-              const std::uint8_t* xs[4];
-              for (int m = 0; m < 4; ++m) xs[m] = a[m].expanded + i * p.expanded_block_bytes;
               typename P::V c[4][G];
-              accumulate<4>(p, blk, xs, c);
+              accumulate_tile(p, a, i, blk, c);
               const std::uint8_t* sc = blk + p.scale_offset[0];
               acc = P::template tile_fma<P::kSlotShift>(P::tile_rows(c), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
             }
@@ -230,10 +236,8 @@ struct SlotMask {
             typename P::RowF acc[4] = {P::row_zero(), P::row_zero(), P::row_zero(), P::row_zero()};
             const std::uint8_t* blk = w.block(g, 0);
             for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes) {
-              const std::uint8_t* xs[4];
-              for (int m = 0; m < 4; ++m) xs[m] = a[m].expanded + i * p.expanded_block_bytes;
               typename P::V c[4][G];
-              accumulate<4>(p, blk, xs, c);
+              accumulate_tile(p, a, i, blk, c);
               const typename P::RowF d = P::row_scales(blk + p.scale_offset[0]);
               for (int m = 0; m < 4; ++m)
                 acc[m] = P::template row_fma<P::kSlotShift>(P::template rows_from_pairs<G, kPairsPerRow>(c[m], p),
