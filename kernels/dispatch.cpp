@@ -67,7 +67,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, const std::string& on
   for (const std::string& s : layout.strategies())
     if (std::none_of(listed.begin(), listed.end(), [&](const KernelVariant& k) { return k.strategy == s; }))
       c.notes.push_back(cat(s, ": no kernel for this CPU (", feature_string(), ")"));
-  for (const char* s : {"slot-mask", "unpack", "base3"}) {
+  for (const char* s : {"broadcast", "slot-mask", "unpack", "base3"}) {
     const auto props = layout.strategies();
     if (std::find(props.begin(), props.end(), s) == props.end())
       c.notes.push_back(cat(s, ": not applicable, the layout lacks the property"));

@@ -17,7 +17,7 @@
 
 namespace ternlab {
 
-inline constexpr const char* kStrategyPreference[] = {"slot-mask", "base3", "unpack", "unpack-vecdot", "reference"};
+inline constexpr const char* kStrategyPreference[] = {"broadcast", "slot-mask", "base3", "unpack", "unpack-vecdot", "reference"};
 
 struct KernelChoice {
   KernelVariant variant;

@@ -206,7 +206,24 @@ void natural_unpack_order(const std::int8_t* q, std::uint8_t* out) {
     for (int j = 0; j < 4; ++j)
       for (int b = 0; b < 8; ++b) out[g + 8 * j + b] = std::uint8_t(q[g + 4 * b + j]);
 }
+// Strip order: strip t's slot s takes its four values from k0[t][s].
+auto strip_order(const StripPlan& p) {
+  return [&p](const std::int8_t* q, std::uint8_t* out) {
+    for (int t = 0; t < p.strips; ++t)
+      for (int s = 0; s < 4; ++s) std::memcpy(out + 16 * t + 4 * s, q + p.k0[t][s], 4);
+  };
+}
 }  // namespace
+
+SlotActs prepare_strip_acts(const StripPlan& p, const BlockQ8K* x, std::int64_t nb, int slot) {
+  return prepare(nb, slot, kBlockK, [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
+                 strip_order(p));
+}
+
+SlotActs prepare_strip_acts_x4(const StripPlan& p, const BlockQ8Kx4* x, int m, std::int64_t nb, int slot) {
+  return prepare(nb, slot, kBlockK, [&](std::int64_t i, std::int8_t* q) { return fetch_x4(x, m, i, q); },
+                 strip_order(p));
+}
 
 SlotActs prepare_slot_acts(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8K* x, std::int64_t nb,
                            int slot) {

@@ -94,6 +94,12 @@ SlotActs prepare_slot_acts_x4(const SlotVectorPlan& plan, const LayoutInfo& layo
 SlotActs prepare_natural_acts(const BlockQ8K* x, std::int64_t blocks128, int slot);
 SlotActs prepare_natural_acts_x4(const BlockQ8Kx4* x, int m, std::int64_t blocks128, int slot);
 
+// Activations of one token in a row-interleaved layout's strip order (the broadcast strategy): in
+// each 128-block's 128 bytes, byte 16 t + 4 s + b is value k0[t][s] + b, so strip t's slot s
+// reads one dword at 16 t + 4 s (the identity for t2r).
+SlotActs prepare_strip_acts(const StripPlan& p, const BlockQ8K* x, std::int64_t blocks128, int slot);
+SlotActs prepare_strip_acts_x4(const StripPlan& p, const BlockQ8Kx4* x, int m, std::int64_t blocks128, int slot);
+
 // Plain (q8_K-ordered) activations of token m of a tile, for strategies that read natural order.
 const BlockQ8K* deinterleave_tile_token(const BlockQ8Kx4* x, int m, std::int64_t blocks256, int slot);
 

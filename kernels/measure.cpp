@@ -75,14 +75,23 @@ __attribute__((target("arch=armv8.2-a+dotprod+i8mm"))) std::int64_t neon_dot_loo
 }
 #endif
 
-// The widest streaming loop this CPU runs (x86-64's baseline SSE2 loads leave bandwidth unused).
-std::uint64_t stream_sum(const std::uint64_t* p, std::int64_t n) {
+// Every read loop this CPU runs; the ceiling is the best of them (one core's bandwidth may be bound
+// by the line fills it keeps in flight, so streams and prefetch can matter more than width).
+const std::vector<detail::ReadLoop>& read_loops() {
+  static const std::vector<detail::ReadLoop> loops = [] {
+    std::vector<detail::ReadLoop> v{{"portable, 4 sums", &portable_stream_sum}};
 #if defined(__x86_64__)
-  static const bool avx2 = isa_supported(Isa::avx2);
-  if (avx2) return detail::avx2_stream_sum(p, n);
+    if (isa_supported(Isa::avx2)) v = detail::avx2_read_loops();
+    if (isa_supported(Isa::avx512vnni))
+      for (const detail::ReadLoop& l : detail::avx512_read_loops()) v.push_back(l);
 #endif
-  return portable_stream_sum(p, n);
+    return v;
+  }();
+  return loops;
 }
+
+// Sum of the words i in [a, b), which hold i.
+std::uint64_t closed_sum(std::uint64_t a, std::uint64_t b) { return (a + b - 1) * (b - a) / 2; }
 
 struct DotLoop {
   std::int64_t (*run)(std::int64_t iters);
@@ -125,16 +134,24 @@ MemoryCeiling::MemoryCeiling(std::int64_t bytes, ThreadPool* first_touch) {
   }
 }
 
-std::uint64_t MemoryCeiling::sum(ThreadPool& pool) const {
+std::uint64_t MemoryCeiling::sum_words(ThreadPool& pool, int loop, std::int64_t a, std::int64_t b) const {
   std::vector<std::uint64_t> parts(std::size_t(pool.size()) * 8);  // one cache line per thread
-  const auto n = std::int64_t(buffer_.size());
+  const detail::ReadLoop& l = read_loops()[std::size_t(loop)];
   pool.run([&](int t) {
-    const auto [a, b] = ThreadPool::split(n, t, pool.size());
-    parts[std::size_t(t) * 8] = stream_sum(buffer_.data() + a, b - a);
+    const auto [lo, hi] = ThreadPool::split(b - a, t, pool.size());
+    parts[std::size_t(t) * 8] = l.sum(buffer_.data() + a + lo, hi - lo);
   });
   std::uint64_t s = 0;
   for (int t = 0; t < pool.size(); ++t) s += parts[std::size_t(t) * 8];
   return s;
+}
+
+std::uint64_t MemoryCeiling::sum(ThreadPool& pool) const { return sum_words(pool, 0, 0, std::int64_t(buffer_.size())); }
+
+std::vector<std::string> MemoryCeiling::loops() {
+  std::vector<std::string> names;
+  for (const detail::ReadLoop& l : read_loops()) names.emplace_back(l.name);
+  return names;
 }
 
 std::uint64_t MemoryCeiling::expected_sum() const {
@@ -142,14 +159,29 @@ std::uint64_t MemoryCeiling::expected_sum() const {
   return n * (n - 1) / 2;
 }
 
-double MemoryCeiling::measure(ThreadPool& pool) const {
-  std::uint64_t s = 0;
-  const double t = seconds_of([&] { s = sum(pool); });
-  if (s != expected_sum()) fail("memory ceiling: streaming sum ", s, " != ", expected_sum(), " (memory corrupted?)");
-  return double(bytes()) / t / 1e9;
+ReadCeiling MemoryCeiling::measure_best(ThreadPool& pool) const {
+  const int k = int(read_loops().size());
+  const auto n = std::int64_t(buffer_.size());
+  ReadCeiling best;
+  for (int l = 0; l < k; ++l) {
+    // Each loop reads its own part of the buffer, a different one each pass, so none reads what
+    // the loop before it left in the caches.
+    const auto [a, b] = ThreadPool::split(n, (next_part_ + l) % k, k);
+    std::uint64_t s = 0;
+    const double t = seconds_of([&] { s = sum_words(pool, l, a, b); });
+    if (s != closed_sum(std::uint64_t(a), std::uint64_t(b)))
+      fail("memory ceiling: streaming sum ", s, " != ", closed_sum(std::uint64_t(a), std::uint64_t(b)), " (",
+           read_loops()[std::size_t(l)].name, "; memory corrupted?)");
+    const double gbs = double(b - a) * 8 / t / 1e9;
+    if (gbs > best.gbs) best = {gbs, read_loops()[std::size_t(l)].name};
+  }
+  next_part_ = (next_part_ + 1) % k;
+  return best;
 }
 
-double read_ceiling_gbs(ThreadPool& pool, std::size_t bytes) {
+double read_ceiling_gbs(ThreadPool& pool, std::size_t bytes) { return read_ceiling(pool, bytes).gbs; }
+
+ReadCeiling read_ceiling(ThreadPool& pool, std::size_t bytes) {
   static std::unique_ptr<MemoryCeiling> shared;
   static std::mutex mu;
   const std::lock_guard lock(mu);
@@ -158,7 +190,7 @@ double read_ceiling_gbs(ThreadPool& pool, std::size_t bytes) {
     shared.reset();  // free the old buffer before touching the new one
     shared = std::make_unique<MemoryCeiling>(std::int64_t(bytes), &pool);
   }
-  return shared->measure(pool);
+  return shared->measure_best(pool);
 }
 
 ComputeCeiling int8_compute_ceiling(ThreadPool& pool, Isa ceiling, std::int64_t macs_per_thread) {

@@ -1,8 +1,11 @@
 // The two ceilings every kernel measurement is reported against (`ternlab bench` and `ternlab run`),
 // measured on the caller's persistent pool (threads are never created inside a timed region):
-//   memory read ceiling   - a streaming sum over an owned buffer far beyond the caches (>= 1 GiB for
-//                           a real ceiling): what memory can deliver to these threads right now. The
-//                           sum is checked against its closed form, so the reads cannot be elided;
+//   memory read ceiling   - the best of several streaming sums over an owned buffer far beyond the
+//                           caches (>= 1 GiB for a real ceiling): vector loads at each ISA's width,
+//                           one to four independent streams per thread, with and without software
+//                           prefetch, each over its own part of the buffer. What memory can deliver
+//                           to these threads right now; every sum is checked against its closed
+//                           form, so the reads cannot be elided;
 //   int8 compute ceiling  - a register-only loop of the widest int8 dot instruction at or below the
 //                           ISA ceiling: vpdpbusd zmm (AVX-512 VNNI), vpmaddubsw ymm (AVX2), sdot
 //                           (aarch64 dotprod), else a scalar loop; per thread, summed over threads.
@@ -12,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/aligned.hpp"
 #include "kernels/cpu.hpp"
@@ -21,26 +25,39 @@ namespace ternlab {
 
 inline constexpr std::size_t kCeilingBytes = std::size_t(1) << 30;
 
+struct ReadCeiling {
+  double gbs = 0;    // the best loop's GB/s (1e9 bytes)
+  std::string loop;  // which loop it was, e.g. "avx512 zmm, 4 streams"
+};
+
 class MemoryCeiling {
  public:
   // Allocates `bytes` (rounded down to 4 KiB, at least 4 KiB) and touches every page once, on the
   // pool's threads when one is given (so pages sit where those threads read them); reuse it.
   explicit MemoryCeiling(std::int64_t bytes, ThreadPool* first_touch = nullptr);
   std::int64_t bytes() const { return std::int64_t(buffer_.size()) * 8; }
-  // One streaming pass split over the pool's threads as the kernels split rows; returns GB/s (1e9
-  // bytes). Throws if the sum differs from expected_sum().
-  double measure(ThreadPool& pool) const;
-  // The sum one pass computes, and its closed form (word i holds i).
+  // One pass of every read loop, each over its own part of the buffer (a different part each
+  // call), split over the pool's threads as the kernels split rows; the best GB/s and its loop.
+  // Throws if a sum differs from its closed form.
+  ReadCeiling measure_best(ThreadPool& pool) const;
+  double measure(ThreadPool& pool) const { return measure_best(pool).gbs; }
+  // The whole buffer's sum through the first loop, and its closed form (word i holds i).
   std::uint64_t sum(ThreadPool& pool) const;
   std::uint64_t expected_sum() const;
+  // The read loops this CPU runs, in the order measure_best tries them.
+  static std::vector<std::string> loops();
 
  private:
+  std::uint64_t sum_words(ThreadPool& pool, int loop, std::int64_t a, std::int64_t b) const;
   AlignedVector<std::uint64_t> buffer_;
+  mutable int next_part_ = 0;
 };
 
 // GB/s of one checked streaming pass over `bytes`, using a process-wide MemoryCeiling that is
 // allocated and touched once and reused while callers ask for the same size (`ternlab bench` does).
 double read_ceiling_gbs(ThreadPool& pool, std::size_t bytes = kCeilingBytes);
+// The same, with the loop that set it.
+ReadCeiling read_ceiling(ThreadPool& pool, std::size_t bytes = kCeilingBytes);
 
 struct ComputeCeiling {
   double gmacs = 0;          // int8 multiply-accumulates per second, all threads, 1e9

@@ -19,7 +19,9 @@
 #pragma GCC target("avx2,fma,f16c")
 #include "kernels/isa/avx2.hpp"
 #include "kernels/isa/dot_chains.hpp"
+#include "kernels/isa/stream_sum.hpp"
 #include "kernels/strategies/base3.hpp"
+#include "kernels/strategies/broadcast.hpp"
 #include "kernels/strategies/slot_mask.hpp"
 #include "kernels/strategies/unpack.hpp"
 
@@ -54,21 +56,10 @@ std::int64_t maddubs_loop(std::int64_t iters) {
 }
 #undef TERNLAB_MADDUBS
 
-std::uint64_t stream_sum(const std::uint64_t* p, std::int64_t n) {
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  std::int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    a0 = _mm256_add_epi64(a0, P::load(p + i));
-    a1 = _mm256_add_epi64(a1, P::load(p + i + 4));
-    a2 = _mm256_add_epi64(a2, P::load(p + i + 8));
-    a3 = _mm256_add_epi64(a3, P::load(p + i + 12));
-  }
-  alignas(32) std::uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
-                     _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
-  std::uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
-  for (; i < n; ++i) s += p[i];
-  return s;
+std::vector<ReadLoop> read_loops() {
+  return {{"avx2 ymm, 1 stream", &isa::stream_sum<P, 1, 0>},
+          {"avx2 ymm, 4 streams", &isa::stream_sum<P, 4, 0>},
+          {"avx2 ymm, 4 streams, prefetch 2 KiB", &isa::stream_sum<P, 4, 2048>}};
 }
 
 }  // namespace
@@ -78,6 +69,12 @@ std::uint64_t stream_sum(const std::uint64_t* p, std::int64_t n) {
 namespace ternlab::detail {
 
 void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
+  if (L.facts.row_interleaved) {
+    GemvFn gemv = nullptr;
+    GemmFn gemm = nullptr;
+    if (strategies::pick_broadcast<P, 8>(L, gemv, gemm).empty() || strategies::pick_broadcast<P, 16>(L, gemv, gemm).empty())
+      out.push_back({"broadcast", "avx2", gemv, gemm});
+  }
   if (L.facts.slot_vectorizable) {
     GemvFn gemv = nullptr;
     GemmFn gemm = nullptr;
@@ -94,7 +91,7 @@ void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
 }
 
 std::int64_t avx2_maddubs_loop(std::int64_t iters) { return maddubs_loop(iters); }
-std::uint64_t avx2_stream_sum(const std::uint64_t* p, std::int64_t n) { return stream_sum(p, n); }
+std::vector<ReadLoop> avx2_read_loops() { return read_loops(); }
 
 }  // namespace ternlab::detail
 
@@ -102,6 +99,6 @@ std::uint64_t avx2_stream_sum(const std::uint64_t* p, std::int64_t n) { return s
 namespace ternlab::detail {
 void add_avx2_kernels(const LayoutInfo&, std::vector<KernelVariant>&) {}
 std::int64_t avx2_maddubs_loop(std::int64_t) { return 0; }
-std::uint64_t avx2_stream_sum(const std::uint64_t*, std::int64_t) { return 0; }
+std::vector<ReadLoop> avx2_read_loops() { return {}; }
 }  // namespace ternlab::detail
 #endif

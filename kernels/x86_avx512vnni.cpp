@@ -33,6 +33,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "kernels/isa/avx512vnni.hpp"
 #include "kernels/isa/dot_chains.hpp"
+#include "kernels/isa/stream_sum.hpp"
+#include "kernels/strategies/broadcast.hpp"
 #include "kernels/strategies/slot_mask.hpp"
 #include "kernels/strategies/unpack.hpp"
 
@@ -65,9 +67,21 @@ std::int64_t dpbusd_loop(std::int64_t iters) {
   return s;
 }
 #undef TERNLAB_DPBUSD
+
+std::vector<ReadLoop> read_loops() {
+  return {{"avx512 zmm, 1 stream", &isa::stream_sum<P, 1, 0>},
+          {"avx512 zmm, 4 streams", &isa::stream_sum<P, 4, 0>},
+          {"avx512 zmm, 4 streams, prefetch 2 KiB", &isa::stream_sum<P, 4, 2048>}};
+}
 #endif
 
 void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
+  if (L.facts.row_interleaved) {
+    GemvFn gemv = nullptr;
+    GemmFn gemm = nullptr;
+    if (strategies::pick_broadcast<P, 16>(L, gemv, gemm).empty())
+      out.push_back({"broadcast", P::name, gemv, gemm});
+  }
   if (L.facts.slot_vectorizable) {
     GemvFn gemv = nullptr;
     GemmFn gemm = nullptr;
@@ -95,6 +109,7 @@ void add_avx512vnni_emulated_kernels(const LayoutInfo& L, std::vector<KernelVari
 #else
 void add_avx512vnni_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) { add_kernels(L, out); }
 std::int64_t avx512_dpbusd_loop(std::int64_t iters) { return dpbusd_loop(iters); }
+std::vector<ReadLoop> avx512_read_loops() { return read_loops(); }
 #endif
 
 }  // namespace ternlab::detail
@@ -103,5 +118,6 @@ std::int64_t avx512_dpbusd_loop(std::int64_t iters) { return dpbusd_loop(iters);
 namespace ternlab::detail {
 void add_avx512vnni_kernels(const LayoutInfo&, std::vector<KernelVariant>&) {}
 std::int64_t avx512_dpbusd_loop(std::int64_t) { return 0; }
+std::vector<ReadLoop> avx512_read_loops() { return {}; }
 }  // namespace ternlab::detail
 #endif

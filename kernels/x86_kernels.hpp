@@ -22,8 +22,13 @@ std::int64_t avx2_maddubs_loop(std::int64_t iters);    // vpmaddubsw ymm: 32 int
 std::int64_t avx512_dpbusd_loop(std::int64_t iters);   // vpdpbusd zmm: 64 int8 MACs each
 
 
-// Sum of n 64-bit words (n a multiple of 16 after the vector loop; the rest added one by one), with
-// 256-bit loads and four independent accumulators: the memory ceiling's streaming pass.
-std::uint64_t avx2_stream_sum(const std::uint64_t* p, std::int64_t n);
+// The memory ceiling's read loops (kernels/isa/stream_sum.hpp): each sums n 64-bit words at the
+// ISA's width, with one or several streams and with or without software prefetch.
+struct ReadLoop {
+  const char* name;
+  std::uint64_t (*sum)(const std::uint64_t* p, std::int64_t n);
+};
+std::vector<ReadLoop> avx2_read_loops();
+std::vector<ReadLoop> avx512_read_loops();
 
 }  // namespace ternlab::detail

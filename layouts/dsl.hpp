@@ -148,6 +148,7 @@ constexpr bool is_scale_byte(const LayoutSpec& s, int byte) {
   return false;
 }
 
+inline constexpr int kMaxStrips = 16;   // row-interleaved strips per block (16 weights of every row each)
 inline constexpr int kWordBytes = 16;  // one 128-bit vector: the unit the slot-mask strategy reasons in
 inline constexpr int kMaxCells = 2048;  // rows * k of the largest block the DSL accepts
 
@@ -181,6 +182,7 @@ struct Facts {
   bool pairs_rows = false;         // slot-vectorizable words are row pairs (not single rows)
   bool natural_two_bit = false;    // see NaturalTwoBit
   bool digit_planar = false;       // see DigitPlanar
+  bool row_interleaved = false;    // see RowInterleaved
 };
 
 namespace detail {
@@ -216,6 +218,27 @@ constexpr std::array<RowK, kMaxBlockBytes * 5> inverse(const LayoutSpec& s) {
       inv[l.byte * 5 + l.slot] = {r, k};
     }
   return inv;
+}
+
+// Row-interleaved strips (see RowInterleaved): strip t of the payload is 4 * rows bytes, row j's
+// 4 bytes at 4 j; slot s of those 4 bytes holds weights k0[t][s] .. k0[t][s] + 3 of row j, the same
+// k0 for every row. True and k0 filled when the whole payload is such strips.
+constexpr bool row_strips(const LayoutSpec& s, const std::array<RowK, kMaxBlockBytes * 5>& inv, int payload_begin,
+                          std::array<std::array<int, 4>, kMaxStrips>& k0) {
+  const int strip = 4 * s.rows, strips = s.k / 16;
+  if (strips > kMaxStrips) return false;
+  for (int t = 0; t < strips; ++t)
+    for (int sl = 0; sl < 4; ++sl) {
+      const int base = payload_begin + t * strip;
+      k0[t][sl] = inv[base * 5 + sl].k;
+      if (k0[t][sl] < 0 || k0[t][sl] % 4 != 0) return false;
+      for (int j = 0; j < s.rows; ++j)
+        for (int b = 0; b < 4; ++b) {
+          const RowK w = inv[(base + 4 * j + b) * 5 + sl];
+          if (w.row != j || w.k != k0[t][sl] + b) return false;
+        }
+    }
+  return true;
 }
 
 }  // namespace detail
@@ -280,6 +303,15 @@ constexpr Facts derive(const LayoutSpec& s) {
     f.pairs_rows = f.slot_vectorizable && pairs;
   }
 
+  if (s.code == Code::two_bit && s.rows % 8 == 0 && s.rows <= 16) {
+    int payload_end = 0;
+    for (int r = 0; r < s.rows; ++r)
+      for (int k = 0; k < s.k; ++k) payload_end = std::max(payload_end, locate(s, r, k).byte + 1);
+    std::array<std::array<int, 4>, kMaxStrips> k0{};
+    f.row_interleaved = payload_end - f.payload_begin == s.rows * s.k / 4 && s.k % 16 == 0 &&
+                        detail::row_strips(s, detail::inverse(s), f.payload_begin, k0);
+  }
+
   if (s.code == Code::base3 && s.rows == 1) {
     f.digit_planar = true;
     for (int p = 0; p < n_pieces(s); ++p) {
@@ -326,6 +358,14 @@ concept NaturalTwoBit = TernaryLayout<L> && facts<L>.natural_two_bit;
 // exposes digit n of every lane at once, for consecutive weights.
 template <class L>
 concept DigitPlanar = TernaryLayout<L> && facts<L>.digit_planar;
+
+// Row-interleaved (the broadcast strategy): 8 or 16 rows per block, the payload read as strips of
+// 4 * rows bytes in which every 32-bit lane belongs to one row (lane j = row j) and each slot of a
+// lane holds 4 consecutive weights at the same k for every row. One AND per slot then gives a
+// vector whose lanes dot4 (vpdpbusd) against one broadcast activation dword, each lane
+// accumulating its own row: no horizontal sums, one convert and one fma per block for all rows.
+template <class L>
+concept RowInterleaved = TernaryLayout<L> && facts<L>.row_interleaved;
 
 // ------------------------------------------------------------------------------------------------
 // Kernel plans
@@ -374,6 +414,21 @@ inline constexpr auto digit_plan = [] {
     plan[p] = {pc.byte_base, pc.k.m[0].extent, pc.k.m[1].extent, pc.k_begin};
   }
   return plan;
+}();
+
+// The broadcast plan: where each strip's slot s takes its activations (k0) and where the strips
+// start; strips follow one another every 4 * rows bytes.
+struct StripPlan {
+  int payload_begin = 0;
+  int strips = 0;
+  std::array<std::array<int, 4>, kMaxStrips> k0{};
+};
+
+template <RowInterleaved L>
+inline constexpr StripPlan strip_plan = [] {
+  StripPlan p{facts<L>.payload_begin, L::spec.k / 16, {}};
+  detail::row_strips(L::spec, detail::inverse(L::spec), p.payload_begin, p.k0);
+  return p;
 }();
 
 }  // namespace ternlab

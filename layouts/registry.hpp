@@ -24,6 +24,7 @@ struct LayoutInfo {
   int gguf_type = -1;              // GGUF tensor type id when the layout is a GGUF block format
   std::span<const WordPlan> slot_plan;      // non-empty iff slot-vectorizable (see dsl.hpp)
   std::span<const DigitSegment> digit_plan;  // non-empty iff digit-planar
+  const StripPlan* strip_plan = nullptr;     // non-null iff row-interleaved
 
   int block_bytes() const { return facts.block_bytes; }
   double bits_per_weight() const { return facts.bits_per_weight; }
@@ -57,13 +58,21 @@ constexpr std::span<const DigitSegment> digit_plan_of() {
   else
     return {};
 }
+template <class L>
+constexpr const StripPlan* strip_plan_of() {
+  if constexpr (RowInterleaved<L>)
+    return &strip_plan<L>;
+  else
+    return nullptr;
+}
 }  // namespace detail
 
 template <TernaryLayout L>
 const LayoutInfo& info_of() {
   static const LayoutInfo info{&L::spec,          L::spec.name, L::spec.summary,           L::spec.rows,
                                L::spec.k,         L::spec.code, facts<L>,                  placement_table<L>,
-                               detail::gguf_type_of<L>(), detail::slot_plan_of<L>(), detail::digit_plan_of<L>()};
+                               detail::gguf_type_of<L>(), detail::slot_plan_of<L>(), detail::digit_plan_of<L>(),
+                               detail::strip_plan_of<L>()};
   return info;
 }
 

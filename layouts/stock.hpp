@@ -3,5 +3,7 @@
 #include "layouts/pq2_0.hpp"
 #include "layouts/ptq1_0.hpp"
 #include "layouts/t2p.hpp"
+#include "layouts/t2r.hpp"
+#include "layouts/t2r8.hpp"
 #include "layouts/t2w.hpp"
 #include "layouts/t2x4.hpp"

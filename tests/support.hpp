@@ -11,6 +11,7 @@
 #include "layouts/registry.hpp"
 #include "layouts/stock.hpp"
 #include "tests/layouts/t2p8.hpp"
+#include "tests/layouts/t2r_slot_major.hpp"
 
 namespace ternlab::test {
 
@@ -28,9 +29,10 @@ void check_error(F&& f, const S&... fragments) {
   for (const std::string& f : {std::string(fragments)...}) CHECK(msg.find(f) != std::string::npos);
 }
 
-// kernels_for(L), plus, on x86 CPUs with AVX2 but without AVX-512 VNNI, the AVX-512 VNNI kernels
-// built through SIMDe (tests/avx512_emulated.cpp; ISA "avx512vnni-simde"): the oracle suites
-// check every kernel the project ships, whatever this CPU runs natively.
+// kernels_for(L), plus, on x86 CPUs with AVX2, the AVX-512 VNNI kernels built through SIMDe
+// (tests/avx512_emulated.cpp; ISA "avx512vnni-simde"): the oracle suites check every kernel the
+// project ships, whatever this CPU runs natively, and on AVX-512 machines the SIMDe build is
+// checked beside the native one, so neither can break unseen where the other runs.
 std::vector<KernelVariant> checked_kernels_for(const LayoutInfo& L);
 
 }  // namespace ternlab::test

@@ -12,9 +12,9 @@ TEST_SUITE("codec") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
       const Fill fill = L->code == Code::two_bit ? Fill::code3 : Fill::random;
-      const TernaryMatrix m = make_weights(24, 1024, 7, fill, ScaleKind::random);
+      const TernaryMatrix m = make_weights(48, 1024, 7, fill, ScaleKind::random);  // 48: whole blocks of every layout
       const PackedMatrix p = pack(m, *L);
-      CHECK(p.bytes.size() == std::size_t(24 * 1024 * L->bits_per_weight() / 8));
+      CHECK(p.bytes.size() == std::size_t(48 * 1024 * L->bits_per_weight() / 8));
       CHECK(unpack(p) == m);
     }
   }

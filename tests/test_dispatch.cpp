@@ -245,9 +245,10 @@ TEST_SUITE("dispatch") {
 
   TEST_CASE("every listed path, the dotprod-only gemms included, equals the integer oracle") {
     // A compact exact check on this model (the oracle suite sweeps shapes): 5 tokens = one full x4
-    // tile plus a padded one; rows 8 and K = 768 (three q8_K blocks, the last half-used by 128-blocks).
+    // tile plus a padded one; rows 16 (whole blocks of every layout) and K = 768 (three q8_K blocks,
+    // the last half-used by 128-blocks).
     int paths = 0;
-    for (const LayoutInfo* L : all_layouts()) paths += check_all_variants(*L, 8, 768, 5, 7);
+    for (const LayoutInfo* L : all_layouts()) paths += check_all_variants(*L, 16, 768, 5, 7);
     MESSAGE("paths checked on this CPU: ", paths);
     CHECK(paths >= int(all_layouts().size()));
   }
@@ -283,25 +284,26 @@ TEST_SUITE("dispatch") {
 
   TEST_CASE("a kernel handed a layout it cannot read refuses it, naming kernel, layout and reason") {
     const Q8KBatch x = quantize_batch(make_float_activations(1, 256, 1).data(), 1, 256);
-    std::vector<float> y(8);
+    std::vector<float> y(16);
     int refused = 0;
     for (const LayoutInfo* built_for : all_layouts())
       for (const KernelVariant& k : kernels_for(*built_for)) {
         if (k.strategy == "reference") continue;
         for (const LayoutInfo* other : all_layouts()) {
-          const bool readable = k.strategy == "slot-mask"  ? other->facts.slot_vectorizable
+          const bool readable = k.strategy == "broadcast"  ? other->facts.row_interleaved && other->rows == built_for->rows
+                                : k.strategy == "slot-mask"  ? other->facts.slot_vectorizable
                                 : k.strategy.starts_with("unpack") ? other->facts.natural_two_bit
                                 : k.strategy == "base3"  ? other->facts.digit_planar
                                                          : true;
           if (readable) continue;
           CAPTURE(k.name());
           CAPTURE(other->name);
-          const PackedMatrix p = pack(make_weights(8, 256, 1), *other);
+          const PackedMatrix p = pack(make_weights(16, 256, 1), *other);
           // The gemv may be shared with another ISA's variant (slot-mask/i8mm runs the dotprod
           // gemv), so its message names the strategy and the layout; the gemm names the variant.
           test::check_error([&] { k.gemv(p, x.row(0), y.data(), 0, p.row_groups()); }, k.strategy + "/",
                             std::string(other->name));
-          test::check_error([&] { k.gemm(p, x, y.data(), 8, 0, p.row_groups()); }, k.name(), std::string(other->name));
+          test::check_error([&] { k.gemm(p, x, y.data(), 16, 0, p.row_groups()); }, k.name(), std::string(other->name));
           ++refused;
         }
       }
@@ -336,6 +338,14 @@ TEST_SUITE("dispatch") {
     const MemoryCeiling touched_by_pool(8 * 4096, &pool);
     CHECK(touched_by_pool.sum(pool) == touched_by_pool.expected_sum());
     CHECK(touched_by_pool.measure(pool) > 0);
+    // The ceiling is the best of every read loop this CPU runs, and says which one set it.
+    const std::vector<std::string> loops = MemoryCeiling::loops();
+    REQUIRE(!loops.empty());
+    if (isa_supported(Isa::avx512vnni))
+      CHECK(std::count_if(loops.begin(), loops.end(), [](const std::string& l) { return l.starts_with("avx512"); }) >= 2);
+    const ReadCeiling best = touched_by_pool.measure_best(pool);
+    CHECK(best.gbs > 0);
+    CHECK(std::find(loops.begin(), loops.end(), best.loop) != loops.end());
     test::check_error([] { MemoryCeiling tiny(100); }, "memory ceiling", "100 bytes", "too small");
     CHECK(read_ceiling_gbs(pool, 64 * 4096) > 0);  // throws if the checked sum were wrong
   }

@@ -4,10 +4,12 @@
 
 #include "layouts/stock.hpp"
 #include "tests/layouts/t2p8.hpp"
+#include "tests/layouts/t2r_slot_major.hpp"
 
 using namespace ternlab;
 using namespace ternlab::layouts;
 using ternlab::test_layouts::T2p8;
+using ternlab::test_layouts::T2rSlotMajor;
 
 // A valid layout that is not slot-vectorizable: four rows whose bytes alternate between rows.
 struct AlternatingRows {
@@ -131,6 +133,27 @@ TEST_SUITE("dsl") {
     CHECK(slot_factor(3) == 64);
   }
 
+  TEST_CASE("t2r: byte 32 + 4r + k%4 + 64(k/16), slot (k/4)%4; its strips read activations in natural order") {
+    static_assert(RowInterleaved<T2r> && RowInterleaved<T2r8> && RowInterleaved<T2rSlotMajor>);
+    static_assert(!RowInterleaved<T2p> && !RowInterleaved<T2w> && !RowInterleaved<Pq2_0> && !RowInterleaved<AlternatingRows>);
+    CHECK(facts<T2r>.block_bytes == 544);
+    CHECK(facts<T2r8>.block_bytes == 272);
+    for (int r = 0; r < 16; ++r)
+      for (int k = 0; k < 128; ++k) {
+        const Loc l = locate(T2r::spec, r, k);
+        CHECK(l.byte == 32 + 4 * r + k % 4 + 64 * (k / 16));
+        CHECK(l.slot == (k / 4) % 4);
+      }
+    for (int t = 0; t < 8; ++t)
+      for (int s = 0; s < 4; ++s) {
+        CHECK(strip_plan<T2r>.k0[t][s] == 16 * t + 4 * s);
+        CHECK(strip_plan<T2rSlotMajor>.k0[t][s] == 32 * s + 4 * t);
+      }
+    CHECK(strip_plan<T2r>.payload_begin == 32);
+    CHECK(strip_plan<T2rSlotMajor>.payload_begin == 0);  // scales after the payload
+    CHECK(facts<T2rSlotMajor>.block_bytes == 512 + 3 * 15 + 2);
+  }
+
   TEST_CASE("digit plan of ptq1_0: 16 x 5, 8 x 5, 2 x 4") {
     constexpr auto p = digit_plan<Ptq1_0>;
     static_assert(p.size() == 3);
@@ -155,6 +178,10 @@ TEST_SUITE("dsl") {
     CHECK(std::find(s.begin(), s.end(), "slot-mask") != s.end());
     const auto b = find_layout("ptq1_0").strategies();
     CHECK(std::find(b.begin(), b.end(), "base3") != b.end());
-    CHECK(all_layouts().size() >= 5);
+    const auto r = find_layout("t2r").strategies();
+    CHECK(std::find(r.begin(), r.end(), "broadcast") != r.end());
+    CHECK(find_layout("t2r-slot-major").strip_plan != nullptr);
+    CHECK(find_layout("t2p").strip_plan == nullptr);
+    CHECK(all_layouts().size() >= 9);
   }
 }

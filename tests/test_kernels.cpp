@@ -179,7 +179,7 @@ TEST_SUITE("kernels") {
   TEST_CASE("best_kernel: the ceiling changes the chosen path, and every path matches the oracle") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
-      const std::int64_t rows = 8, cols = 1024, tokens = 5;
+      const std::int64_t rows = 16, cols = 1024, tokens = 5;
       const KernelChoice top = best_kernel(*L);
       const KernelChoice scalar = best_kernel(*L, Isa::scalar);
       CHECK(scalar.variant.name() == "reference/scalar");

@@ -24,6 +24,12 @@ struct Avx2 : Rows8<Avx2> {
   static V set1_u8(std::uint8_t v) { return _mm256_set1_epi8(char(v)); }
   static V set1_i16(std::int16_t v) { return _mm256_set1_epi16(v); }
   static V add32(V a, V b) { return _mm256_add_epi32(a, b); }
+  static V add64(V a, V b) { return _mm256_add_epi64(a, b); }
+  static std::uint64_t sum64(V v) {
+    alignas(32) std::uint64_t l[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(l), v);
+    return l[0] + l[1] + l[2] + l[3];
+  }
   static V sub32(V a, V b) { return _mm256_sub_epi32(a, b); }
   // Bytes shifted right by n (the 16-bit shift drags in bits of the next byte; callers mask them).
   template <int n>
@@ -57,6 +63,31 @@ struct Avx2 : Rows8<Avx2> {
   }
   static V slot_add(V a, V b) { return _mm256_add_epi16(a, b); }
   static V slot_widen(V a) { return _mm256_madd_epi16(a, set1_i16(1)); }
+
+  // Broadcast (row-interleaved layouts): 8 rows per vector, one per 32-bit lane. Each slot is
+  // shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a block's 32 of
+  // them per int16 lane (4 slots x 8 strips) at most 24576: the block accumulates in int16 and
+  // widens once (lane_sums).
+  static constexpr int kLanes = 8;
+  static constexpr int kLaneShift = 0;
+  static constexpr int kGemvStreams = 2;  // row groups a gemv reads side by side
+  struct LaneSlots {
+    V s[4];
+  };
+  static LaneSlots lane_slots(V w) {
+    const V m = set1_u8(0x03);
+    return {{and_(w, m), and_(shr_u8_dirty<2>(w), m), and_(shr_u8_dirty<4>(w), m), and_(shr_u8_dirty<6>(w), m)}};
+  }
+  struct LaneAcc {
+    V a;
+  };
+  static LaneAcc lane_zero() { return {zero()}; }
+  // Slot s's codes against the activation dword at x + 4 s, broadcast to every lane.
+  static void lane_dot(LaneAcc& acc, const LaneSlots& w, const std::uint8_t* x) {
+    for (int s = 0; s < 4; ++s)
+      acc.a = _mm256_add_epi16(acc.a, _mm256_maddubs_epi16(w.s[s], _mm256_set1_epi32(load_u32(x + 4 * s))));
+  }
+  static void lane_sums(const LaneAcc& acc, __m256i (&rows)[1]) { rows[0] = slot_widen(acc.a); }
 
   // Pair sums of NV slot-dot vectors, stored in the order pair_position describes.
   template <int NV>

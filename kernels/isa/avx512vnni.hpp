@@ -54,6 +54,12 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   static V and_(V a, V b) { return _mm512_and_si512(a, b); }
   static V set1_u8(std::uint8_t v) { return _mm512_set1_epi8(char(v)); }
   static V add32(V a, V b) { return _mm512_add_epi32(a, b); }
+  static V add64(V a, V b) { return _mm512_add_epi64(a, b); }
+  static std::uint64_t sum64(V v) {
+    alignas(64) std::uint64_t l[8];
+    _mm512_store_si512(l, v);
+    return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
+  }
   static V sub32(V a, V b) { return _mm512_sub_epi32(a, b); }
   static V dot4(V acc, V u8, V s8) { return _mm512_dpbusd_epi32(acc, u8, s8); }
 
@@ -74,6 +80,36 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     return acc;
   }
   static V slot_widen(V a) { return a; }
+
+  // Broadcast (row-interleaved layouts): 16 rows per vector, one per 32-bit lane. Each slot is
+  // masked in place (u * 4^s <= 192: vpdpbusd does not saturate) into its own int32 accumulator,
+  // so a strip costs four ANDs and no shift; lane_sums combines them once per block as
+  // 64 S = (a0 << 6) + (a1 << 4) + (a2 << 2) + a3 (|64 S| <= 64 * 128 * 3 * 128 < 2^31), and the
+  // final >> 6 rides in row_fma (kLaneShift).
+  static constexpr int kLanes = 16;
+  static constexpr int kLaneShift = 6;
+  static constexpr int kGemvStreams = 4;  // row groups a gemv reads side by side
+  struct LaneSlots {
+    V s[4];
+  };
+  static LaneSlots lane_slots(V w) {
+    return {{and_(w, set1_u8(0x03)), and_(w, set1_u8(0x0c)), and_(w, set1_u8(0x30)), and_(w, set1_u8(0xc0))}};
+  }
+  struct LaneAcc {
+    V s[4];
+  };
+  static LaneAcc lane_zero() { return {{zero(), zero(), zero(), zero()}}; }
+  // Slot s's codes against the activation dword at x + 4 s, broadcast to every lane (an embedded
+  // broadcast operand of vpdpbusd).
+  static void lane_dot(LaneAcc& acc, const LaneSlots& w, const std::uint8_t* x) {
+    for (int s = 0; s < 4; ++s) acc.s[s] = dot4(acc.s[s], w.s[s], _mm512_set1_epi32(load_u32(x + 4 * s)));
+  }
+  static void lane_sums(const LaneAcc& a, __m256i (&rows)[2]) {
+    const V t = add32(add32(_mm512_slli_epi32(a.s[0], 6), _mm512_slli_epi32(a.s[1], 4)),
+                      add32(_mm512_slli_epi32(a.s[2], 2), a.s[3]));
+    rows[0] = _mm512_castsi512_si256(t);
+    rows[1] = _mm512_extracti64x4_epi64(t, 1);
+  }
 
   // The 512-bit hadd: per 16-byte word u, [a's lane pairs 0,1 | b's lane pairs 0,1] summed.
   static V pair_add(V a, V b) {

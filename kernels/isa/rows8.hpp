@@ -32,6 +32,12 @@ struct Rows8 {
     return s;
   }
 
+  // Four bytes as one int32 (an activation dword to broadcast).
+  static std::int32_t load_u32(const void* p) {
+    std::int32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+  }
   static RowF row_zero() { return _mm256_setzero_ps(); }
   // acc + float((s >> shift) - ysum) * (scales * d): per row, the reference's one fma per block.
   template <int shift>
