@@ -220,8 +220,14 @@ SlotActs prepare_strip_acts(const StripPlan& p, const BlockQ8K* x, std::int64_t 
                  strip_order(p));
 }
 
-SlotActs prepare_strip_acts_x4(const StripPlan& p, const BlockQ8Kx4* x, int m, std::int64_t nb, int slot) {
-  return prepare(nb, slot, kBlockK, [&](std::int64_t i, std::int8_t* q) { return fetch_x4(x, m, i, q); },
+SlotActs prepare_strip_acts_tiles(const StripPlan& p, const Q8KBatch& x, std::int64_t tile0, int tokens,
+                                  std::int64_t nb, int slot) {
+  return prepare(nb * tokens, slot, kBlockK,
+                 [&](std::int64_t j, std::int8_t* q) {
+                   const std::int64_t i = j / tokens;
+                   const int m = int(j % tokens);
+                   return fetch_x4(x.tile(tile0 + m / 4), m % 4, i, q);
+                 },
                  strip_order(p));
 }
 

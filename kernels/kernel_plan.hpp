@@ -98,7 +98,11 @@ SlotActs prepare_natural_acts_x4(const BlockQ8Kx4* x, int m, std::int64_t blocks
 // each 128-block's 128 bytes, byte 16 t + 4 s + b is value k0[t][s] + b, so strip t's slot s
 // reads one dword at 16 t + 4 s (the identity for t2r).
 SlotActs prepare_strip_acts(const StripPlan& p, const BlockQ8K* x, std::int64_t blocks128, int slot);
-SlotActs prepare_strip_acts_x4(const StripPlan& p, const BlockQ8Kx4* x, int m, std::int64_t blocks128, int slot);
+// The same for `tokens` tokens (a multiple of 4) of consecutive q8_Kx4 tiles from tile0, block-major:
+// block i of token m is entry i * tokens + m (its 128 bytes and its BlockActs), so one pointer and
+// constant offsets reach every token of a block.
+SlotActs prepare_strip_acts_tiles(const StripPlan& p, const Q8KBatch& x, std::int64_t tile0, int tokens,
+                                  std::int64_t blocks128, int slot);
 
 // Plain (q8_K-ordered) activations of token m of a tile, for strategies that read natural order.
 const BlockQ8K* deinterleave_tile_token(const BlockQ8Kx4* x, int m, std::int64_t blocks256, int slot);

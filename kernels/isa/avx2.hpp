@@ -64,30 +64,43 @@ struct Avx2 : Rows8<Avx2> {
   static V slot_add(V a, V b) { return _mm256_add_epi16(a, b); }
   static V slot_widen(V a) { return _mm256_madd_epi16(a, set1_i16(1)); }
 
-  // Broadcast (row-interleaved layouts): 8 rows per vector, one per 32-bit lane. Each slot is
-  // shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a block's 32 of
-  // them per int16 lane (4 slots x 8 strips) at most 24576: the block accumulates in int16 and
-  // widens once (lane_sums).
+  // --- broadcast (row-interleaved layouts): 8 rows per vector, one per 32-bit lane -------------
   static constexpr int kLanes = 8;
-  static constexpr int kLaneShift = 0;
   static constexpr int kGemvStreams = 2;  // row groups a gemv reads side by side
-  struct LaneSlots {
-    V s[4];
+  static constexpr int kGemmTokens = 4;   // tokens a gemm pass dots each weight vector with
+  // Each slot shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a
+  // block's 32 of them per int16 lane (4 slots x 8 strips) at most 24576: the block accumulates in
+  // int16 and widens once (sums). gemv and gemm run the same program.
+  struct LaneCodes {
+    static constexpr int kShift = 0;
+    struct Slots {
+      V s[4];
+    };
+    using Acc = V;
+    static Slots slots(V w) {
+      const V m = set1_u8(0x03);
+      return {{and_(w, m), and_(shr_u8_dirty<2>(w), m), and_(shr_u8_dirty<4>(w), m), and_(shr_u8_dirty<6>(w), m)}};
+    }
+    static Acc zero() { return Avx2::zero(); }
+    // Slot s's codes against the activation dword at x + 4 s, broadcast to every lane.
+    static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
+      for (int s = 0; s < 4; ++s)
+        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(w.s[s], _mm256_set1_epi32(load_u32(x + 4 * s))));
+    }
+    static V sums(const Acc& acc) { return slot_widen(acc); }
   };
-  static LaneSlots lane_slots(V w) {
-    const V m = set1_u8(0x03);
-    return {{and_(w, m), and_(shr_u8_dirty<2>(w), m), and_(shr_u8_dirty<4>(w), m), and_(shr_u8_dirty<6>(w), m)}};
+  using GemvLanes = LaneCodes;
+  using Gemm4Lanes = LaneCodes;
+  using GemmLanes = LaneCodes;  // kGemmTokens tokens
+  // kLanes rows of float results: Rows8's vector.
+  using LaneF = RowF;
+  static LaneF lanes_zero() { return row_zero(); }
+  static LaneF lanes_scales(const std::uint8_t* p) { return row_scales(p); }
+  template <int shift>
+  static LaneF lanes_fma(V s, std::int32_t ysum, LaneF scales, float d, LaneF acc) {
+    return row_fma<shift>(s, ysum, scales, d, acc);
   }
-  struct LaneAcc {
-    V a;
-  };
-  static LaneAcc lane_zero() { return {zero()}; }
-  // Slot s's codes against the activation dword at x + 4 s, broadcast to every lane.
-  static void lane_dot(LaneAcc& acc, const LaneSlots& w, const std::uint8_t* x) {
-    for (int s = 0; s < 4; ++s)
-      acc.a = _mm256_add_epi16(acc.a, _mm256_maddubs_epi16(w.s[s], _mm256_set1_epi32(load_u32(x + 4 * s))));
-  }
-  static void lane_sums(const LaneAcc& acc, __m256i (&rows)[1]) { rows[0] = slot_widen(acc.a); }
+  static void lanes_store(float* y, LaneF v) { _mm256_storeu_ps(y, v); }
 
   // Pair sums of NV slot-dot vectors, stored in the order pair_position describes.
   template <int NV>

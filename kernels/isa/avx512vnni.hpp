@@ -81,35 +81,106 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   }
   static V slot_widen(V a) { return a; }
 
-  // Broadcast (row-interleaved layouts): 16 rows per vector, one per 32-bit lane. Each slot is
-  // masked in place (u * 4^s <= 192: vpdpbusd does not saturate) into its own int32 accumulator,
-  // so a strip costs four ANDs and no shift; lane_sums combines them once per block as
-  // 64 S = (a0 << 6) + (a1 << 4) + (a2 << 2) + a3 (|64 S| <= 64 * 128 * 3 * 128 < 2^31), and the
-  // final >> 6 rides in row_fma (kLaneShift).
+  // --- broadcast (row-interleaved layouts): 16 rows per vector, one per 32-bit lane -----------
+  // acc + the dot4 of w's lanes with the int32 at x broadcast to all of them. Natively one
+  // vpdpbusd with an embedded {1to16} memory operand: GCC 12 does not fold the broadcast itself,
+  // and a separate vpbroadcastd per dot doubled the gemm loop's instructions.
+  static V dot4_bcst(V acc, V w, const std::uint8_t* x) {
+#if defined(TERNLAB_AVX512_EMULATED)
+    return dot4(acc, w, _mm512_set1_epi32(load_u32(x)));
+#else
+    __asm__("vpdpbusd %[x]%{1to16%}, %[w], %[acc]"
+            : [acc] "+v"(acc)
+            : [w] "v"(w), [x] "m"(*reinterpret_cast<const std::int32_t*>(x)));
+    return acc;
+#endif
+  }
   static constexpr int kLanes = 16;
-  static constexpr int kLaneShift = 6;
   static constexpr int kGemvStreams = 4;  // row groups a gemv reads side by side
-  struct LaneSlots {
-    V s[4];
+  static constexpr int kGemmTokens = 8;   // tokens a gemm pass dots each weight vector with
+  // gemv: each slot masked in place (u * 4^s <= 192: vpdpbusd does not saturate) into its own
+  // int32 accumulator, so a strip costs four ANDs and no shift; sums combines them once per block
+  // as 64 S = (a0 << 6) + (a1 << 4) + (a2 << 2) + a3 (|64 S| <= 64 * 128 * 3 * 128 < 2^31), and
+  // the final >> 6 rides in lanes_fma (kShift).
+  struct LaneMasked {
+    static constexpr int kShift = 6;
+    struct Slots {
+      V s[4];
+    };
+    struct Acc {
+      V s[4];
+    };
+    static Slots slots(V w) {
+      return {{and_(w, set1_u8(0x03)), and_(w, set1_u8(0x0c)), and_(w, set1_u8(0x30)), and_(w, set1_u8(0xc0))}};
+    }
+    static Acc zero() { return {{Avx512Vnni::zero(), Avx512Vnni::zero(), Avx512Vnni::zero(), Avx512Vnni::zero()}}; }
+    // Slot s's codes against the activation dword at x + 4 s, broadcast to every lane (an embedded
+    // broadcast operand of vpdpbusd).
+    static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
+      for (int s = 0; s < 4; ++s) acc.s[s] = dot4_bcst(acc.s[s], w.s[s], x + 4 * s);
+    }
+    static V sums(const Acc& a) {
+      return add32(add32(_mm512_slli_epi32(a.s[0], 6), _mm512_slli_epi32(a.s[1], 4)),
+                   add32(_mm512_slli_epi32(a.s[2], 2), a.s[3]));
+    }
   };
-  static LaneSlots lane_slots(V w) {
-    return {{and_(w, set1_u8(0x03)), and_(w, set1_u8(0x0c)), and_(w, set1_u8(0x30)), and_(w, set1_u8(0xc0))}};
-  }
-  struct LaneAcc {
-    V s[4];
+  // gemm, eight tokens: each slot shifted down to its code (three shifts and four ANDs a vector,
+  // shared by all of a pass's tokens), so a token needs no recombination and only two
+  // accumulators (slots 0 and 2 in one, 1 and 3 in the other): sixteen chains of vpdpbusd in
+  // flight cover its latency on two ports, where one chain per token left the 4-token pass at a
+  // third of the int8 ceiling.
+  struct LaneCodes {
+    static constexpr int kShift = 0;
+    using Slots = Avx512Vnni::Slots;
+    struct Acc {
+      V a, b;
+    };
+    static Slots slots(V w) { return extract(w); }
+    static Acc zero() { return {Avx512Vnni::zero(), Avx512Vnni::zero()}; }
+    static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
+      acc.a = dot4_bcst(acc.a, w.s[0], x);
+      acc.b = dot4_bcst(acc.b, w.s[1], x + 4);
+      acc.a = dot4_bcst(acc.a, w.s[2], x + 8);
+      acc.b = dot4_bcst(acc.b, w.s[3], x + 12);
+    }
+    static V sums(const Acc& acc) { return add32(acc.a, acc.b); }
   };
-  static LaneAcc lane_zero() { return {{zero(), zero(), zero(), zero()}}; }
-  // Slot s's codes against the activation dword at x + 4 s, broadcast to every lane (an embedded
-  // broadcast operand of vpdpbusd).
-  static void lane_dot(LaneAcc& acc, const LaneSlots& w, const std::uint8_t* x) {
-    for (int s = 0; s < 4; ++s) acc.s[s] = dot4(acc.s[s], w.s[s], _mm512_set1_epi32(load_u32(x + 4 * s)));
+  // One token, or a tile of four: in-place masks, four accumulators a token (sixteen chains).
+  using GemvLanes = LaneMasked;
+  using Gemm4Lanes = LaneMasked;
+  using GemmLanes = LaneCodes;  // kGemmTokens tokens
+  // 16 rows of float results. SIMDe 0.7.4 lacks the 512-bit srai and int-to-float conversion, so
+  // the emulated build runs the same epilogue as two native 8-lane halves (Rows8).
+#if defined(TERNLAB_AVX512_EMULATED)
+  struct LaneF {
+    __m256 h[2];
+  };
+  static LaneF lanes_zero() { return {{row_zero(), row_zero()}}; }
+  static LaneF lanes_scales(const std::uint8_t* p) { return {{row_scales(p), row_scales(p + 16)}}; }
+  template <int shift>
+  static LaneF lanes_fma(V s, std::int32_t ysum, LaneF scales, float d, LaneF acc) {
+    return {{row_fma<shift>(_mm512_castsi512_si256(s), ysum, scales.h[0], d, acc.h[0]),
+             row_fma<shift>(_mm512_extracti64x4_epi64(s, 1), ysum, scales.h[1], d, acc.h[1])}};
   }
-  static void lane_sums(const LaneAcc& a, __m256i (&rows)[2]) {
-    const V t = add32(add32(_mm512_slli_epi32(a.s[0], 6), _mm512_slli_epi32(a.s[1], 4)),
-                      add32(_mm512_slli_epi32(a.s[2], 2), a.s[3]));
-    rows[0] = _mm512_castsi512_si256(t);
-    rows[1] = _mm512_extracti64x4_epi64(t, 1);
+  static void lanes_store(float* y, LaneF v) {
+    _mm256_storeu_ps(y, v.h[0]);
+    _mm256_storeu_ps(y + 8, v.h[1]);
   }
+#else
+  using LaneF = __m512;
+  static LaneF lanes_zero() { return _mm512_setzero_ps(); }
+  static LaneF lanes_scales(const std::uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  // acc + float((s >> shift) - ysum) * (scales * d): the reference's one fma per row and block.
+  template <int shift>
+  static LaneF lanes_fma(V s, std::int32_t ysum, LaneF scales, float d, LaneF acc) {
+    if constexpr (shift > 0) s = _mm512_srai_epi32(s, shift);
+    const __m512 sf = _mm512_cvtepi32_ps(_mm512_sub_epi32(s, _mm512_set1_epi32(ysum)));
+    return _mm512_fmadd_ps(sf, _mm512_mul_ps(scales, _mm512_set1_ps(d)), acc);
+  }
+  static void lanes_store(float* y, LaneF v) { _mm512_storeu_ps(y, v); }
+#endif
 
   // The 512-bit hadd: per 16-byte word u, [a's lane pairs 0,1 | b's lane pairs 0,1] summed.
   static V pair_add(V a, V b) {

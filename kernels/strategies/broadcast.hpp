@@ -3,13 +3,17 @@
 // through its StripPlan (layouts/dsl.hpp):
 //
 //   per token, once:  the activations in strip order (strip t's slot s = one dword) + BlockActs
-//   per block:        for each strip: one load per P::kLanes rows, P::lane_slots (the AND per slot,
-//                     and on AVX2 the shift to the code), then per slot one dot4 of every lane
-//                     against the broadcast activation dword (P::lane_dot): each 32-bit lane
-//                     accumulates its own row, so no horizontal sum is ever taken;
-//                     P::lane_sums turns the accumulators into one int32 per row, and the block
-//                     ends in Rows8's row_fma: one convert and one fma for 8 rows at a time, the
-//                     +1 code offset leaving with the q8_K partial sums (S - ysum).
+//   per block:        for each strip: one load per P::kLanes rows, the lane program's slots (an
+//                     AND per slot, plus the shift to the code where the program takes codes),
+//                     then per slot one dot4 of every lane against the broadcast activation dword:
+//                     each 32-bit lane accumulates its own row, so no horizontal sum is ever
+//                     taken; the program's sums give one int32 per row, and the block ends in
+//                     P::lanes_fma: one convert and one fma for all the vector's rows, the +1 code
+//                     offset leaving with the q8_K partial sums (S - ysum).
+//
+// The policy supplies two lane programs, GemvLanes and GemmLanes: with one token the cheapest
+// extraction wins (AVX-512: in-place masks, one accumulator per slot); with many, the fewest
+// accumulators per token (codes, one accumulator per token).
 //
 // Exactness: slot values are u * 4^s (AVX-512, in place, <= 192) or u (AVX2, <= 3); every policy
 // keeps its intermediates below its instruction's saturation (see the policies), the row sums are
@@ -35,7 +39,6 @@ struct Broadcast {
   static_assert(R % 8 == 0 && R <= 16, "row-interleaved blocks have 8 or 16 rows");
   static constexpr const char* kStrategy = "broadcast";
   static constexpr int kLanes = P::kLanes;
-  static constexpr int kHalves = kLanes / 8;  // 8-row epilogue pieces per vector
   static constexpr int kVectors = R / kLanes;  // vectors per strip
   static constexpr int kStrips = 8;            // 128 weights per row per block, 16 per strip
 
@@ -62,97 +65,101 @@ struct Broadcast {
     return tmp;
   }
 
-  // Rows [g0, g1) x T tokens: acts[t] are the tokens' strip-ordered activations, y[t] their outputs
-  // (row g * R + r), of which the first `live` are stored. Each pass over a row group handles VS of
-  // its kVectors vectors: all of them for one token, one at a time for a tile, so the int32 and
-  // float accumulators of T tokens stay in registers. GS row groups advance side by side, block by
-  // block: on a core whose bandwidth is bound by the line fills in flight, GS independent weight
-  // streams (each prefetched ahead) read faster than one.
-  template <int T, int GS>
-  static std::int64_t rows(const PackedMatrix& w, const SlotActs* acts, float* const* y, int live, std::int64_t g0,
-                           std::int64_t g1) {
+  // Rows [g0, g1) x T tokens through the lane program LP (the policy's GemvLanes or GemmLanes):
+  // `acts` holds the tokens' strip-ordered activations block-major (block i of token m is entry
+  // i * T + m), y + m * ldy token m's outputs (row g * R + r), of which the first `live` are stored. Each pass over a row group handles VS of its kVectors vectors:
+  // all of them for one token, one at a time for several, so the int32 and float accumulators of
+  // T tokens stay in registers. GS row groups advance side by side, block by block: on a core
+  // whose bandwidth is bound by the line fills in flight, GS independent weight streams (each
+  // prefetched ahead) read faster than one. Returns the first row group not done.
+  template <class LP, int T, int GS, bool kContiguous>
+  static std::int64_t rows(const PackedMatrix& w, const SlotActs& acts, float* y, std::int64_t ldy, int live,
+                           std::int64_t g0, std::int64_t g1) {
     const LayoutInfo& L = *w.layout;
     const StripPlan& plan = checked_plan(L);
     const std::int64_t nb = w.blocks_per_row();
     const int bb = L.block_bytes(), pb = plan.payload_begin, strip = 4 * R;
-    const bool contiguous = L.spec->scales.row_stride == 2;
     constexpr int VS = T == 1 ? kVectors : 1;
     alignas(32) std::uint8_t gathered[2 * R];
     std::int64_t g = g0;
     for (; g + GS <= g1; g += GS)
       for (int v0 = 0; v0 < kVectors; v0 += VS) {
-        typename P::RowF acc[GS][T][VS][kHalves];
+        typename P::LaneF acc[GS][T][VS];
         for (auto& a : acc)
           for (auto& b : a)
-            for (auto& c : b)
-              for (auto& d : c) d = P::row_zero();
+            for (auto& c : b) c = P::lanes_zero();
         const std::uint8_t* blk[GS];
         for (int q = 0; q < GS; ++q) blk[q] = w.block(g + q, 0);
         for (std::int64_t i = 0; i < nb; ++i)
           for (int q = 0; q < GS; ++q) {
             if (v0 == 0) prefetch_ahead(blk[q], bb);
-            typename P::LaneAcc a[T][VS];
+            typename LP::Acc a[T][VS];
             for (auto& at : a)
-              for (auto& av : at) av = P::lane_zero();
+              for (auto& av : at) av = LP::zero();
 #pragma GCC unroll 8
             for (int t = 0; t < kStrips; ++t)
               for (int v = 0; v < VS; ++v) {
-                const typename P::LaneSlots s = P::lane_slots(P::load(blk[q] + pb + t * strip + (v0 + v) * P::kBytes));
-                for (int m = 0; m < T; ++m) P::lane_dot(a[m][v], s, acts[m].expanded + i * kBlockK + 16 * t);
+                const typename LP::Slots s = LP::slots(P::load(blk[q] + pb + t * strip + (v0 + v) * P::kBytes));
+                const std::uint8_t* x = acts.expanded + (i * T * kBlockK + 16 * t);
+                for (int m = 0; m < T; ++m) LP::dot(a[m][v], s, x + m * kBlockK);
               }
-            const std::uint8_t* sc = row_scales(L, blk[q], contiguous, gathered);
+            const std::uint8_t* sc = row_scales(L, blk[q], kContiguous, gathered);
             for (int v = 0; v < VS; ++v) {
-              __m256i s[T][kHalves];
-              for (int m = 0; m < T; ++m) P::lane_sums(a[m][v], s[m]);
-              for (int h = 0; h < kHalves; ++h) {
-                const typename P::RowF d = P::row_scales(sc + 2 * ((v0 + v) * kLanes + 8 * h));
-                for (int m = 0; m < T; ++m) {
-                  const BlockActs b = acts[m].blocks[i];
-                  acc[q][m][v][h] =
-                      P::template row_fma<P::kLaneShift>(s[m][h], b.ysum, d, b.d, acc[q][m][v][h]);
-                }
+              const typename P::LaneF d = P::lanes_scales(sc + 2 * (v0 + v) * kLanes);
+              for (int m = 0; m < T; ++m) {
+                const BlockActs b = acts.blocks[i * T + m];
+                acc[q][m][v] = P::template lanes_fma<LP::kShift>(LP::sums(a[m][v]), b.ysum, d, b.d, acc[q][m][v]);
               }
             }
             blk[q] += bb;
           }
         for (int q = 0; q < GS; ++q)
           for (int m = 0; m < live; ++m)
-            for (int v = 0; v < VS; ++v)
-              for (int h = 0; h < kHalves; ++h)
-                P::row_store(y[m] + (g + q) * R + (v0 + v) * kLanes + 8 * h, acc[q][m][v][h], 8);
+            for (int v = 0; v < VS; ++v) P::lanes_store(y + m * ldy + (g + q) * R + (v0 + v) * kLanes, acc[q][m][v]);
       }
     return g;
   }
 
-  // Row groups stream GS at a time, the rest one by one.
-  template <int T, int GS>
-  static void all_rows(const PackedMatrix& w, const SlotActs* acts, float* const* y, int live, std::int64_t g0,
-                       std::int64_t g1) {
-    const std::int64_t g = rows<T, GS>(w, acts, y, live, g0, g1);
-    if constexpr (GS > 1) rows<T, 1>(w, acts, y, live, g, g1);
+  // The row groups streamed GS at a time, the rest one by one; the scales read in place where
+  // the layout stores them contiguously (a template flag keeps the gathering out of that loop).
+  template <class LP, int T, int GS>
+  static void all_rows(const PackedMatrix& w, const SlotActs& acts, float* y, std::int64_t ldy, int live,
+                       std::int64_t g0, std::int64_t g1) {
+    const auto run = [&]<bool kContiguous>() {
+      const std::int64_t g = rows<LP, T, GS, kContiguous>(w, acts, y, ldy, live, g0, g1);
+      if constexpr (GS > 1) rows<LP, T, 1, kContiguous>(w, acts, y, ldy, live, g, g1);
+    };
+    if (w.layout->spec->scales.row_stride == 2)
+      run.template operator()<true>();
+    else
+      run.template operator()<false>();
   }
 
   static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
     const SlotActs a = prepare_strip_acts(checked_plan(*w.layout), x, w.blocks_per_row(), 0);
-    all_rows<1, P::kGemvStreams>(w, &a, &y, 1, g0, g1);
+    all_rows<typename P::GemvLanes, 1, P::kGemvStreams>(w, a, y, 0, 1, g0, g1);
   }
 
-  // 4-column tiles of q8_Kx4, all four tokens in one pass over the weights; a partial last tile
-  // runs with its missing tokens zero (q8_Kx4 pads them), never a gemv per column.
+  // T tokens (T / 4 tiles of q8_Kx4) starting at tile t0, in one pass over the weights.
+  template <class LP, int T>
+  static void gemm_tokens(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t t0,
+                          std::int64_t g0, std::int64_t g1) {
+    const SlotActs a = prepare_strip_acts_tiles(checked_plan(*w.layout), x, t0, T, w.blocks_per_row(), 0);
+    const int live = int(std::min<std::int64_t>(T, x.tokens - 4 * t0));
+    all_rows<LP, T, 1>(w, a, y + 4 * t0 * ldy, ldy, live, g0, g1);
+  }
+
+  // P::kGemmTokens tokens per pass over the weights while whole groups of tiles remain, then one
+  // tile at a time; a partial last tile runs with its missing tokens zero (q8_Kx4 pads them),
+  // never a gemv per column.
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
-    const StripPlan& plan = checked_plan(*w.layout);
-    const std::int64_t nb = w.blocks_per_row();
-    for (std::int64_t t = 0; t < x.tiles_count(); ++t) {
-      const int live = int(std::min<std::int64_t>(4, x.tokens - 4 * t));
-      SlotActs a[4];
-      float* yt[4];
-      for (int m = 0; m < 4; ++m) {
-        a[m] = prepare_strip_acts_x4(plan, x.tile(t), m, nb, m);
-        yt[m] = y + (4 * t + m) * ldy;
-      }
-      all_rows<4, 1>(w, a, yt, live, g0, g1);
-    }
+    constexpr int kTiles = P::kGemmTokens / 4;
+    std::int64_t t = 0;
+    if constexpr (kTiles > 1)
+      for (; t + kTiles <= x.tiles_count(); t += kTiles)
+        gemm_tokens<typename P::GemmLanes, P::kGemmTokens>(w, x, y, ldy, t, g0, g1);
+    for (; t < x.tiles_count(); ++t) gemm_tokens<typename P::Gemm4Lanes, 4>(w, x, y, ldy, t, g0, g1);
   }
 };
 

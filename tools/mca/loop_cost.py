@@ -64,6 +64,8 @@ def demangle(names):
 def short(name):
     """ternlab::strategies::SlotMask<ternlab::isa::Avx2, 2, 2, 4>::gemv(...) -> SlotMask<Avx2,2,2,4>::gemv"""
     name = name.split("(")[0]
+    if " ternlab::" in name:  # a function template's demangled name starts with its return type
+        name = name[name.index(" ternlab::") + 1:]
     for junk in ("ternlab::strategies::", "ternlab::isa::", "ternlab::detail::", "(anonymous namespace)::", " "):
         name = name.replace(junk, "")
     return name
@@ -73,7 +75,7 @@ def functions(asm):
     """(mangled name, body lines) of every function with a .cfi_startproc."""
     out, name, body = [], None, []
     for line in asm:
-        m = re.match(r"^(_Z\w+):$", line)
+        m = re.match(r"^(_Z[\w.]+):$", line)  # clones carry suffixes: .constprop.0, .isra.0
         if m:
             name, body = m.group(1), []
             continue
@@ -99,7 +101,10 @@ def innermost_dot_loops(body):
             continue
         spans.append((labels[m.group(1)], k))
     inner = [a for a in spans if not any(b != a and a[0] <= b[0] and b[1] <= a[1] for b in spans)]
-    return [[x for x in body[s + 1:e] if not re.match(r"^\.L\w+:$", x) and not re.match(r"\s+(j\w+|\.p2align)", x)]
+    # Labels, the loop's branch, alignment and comments (inline asm brackets its text in "# ..."
+    # lines) are not instructions.
+    return [[x for x in body[s + 1:e]
+             if not re.match(r"^\.L\w+:$", x) and not re.match(r"\s*#|\s+(j\w+|\.p2align)", x)]
             for s, e in sorted(inner)]
 
 
@@ -129,7 +134,7 @@ def main():
     print(f"{'function (#k: its k-th loop)':48} {'instrs':>6} {'dots':>5} {'stack':>5} {'cycles/iter':>11} {'MAC/cycle':>9}")
     for (mangled, body), full in zip(fns, names):
         s = short(full)
-        if a.filter not in s or not re.search(r"::(gemv|gemm)$", s):
+        if a.filter not in s or not re.search(r"::(gemv|gemm|rows)", s):
             continue
         loops = innermost_dot_loops(body)
         for n, loop in enumerate(loops):
