@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <span>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -18,6 +20,7 @@
 #include "common/strings.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/measure.hpp"
+#include "kernels/peers/i2s.hpp"
 #include "kernels/testdata.hpp"
 #include "layouts/stock.hpp"
 
@@ -73,28 +76,81 @@ struct BenchOptions {
   bool with_reference = false, pin = false;
 };
 
-struct Arm {
-  const LayoutInfo* layout;
-  KernelVariant kernel;
-  PackedMatrix w;
+// A benchmark's activations in every form an arm reads: q8_K for ternlab's kernels, I8_S for
+// BitNet's I2_S arm (both quantised from the same floats).
+struct Acts {
+  Q8KBatch q8;
+  peers::I8sActs i8;
 };
 
-// Kernel arms for one weight matrix: every layout that can hold it x every variant under the ceiling.
+// One arm: what it is called, the weight bytes one pass streams, and how it runs and checks a
+// gemv (one token) or gemm (tokens x ldy outputs).
+struct Arm {
+  std::string layout, kernel;
+  std::size_t bytes = 0;
+  std::function<void(ThreadPool&, const Acts&, std::span<float>, std::int64_t ldy)> gemv, gemm;
+  std::function<void(const Acts&, std::span<const float>, std::int64_t ldy)> check;
+};
+
+// The peer formats `--layouts` accepts beside the registered layouts.
+constexpr const char* kPeerI2s = "i2_s";
+
+// Refuses, before anything is measured, a --layouts name that is neither a layout nor a peer, and
+// a layout whose blocks do not split the rows x cols matrix.
+void check_layouts(const BenchOptions& o, std::int64_t rows, std::int64_t cols) {
+  for (const std::string& name : o.layouts)
+    if (name != kPeerI2s) {
+      const LayoutInfo& L = find_layout(name);  // throws naming the known layouts
+      if (rows % L.rows)
+        fail("bench: layout '", name, "' holds ", L.rows, "-row blocks; the ", rows, " x ", cols,
+             " matrix does not split into them (rows must be a multiple of ", L.rows, ")");
+    }
+}
+
+// Kernel arms for one weight matrix: every layout that can hold it x every variant under the
+// ceiling, and BitNet's I2_S arm (check_layouts has vetted o.layouts).
 std::vector<Arm> make_arms(const BenchOptions& o, std::int64_t rows, std::int64_t cols) {
+  const auto wanted = [&](std::string_view name) {
+    return o.layouts.empty() || std::find(o.layouts.begin(), o.layouts.end(), name) != o.layouts.end();
+  };
   std::cerr << "bench: generating a " << rows << " x " << cols << " ternary matrix\n";
   const TernaryMatrix m = make_weights(rows, cols, 2026, Fill::random, ScaleKind::random);
   std::vector<Arm> arms;
   for (const LayoutInfo* L : all_layouts()) {
-    if (!o.layouts.empty() && std::find(o.layouts.begin(), o.layouts.end(), L->name) == o.layouts.end()) continue;
-    if (rows % L->rows) continue;
-    const auto packed = std::make_shared<PackedMatrix>(pack(m, *L));
+    if (!wanted(L->name) || rows % L->rows) continue;
+    const auto w = std::make_shared<const PackedMatrix>(pack(m, *L));
     for (const KernelVariant& k : kernels_for(*L)) {
       if (k.strategy == "reference" && !o.with_reference) continue;
       if (int(parse_isa(k.isa)) > int(best_isa()) && parse_isa(k.isa) != Isa::scalar) continue;
-      arms.push_back({L, k, *packed});
+      arms.push_back({std::string(L->name), k.name(), w->bytes.size(),
+                      [w, k](ThreadPool& pool, const Acts& x, std::span<float> y, std::int64_t) {
+                        run_gemv(pool, k, *w, x.q8, y);
+                      },
+                      [w, k](ThreadPool& pool, const Acts& x, std::span<float> y, std::int64_t ldy) {
+                        run_gemm(pool, k, *w, x.q8, y, ldy);
+                      },
+                      [w, k](const Acts& x, std::span<const float> y, std::int64_t ldy) {
+                        check_against_reference(*w, k, y, x.q8, ldy);
+                      }});
     }
   }
+  if (wanted(kPeerI2s) && isa_supported(Isa::avx2)) {
+    const auto w = std::make_shared<const peers::I2sMatrix>(peers::pack_i2s(m, "bench"));
+    arms.push_back({"I2_S", "bitnet-i2s/avx2", w->bytes.size(),
+                    [w](ThreadPool& pool, const Acts& x, std::span<float> y, std::int64_t) {
+                      peers::run_i2s_gemv(pool, *w, x.i8, y.data());
+                    },
+                    [w](ThreadPool& pool, const Acts& x, std::span<float> y, std::int64_t ldy) {
+                      peers::run_i2s_gemm(pool, *w, x.i8, y.data(), ldy);
+                    },
+                    [w](const Acts& x, std::span<const float> y, std::int64_t ldy) { peers::check_i2s(*w, x.i8, y, ldy); }});
+  }
   return arms;
+}
+
+Acts make_acts(std::int64_t tokens, std::int64_t cols, std::uint64_t seed) {
+  const std::vector<float> xf = make_float_activations(tokens, cols, seed);
+  return {quantize_batch(xf.data(), tokens, cols), peers::quantize_i8s(xf.data(), tokens, cols)};
 }
 
 // Bitwise check of an arm's output against the reference kernel on the first and last row groups.
@@ -148,6 +204,11 @@ std::vector<Row> interleaved_rounds(const std::vector<Arm>& arms, int rounds, Pa
 
 void bench(const BenchOptions& o) {
   apply_isa(o.isa);
+  for (const auto& [kind, shape] : {std::pair{"gemv", o.gemv_shape}, std::pair{"gemm", o.gemm_shape}})
+    if (o.only == "all" || o.only == kind) {
+      const auto [rows, cols] = parse_shape(shape);
+      check_layouts(o, rows, cols);
+    }
   std::vector<std::unique_ptr<ThreadPool>> pools;
   for (int t : o.threads) pools.push_back(std::make_unique<ThreadPool>(t, o.pin));
   const std::size_t ceiling_bytes = o.ceiling_mib << 20;
@@ -164,12 +225,11 @@ void bench(const BenchOptions& o) {
   if (o.only == "all" || o.only == "gemv") {
     const auto [rows, cols] = parse_shape(o.gemv_shape);
     std::vector<Arm> arms = make_arms(o, rows, cols);
-    const std::vector<float> xf = make_float_activations(1, cols, 7);
-    const Q8KBatch x = quantize_batch(xf.data(), 1, cols);
+    const Acts x = make_acts(1, cols, 7);
     std::vector<float> y(static_cast<std::size_t>(rows));
     for (const Arm& a : arms) {
-      run_gemv(*pools.front(), a.kernel, a.w, x, y);
-      check_against_reference(a.w, a.kernel, y, x, rows);
+      a.gemv(*pools.front(), x, y, rows);
+      a.check(x, y, rows);
     }
     std::map<std::string, int> ceiling_loops;  // how often each read loop set the ceiling
     std::cout << "\ngemv " << rows << " x " << cols << " (outputs verified against reference), median of "
@@ -181,21 +241,21 @@ void bench(const BenchOptions& o) {
       ThreadPool& pool = *pools[pi];
       const std::vector<Row> res = interleaved_rounds(arms, o.rounds, [&](const Arm& a) {
         const ReadCeiling before = read_ceiling(pool, ceiling_bytes);
-        const double s = time_pass([&] { run_gemv(pool, a.kernel, a.w, x, y); }, o.min_seconds);
+        const double s = time_pass([&] { a.gemv(pool, x, y, rows); }, o.min_seconds);
         const ReadCeiling after = read_ceiling(pool, ceiling_bytes);
         ++ceiling_loops[before.loop], ++ceiling_loops[after.loop];
-        const double gbs = double(a.w.bytes.size()) / s / 1e9, ceil = (before.gbs + after.gbs) / 2;
+        const double gbs = double(a.bytes) / s / 1e9, ceil = (before.gbs + after.gbs) / 2;
         return Sample{double(rows) * double(cols) / s / 1e9, ceil, gbs / ceil};
       });
       for (std::size_t i = 0; i < arms.size(); ++i) {
         const Arm& a = arms[i];
         const double gw = median(res[i].rate);
-        const double bpw = double(a.w.bytes.size()) / (double(rows) * double(cols));
-        std::cout << std::left << std::setw(8) << a.layout->name << std::setw(26) << a.kernel.name() << std::right
+        const double bpw = double(a.bytes) / (double(rows) * double(cols));
+        std::cout << std::left << std::setw(8) << a.layout << std::setw(26) << a.kernel << std::right
                   << std::setw(4) << pool.size() << std::fixed << std::setprecision(1) << std::setw(12) << gw
                   << std::setw(9) << gw * bpw << std::setw(11) << median(res[i].ceiling) << std::setw(8)
                   << std::setprecision(0) << 100 * median(res[i].frac) << "%" << defect_mark(res[i].frac) << "\n";
-        med[cat("gemv|", a.layout->name, "|", a.kernel.name(), "|", pool.size())] = gw;
+        med[cat("gemv|", a.layout, "|", a.kernel, "|", pool.size())] = gw;
       }
     }
     std::cout << "the read ceiling was set by:";
@@ -207,12 +267,11 @@ void bench(const BenchOptions& o) {
     const auto [rows, cols] = parse_shape(o.gemm_shape);
     std::vector<Arm> arms = make_arms(o, rows, cols);
     for (std::int64_t tokens : o.cols) {
-      const std::vector<float> xf = make_float_activations(tokens, cols, 9);
-      const Q8KBatch x = quantize_batch(xf.data(), tokens, cols);
+      const Acts x = make_acts(tokens, cols, 9);
       std::vector<float> y(std::size_t(rows * tokens));
       for (const Arm& a : arms) {
-        run_gemm(*pools.front(), a.kernel, a.w, x, y, rows);
-        check_against_reference(a.w, a.kernel, y, x, rows);
+        a.gemm(*pools.front(), x, y, rows);
+        a.check(x, y, rows);
       }
       std::cout << "\ngemm " << rows << " x " << cols << " x " << tokens
                 << " columns (outputs verified), median of " << o.rounds
@@ -221,18 +280,18 @@ void bench(const BenchOptions& o) {
       for (std::size_t pi = 0; pi < pools.size(); ++pi) {
         ThreadPool& pool = *pools[pi];
         const std::vector<Row> res = interleaved_rounds(arms, o.rounds, [&](const Arm& a) {
-          const double s = time_pass([&] { run_gemm(pool, a.kernel, a.w, x, y, rows); }, o.min_seconds);
+          const double s = time_pass([&] { a.gemm(pool, x, y, rows); }, o.min_seconds);
           const double ceil = int8_compute_ceiling(pool).gmacs;
           const double gmacs = double(rows) * double(cols) * double(tokens) / s / 1e9;
           return Sample{gmacs, ceil, gmacs / ceil};
         });
         for (std::size_t i = 0; i < arms.size(); ++i) {
           const Arm& a = arms[i];
-          std::cout << std::left << std::setw(8) << a.layout->name << std::setw(26) << a.kernel.name() << std::right
+          std::cout << std::left << std::setw(8) << a.layout << std::setw(26) << a.kernel << std::right
                     << std::setw(4) << pool.size() << std::fixed << std::setprecision(1) << std::setw(10)
                     << median(res[i].rate) << std::setw(12) << median(res[i].ceiling) << std::setw(8)
                     << std::setprecision(0) << 100 * median(res[i].frac) << "%" << defect_mark(res[i].frac) << "\n";
-          med[cat("gemm", tokens, "|", a.layout->name, "|", a.kernel.name(), "|", pool.size())] = median(res[i].rate);
+          med[cat("gemm", tokens, "|", a.layout, "|", a.kernel, "|", pool.size())] = median(res[i].rate);
         }
       }
     }
@@ -249,8 +308,21 @@ void bench(const BenchOptions& o) {
     const std::string isa = kernel.substr(kernel.find('/') + 1);
     const auto base = med.find(cat(kind, "|pq2_0|unpack/", isa, "|", thr));
     if (base == med.end() || base->second <= 0) continue;
-    std::cout << "  " << std::left << std::setw(7) << kind << std::setw(8) << layout << std::setw(22) << kernel
+    std::cout << "  " << std::left << std::setw(7) << kind << std::setw(8) << layout << std::setw(26) << kernel
               << thr << " thr: " << std::fixed << std::setprecision(2) << rate / base->second << "x\n";
+  }
+  // Against the best peer arm (BitNet's I2_S) of the same kind, threads and shape.
+  bool header = false;
+  for (const auto& [key, rate] : med) {
+    std::istringstream is(key);
+    std::string kind, layout, kernel, thr;
+    std::getline(is, kind, '|'), std::getline(is, layout, '|'), std::getline(is, kernel, '|'), std::getline(is, thr);
+    const auto peer = med.find(cat(kind, "|I2_S|bitnet-i2s/avx2|", thr));
+    if (layout == "I2_S" || peer == med.end() || peer->second <= 0) continue;
+    if (!header) std::cout << "\nratios to the best peer arm (BitNet I2_S, same threads and shape):\n";
+    header = true;
+    std::cout << "  " << std::left << std::setw(7) << kind << std::setw(8) << layout << std::setw(26) << kernel
+              << thr << " thr: " << std::fixed << std::setprecision(2) << rate / peer->second << "x\n";
   }
 }
 
@@ -268,7 +340,7 @@ void add_kernel_commands(CLI::App& app) {
   static BenchOptions o;
   b->add_option("--threads", o.threads, "Thread counts (persistent pools)")->delimiter(',');
   b->add_option("--cols", o.cols, "gemm column counts")->delimiter(',');
-  b->add_option("--layouts", o.layouts, "Only these layouts")->delimiter(',');
+  b->add_option("--layouts", o.layouts, "Only these layouts (and i2_s: BitNet's I2_S peer arm)")->delimiter(',');
   b->add_option("--gemv", o.gemv_shape, "gemv shape ROWSxCOLS");
   b->add_option("--gemm", o.gemm_shape, "gemm weight shape ROWSxCOLS");
   b->add_option("--isa", o.isa, "ISA ceiling: arms above it are left out");

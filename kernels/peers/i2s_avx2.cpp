@@ -1,0 +1,81 @@
+// BitNet's I2_S dot products on AVX2 (ggml_vec_dot_i2_i8_s 1x1 and Nx1, spec 4.5), compiled for
+// avx2 and reached only after cpu.hpp confirmed it.
+#include <cstdint>
+
+#include "kernels/peers/i2s.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+
+namespace ternlab::peers::detail {
+namespace {
+
+inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+inline int hsum(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// One 128-weight group: its four codes vectors (bits 7:6, 5:4, 3:2, 1:0 of the 32 bytes).
+struct Codes {
+  __m256i c[4];
+};
+inline Codes unpack(const std::uint8_t* w) {
+  const __m256i b = load(w), m = _mm256_set1_epi8(3);
+  return {{_mm256_and_si256(_mm256_srli_epi16(b, 6), m), _mm256_and_si256(_mm256_srli_epi16(b, 4), m),
+           _mm256_and_si256(_mm256_srli_epi16(b, 2), m), _mm256_and_si256(b, m)}};
+}
+// The group's four products added in int16, in BitNet's order: (c0 y0 + c1 y1) + (c2 y2 + c3 y3).
+inline __m256i group_dot(const Codes& c, const std::int8_t* y) {
+  const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(c.c[0], load(y)), _mm256_maddubs_epi16(c.c[1], load(y + 32)));
+  const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(c.c[2], load(y + 64)), _mm256_maddubs_epi16(c.c[3], load(y + 96)));
+  return _mm256_add_epi16(p01, p23);
+}
+
+}  // namespace
+
+float i2s_dot_1x1_avx2(const std::uint8_t* w, const std::int8_t* y, std::int64_t k) {
+  const std::int64_t groups = k / kI2sGroup;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc32 = _mm256_setzero_si256();
+  for (std::int64_t g0 = 0; g0 < groups; g0 += kI2sSpan) {
+    const std::int64_t g1 = g0 + kI2sSpan < groups ? g0 + kI2sSpan : groups;
+    __m256i acc16 = _mm256_setzero_si256();
+    for (std::int64_t g = g0; g < g1; ++g) acc16 = _mm256_add_epi16(acc16, group_dot(unpack(w + 32 * g), y + kI2sGroup * g));
+    acc32 = _mm256_add_epi32(acc32, _mm256_madd_epi16(acc16, ones));
+  }
+  return float(hsum(acc32));
+}
+
+void i2s_dot_nx1_avx2(const std::uint8_t* w, const std::int8_t* const* y, std::int64_t k, float* out) {
+  const std::int64_t groups = k / kI2sGroup;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc32[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (std::int64_t g0 = 0; g0 < groups; g0 += kI2sSpan) {
+    const std::int64_t g1 = g0 + kI2sSpan < groups ? g0 + kI2sSpan : groups;
+    __m256i acc16[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (std::int64_t g = g0; g < g1; ++g) {
+      const Codes c = unpack(w + 32 * g);  // each weight byte unpacked once for the four tokens
+      for (int i = 0; i < 4; ++i) acc16[i] = _mm256_add_epi16(acc16[i], group_dot(c, y[i] + kI2sGroup * g));
+    }
+    for (int i = 0; i < 4; ++i) acc32[i] = _mm256_add_epi32(acc32[i], _mm256_madd_epi16(acc16[i], ones));
+  }
+  for (int i = 0; i < 4; ++i) out[i] = float(hsum(acc32[i]));
+}
+
+}  // namespace ternlab::peers::detail
+
+#pragma GCC pop_options
+
+#else  // not x86-64: never called (the portable dot serves)
+namespace ternlab::peers::detail {
+float i2s_dot_1x1_avx2(const std::uint8_t*, const std::int8_t*, std::int64_t) { return 0; }
+void i2s_dot_nx1_avx2(const std::uint8_t*, const std::int8_t* const*, std::int64_t, float*) {}
+}  // namespace ternlab::peers::detail
+#endif
