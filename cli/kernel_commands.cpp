@@ -21,6 +21,7 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/measure.hpp"
 #include "kernels/peers/i2s.hpp"
+#include "kernels/planner.hpp"
 #include "kernels/testdata.hpp"
 #include "layouts/stock.hpp"
 
@@ -39,22 +40,6 @@ void apply_isa(const std::string& isa) {
   if (!isa.empty()) set_isa_ceiling(parse_isa(isa));
 }
 
-void list_kernels(const std::string& isa, bool explain) {
-  apply_isa(isa);
-  std::cout << "cpu: " << cpu_features().model << " (" << feature_string() << "), ceiling " << isa_name(best_isa())
-            << "\n";
-  for (const LayoutInfo* L : all_layouts()) {
-    const KernelChoice c = best_kernel(*L);
-    std::cout << std::left << std::setw(8) << L->name;
-    for (const KernelVariant& k : kernels_for(*L))
-      std::cout << "  " << (k.name() == c.variant.name() ? "*" : " ") << k.name();
-    std::cout << "\n";
-    if (explain)
-      for (const std::string& n : c.notes) std::cout << "          " << n << "\n";
-  }
-  std::cout << "(* = chosen by best_kernel under the ceiling; --isa lowers it)\n";
-}
-
 std::pair<std::int64_t, std::int64_t> parse_shape(const std::string& s) {
   const auto x = s.find('x');
   if (x == std::string::npos) fail("shape '", s, "' must read ROWSxCOLS, e.g. 32768x8192");
@@ -62,6 +47,68 @@ std::pair<std::int64_t, std::int64_t> parse_shape(const std::string& s) {
     return {std::stoll(s.substr(0, x)), std::stoll(s.substr(x + 1))};
   } catch (const std::exception&) {
     fail("shape '", s, "' must read ROWSxCOLS, e.g. 32768x8192");
+  }
+}
+
+struct KernelsOptions {
+  std::string isa, plan = "estimate", shape = "32768x8192", wisdom;
+  std::vector<std::string> layouts;
+  std::int64_t tokens = 1;
+  int threads = 1;
+  bool explain = false;
+};
+
+// `ternlab kernels`: per layout, the variants and the one chosen. With --plan measure the planner
+// times every candidate on a matrix of --shape and records its choice in the wisdom file;
+// --explain also lists what the wisdom file holds for this CPU.
+void list_kernels(const KernelsOptions& o) {
+  apply_isa(o.isa);
+  const PlanMode mode = parse_plan_mode(o.plan);
+  const auto [rows, cols] = parse_shape(o.shape);
+  if (o.tokens < 1) fail("kernels: --tokens must be at least 1");
+  Wisdom wisdom(o.wisdom.empty() ? Wisdom::default_path() : std::filesystem::path(o.wisdom));
+  std::cout << "cpu: " << cpu_features().model << " (" << feature_string() << "), ceiling " << isa_name(best_isa())
+            << ", plan: " << plan_mode_name(mode);
+  if (mode == PlanMode::measure)
+    std::cout << " (" << (o.tokens == 1 ? std::string("gemv") : cat("gemm, ", o.tokens, " tokens")) << " on " << rows
+              << " x " << cols << ", " << o.threads << " thread(s))";
+  std::cout << "\n";
+  ThreadPool pool(o.threads);
+  for (const LayoutInfo* L : all_layouts()) {
+    if (!o.layouts.empty() && std::find(o.layouts.begin(), o.layouts.end(), L->name) == o.layouts.end()) continue;
+    KernelChoice c;
+    if (mode == PlanMode::measure) {
+      if (rows % L->rows) {
+        std::cout << std::left << std::setw(8) << L->name << "  (not measured: " << rows << " rows are not whole "
+                  << L->rows << "-row blocks)\n";
+        continue;
+      }
+      const PackedMatrix w = pack(make_weights(rows, cols, 2026, Fill::random, ScaleKind::random), *L);
+      c = plan_kernel(w, o.tokens, pool, mode, &wisdom);
+    } else {
+      c = best_kernel(*L);
+    }
+    std::cout << std::left << std::setw(8) << L->name;
+    for (const KernelVariant& k : kernels_for(*L))
+      std::cout << "  " << (k.name() == c.variant.name() ? "*" : " ") << k.name();
+    std::cout << "\n";
+    if (o.explain || mode == PlanMode::measure)
+      for (const std::string& n : c.notes) std::cout << "          " << n << "\n";
+  }
+  std::cout << "(* = chosen " << (mode == PlanMode::measure ? "by measuring" : "by best_kernel under the ceiling")
+            << "; --isa lowers the ceiling, --plan measure times the candidates)\n";
+  if (o.explain) {
+    const PlanKey here = plan_key(**all_layouts().begin(), 0, 0, 1, 1);
+    int n = 0;
+    for (const WisdomEntry& e : wisdom.entries())
+      if (e.key.cpu == here.cpu) {
+        if (n++ == 0) std::cout << "\nwisdom " << wisdom.path().string() << ", this CPU:\n";
+        std::cout << "  " << std::left << std::setw(8) << e.key.layout << std::setw(8) << e.key.op << e.key.rows << " x "
+                  << e.key.cols << ", " << e.key.threads << " thr, ceiling " << e.key.ceiling << ": " << e.variant
+                  << " (" << e.rate << (e.key.op == "gemv" ? " Gweights/s" : " GMAC/s")
+                  << (e.runners_up.empty() ? "" : "; " + e.runners_up) << ")\n";
+      }
+    if (n == 0) std::cout << "\nwisdom " << wisdom.path().string() << ": nothing measured on this CPU yet\n";
   }
 }
 
@@ -330,11 +377,17 @@ void bench(const BenchOptions& o) {
 
 void add_kernel_commands(CLI::App& app) {
   auto* list = app.add_subcommand("kernels", "List the kernel variants of each layout on this CPU and the chosen one");
-  static std::string list_isa;
-  static bool explain = false;
-  list->add_option("--isa", list_isa, "ISA ceiling (scalar, avx2, avx512vnni, neon, dotprod, i8mm)");
-  list->add_flag("--explain", explain, "Say why each candidate was taken or passed over");
-  list->callback([] { list_kernels(list_isa, explain); });
+  static KernelsOptions ko;
+  list->add_option("--isa", ko.isa, "ISA ceiling (scalar, avx2, avx512vnni, neon, dotprod, i8mm)");
+  list->add_flag("--explain", ko.explain, "Say why each candidate was taken or passed over; list the wisdom file");
+  list->add_option("--plan", ko.plan, "estimate (the ISA ladder) or measure (time every candidate, record wisdom)")
+      ->capture_default_str();
+  list->add_option("--shape", ko.shape, "Matrix the planner measures, ROWSxCOLS")->capture_default_str();
+  list->add_option("--tokens", ko.tokens, "Tokens the planner measures with (1: gemv, more: gemm)")->capture_default_str();
+  list->add_option("--threads", ko.threads, "Threads the planner measures on")->capture_default_str();
+  list->add_option("--layouts", ko.layouts, "Only these layouts")->delimiter(',');
+  list->add_option("--wisdom", ko.wisdom, "Wisdom file (default: $TERNLAB_WISDOM or ~/.cache/ternlab/wisdom.toml)");
+  list->callback([] { list_kernels(ko); });
 
   auto* b = app.add_subcommand("bench", "Kernel benchmark: gemv/gemm per layout x strategy x ISA vs measured ceilings");
   static BenchOptions o;

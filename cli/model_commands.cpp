@@ -77,6 +77,7 @@ void run_info(const std::string& path, bool tensors) {
 
 struct GenerateOptions {
   std::string path, prompt = "Hello", layout, kernel, mode = "mmap";
+  std::string plan = "estimate";
   int n = 16, threads = 1;
   float temperature = 0, top_p = 1;
   std::uint64_t seed = 1;
@@ -96,6 +97,7 @@ void run_generate(const GenerateOptions& o) {
   LoadOptions lo;
   lo.layout = o.layout;
   lo.kernel = o.kernel;
+  lo.plan = parse_plan_mode(o.plan);
   lo.threads = o.threads;
   lo.mode = gguf::parse_mode(o.mode);
   show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
@@ -114,6 +116,8 @@ void run_generate(const GenerateOptions& o) {
     if (i + 1 < o.n) logits = m->forward(s, std::span(&next, 1));
   }
   std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << "\n";
+  if (lo.plan == PlanMode::measure)
+    for (const std::string& n : m->kernel_notes()) std::cout << "  " << n << "\n";
   std::cout << "prompt tokens:";
   for (auto t : prompt) std::cout << " " << t;
   std::cout << "\noutput tokens:";
@@ -122,7 +126,7 @@ void run_generate(const GenerateOptions& o) {
 }
 
 struct BenchOptions {
-  std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p", mode = "mmap";
+  std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "estimate";
   int prompt = 64, decode = 32, threads = 1, ppl_tokens = 128;
 };
 
@@ -135,6 +139,7 @@ void run_bench(const BenchOptions& o) {
   while (std::getline(names, name, ',')) {
     LoadOptions lo;
     lo.layout = name;
+    lo.plan = parse_plan_mode(o.plan);
     lo.threads = o.threads;
     lo.mode = gguf::parse_mode(o.mode);
     show_load_progress(lo, name);
@@ -208,6 +213,8 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("--top-p", g.top_p, "Nucleus mass")->capture_default_str();
   gen->add_option("--seed", g.seed, "Sampling seed")->capture_default_str();
   gen->add_option("--load", g.mode, "Load mode: mmap or memory")->capture_default_str();
+  gen->add_option("--plan", g.plan, "Kernel choice without --kernel: estimate (the ISA ladder) or measure (time the "
+                                    "candidates on the output head once, kept in the wisdom file)")->capture_default_str();
   gen->callback([] { run_generate(g); });
 
   static BenchOptions b;
@@ -219,6 +226,8 @@ void add_model_commands(CLI::App& app) {
   bench->add_option("--ppl-tokens", b.ppl_tokens, "Tokens for perplexity")->capture_default_str();
   bench->add_option("--threads", b.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   bench->add_option("--load", b.mode, "Load mode: mmap or memory")->capture_default_str();
+  bench->add_option("--plan", b.plan, "Kernel choice: estimate (the ISA ladder) or measure (time the candidates once, "
+                                      "kept in the wisdom file)")->capture_default_str();
   bench->callback([] { run_bench(b); });
 }
 

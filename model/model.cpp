@@ -1,3 +1,4 @@
+#include <optional>
 #include "model/model.hpp"
 
 #include <chrono>
@@ -124,12 +125,26 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   m->chunk_ = std::max(1, o.prefill_chunk);
   if (o.threads < 1) fail("threads must be at least 1");
   m->pool_ = std::make_unique<ThreadPool>(o.threads);
-  const KernelVariant kernel = choose_kernel(*m->layout_, o.kernel);
+  // The kernel is chosen once, on the first matrix read (the output head): by name, by the ISA
+  // ladder, or by the planner measuring that matrix.
+  std::optional<KernelVariant> kernel;
   const auto linear = [&](const std::string& name) {
     TernaryLinear l;
     l.name = name;
     l.w = read_packed(f, name, *m->layout_);
-    l.kernel = kernel;
+    if (!kernel) {
+      if (!o.kernel.empty() || o.plan == PlanMode::estimate) {
+        kernel = choose_kernel(*m->layout_, o.kernel);
+        m->kernel_notes_ = o.kernel.empty() ? best_kernel(*m->layout_).notes
+                                            : std::vector<std::string>{kernel->name() + ": named"};
+      } else {
+        Wisdom wisdom(o.wisdom.empty() ? Wisdom::default_path() : std::filesystem::path(o.wisdom));
+        KernelChoice c = plan_kernel(l.w, 1, *m->pool_, o.plan, &wisdom);
+        kernel = c.variant;
+        m->kernel_notes_ = std::move(c.notes);
+      }
+    }
+    l.kernel = *kernel;
     return l;
   };
   m->embd_ = read_packed(f, "token_embd.weight", stored);  // a lookup table: stays in the file's format

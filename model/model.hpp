@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/planner.hpp"
 #include "kernels/thread_pool.hpp"
 #include "model/config.hpp"
 #include "model/gguf.hpp"
@@ -22,7 +23,12 @@ namespace ternlab::model {
 
 struct LoadOptions {
   std::string layout = "";  // empty: keep the file's own format (pq2_0 / ptq1_0)
-  std::string kernel = "";  // empty: the best kernels_for() entry
+  std::string kernel = "";  // empty: the planner's choice (below)
+  // How the kernel is chosen when none is named: estimate = best_kernel (the ISA ladder); measure =
+  // the planner times every candidate on the output head (the largest matrix, a gemv as in
+  // decode) once, or reads its earlier choice from the wisdom file (kernels/planner.hpp).
+  PlanMode plan = PlanMode::estimate;
+  std::string wisdom = "";  // empty: Wisdom::default_path()
   gguf::LoadMode mode = gguf::LoadMode::mmap;
   int threads = 1;
   int prefill_chunk = 64;  // tokens per gemm batch
@@ -73,6 +79,8 @@ class Model {
   const ModelConfig& config() const { return cfg_; }
   const LayoutInfo& layout() const { return *layout_; }
   const KernelVariant& kernel() const { return head_.kernel; }
+  // Why that kernel: the planner's or dispatch's notes.
+  const std::vector<std::string>& kernel_notes() const { return kernel_notes_; }
   const gguf::File& file() const { return file_; }
   Session new_session() const;
 
@@ -96,6 +104,7 @@ class Model {
   int chunk_ = 64;
   PackedMatrix embd_;
   TernaryLinear head_;
+  std::vector<std::string> kernel_notes_;
   std::vector<float> output_norm_;
   std::vector<LayerWeights> layers_;
   std::unique_ptr<ThreadPool> pool_;

@@ -235,6 +235,25 @@ TEST_SUITE("model") {
     CHECK(ma->forward(sa, kPrompt) == mb->forward(sb, kPrompt));
   }
 
+  TEST_CASE("a planner-measured kernel gives the estimate's logits, and says what it measured") {
+    const std::string wisdom = (std::filesystem::temp_directory_path() / cat("ternlab-model-wisdom-", getpid(), ".toml")).string();
+    for (const char* layout : {"t2w", "t2r"}) {
+      CAPTURE(layout);
+      LoadOptions est, mea;
+      est.layout = mea.layout = layout;
+      mea.plan = PlanMode::measure;
+      mea.wisdom = wisdom;
+      auto me = Model::load(tiny_path(), est), mm = Model::load(tiny_path(), mea);
+      Session se = me->new_session(), sm = mm->new_session();
+      CHECK(me->forward(se, kPrompt) == mm->forward(sm, kPrompt));
+      const auto& notes = mm->kernel_notes();
+      CHECK(std::any_of(notes.begin(), notes.end(), [&](const std::string& n) {
+        return n.starts_with(mm->kernel().name()) && n.find("measured") != std::string::npos;
+      }));
+    }
+    std::filesystem::remove(wisdom);
+  }
+
   TEST_CASE("sampling: greedy at temperature 0, reproducible with a seed, top-p keeps the head") {
     const std::vector<float> logits = {0.0f, 5.0f, 1.0f, 4.9f};
     CHECK(Sampler({0.0f, 1.0f, 1}).sample(logits) == 1);
