@@ -65,6 +65,7 @@ struct Avx2 : Rows8<Avx2> {
   static V slot_widen(V a) { return _mm256_madd_epi16(a, set1_i16(1)); }
 
   // --- broadcast (row-interleaved layouts): 8 rows per vector, one per 32-bit lane -------------
+  static constexpr int kRegisters = 16;  // vector registers the unrolling may plan with
   static constexpr int kLanes = 8;
   static constexpr int kGemvStreams = 2;  // row groups a gemv reads side by side
   static constexpr int kGemmTokens = 4;   // tokens a gemm pass dots each weight vector with

@@ -95,6 +95,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     return acc;
 #endif
   }
+  static constexpr int kRegisters = 32;  // vector registers the unrolling may plan with
   static constexpr int kLanes = 16;
   static constexpr int kGemvStreams = 4;  // row groups a gemv reads side by side
   static constexpr int kGemmTokens = 8;   // tokens a gemm pass dots each weight vector with

@@ -96,13 +96,24 @@ struct Broadcast {
             typename LP::Acc a[T][VS];
             for (auto& at : a)
               for (auto& av : at) av = LP::zero();
+            // A whole block unrolled suits AVX-512's 32 registers; on AVX2's 16 it made GCC
+            // hoist loads and spill (llvm-mca, Zen 3: 254 stack references a block), two strips
+            // at a time do not. (The body is written twice: a lambda kept the accumulators in
+            // memory.)
+#define TERNLAB_STRIP_DOTS                                                                                   \
+  for (int v = 0; v < VS; ++v) {                                                                             \
+    const typename LP::Slots s = LP::slots(P::load(blk[q] + pb + t * strip + (v0 + v) * P::kBytes));        \
+    const std::uint8_t* x = acts.expanded + (i * T * kBlockK + 16 * t);                                       \
+    for (int m = 0; m < T; ++m) LP::dot(a[m][v], s, x + m * kBlockK);                                        \
+  }
+            if constexpr (P::kRegisters >= 32) {
 #pragma GCC unroll 8
-            for (int t = 0; t < kStrips; ++t)
-              for (int v = 0; v < VS; ++v) {
-                const typename LP::Slots s = LP::slots(P::load(blk[q] + pb + t * strip + (v0 + v) * P::kBytes));
-                const std::uint8_t* x = acts.expanded + (i * T * kBlockK + 16 * t);
-                for (int m = 0; m < T; ++m) LP::dot(a[m][v], s, x + m * kBlockK);
-              }
+              for (int t = 0; t < kStrips; ++t) TERNLAB_STRIP_DOTS
+            } else {
+#pragma GCC unroll 2
+              for (int t = 0; t < kStrips; ++t) TERNLAB_STRIP_DOTS
+            }
+#undef TERNLAB_STRIP_DOTS
             const std::uint8_t* sc = row_scales(L, blk[q], kContiguous, gathered);
             for (int v = 0; v < VS; ++v) {
               const typename P::LaneF d = P::lanes_scales(sc + 2 * (v0 + v) * kLanes);
