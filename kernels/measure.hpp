@@ -6,9 +6,10 @@
 //                           prefetch, each over its own part of the buffer. What memory can deliver
 //                           to these threads right now; every sum is checked against its closed
 //                           form, so the reads cannot be elided;
-//   int8 compute ceiling  - a register-only loop of the widest int8 dot instruction at or below the
-//                           ISA ceiling: vpdpbusd zmm (AVX-512 VNNI), vpmaddubsw ymm (AVX2), sdot
-//                           (aarch64 dotprod), else a scalar loop; per thread, summed over threads.
+//   int8 compute ceiling  - the best of register-only loops of every int8 dot instruction at or below
+//                           the ISA ceiling: vpdpbusd zmm and ymm (AVX-512 VNNI), vpmaddubsw ymm
+//                           (AVX2), smmla and sdot (aarch64), else a scalar loop; per thread,
+//                           summed over threads.
 // The VM's bandwidth moves in plateaus, so callers take a ceiling right beside each timed pass.
 #pragma once
 
@@ -63,11 +64,12 @@ struct ComputeCeiling {
   double gmacs = 0;          // int8 multiply-accumulates per second, all threads, 1e9
   std::string instruction;   // e.g. "vpdpbusd zmm"
 };
-// The widest instruction supported here and at or below `ceiling` (default best_isa()), run for
-// about `macs_per_thread` MACs on every thread (<= 0: a fixed 20M iterations of the loop).
+// Every int8 dot loop supported here and at or below `ceiling` (default best_isa()), each run for
+// about `macs_per_thread` MACs on every thread (<= 0: a fixed 20M iterations of the loop); the best
+// GMAC/s and the instruction that reached it.
 ComputeCeiling int8_compute_ceiling(ThreadPool& pool, Isa ceiling, std::int64_t macs_per_thread = 0);
 ComputeCeiling int8_compute_ceiling(ThreadPool& pool);
-// The instruction int8_compute_ceiling would use, without running it.
+// The instructions int8_compute_ceiling would try ("best of vpdpbusd zmm, ..."), without running them.
 std::string int8_compute_instruction(Isa ceiling);
 std::string int8_compute_instruction();
 

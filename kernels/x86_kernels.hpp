@@ -20,6 +20,7 @@ void add_avx512vnni_emulated_kernels(const LayoutInfo& layout, std::vector<Kerne
 inline constexpr int kDotChains = 12;
 std::int64_t avx2_maddubs_loop(std::int64_t iters);    // vpmaddubsw ymm: 32 int8 MACs each
 std::int64_t avx512_dpbusd_loop(std::int64_t iters);   // vpdpbusd zmm: 64 int8 MACs each
+std::int64_t avx512_dpbusd_ymm_loop(std::int64_t iters);  // vpdpbusd ymm: 32 int8 MACs each
 
 
 // The memory ceiling's read loops (kernels/isa/stream_sum.hpp): each sums n 64-bit words at the
