@@ -131,7 +131,7 @@ struct BenchOptions {
 };
 
 void run_bench(const BenchOptions& o) {
-  std::cout << std::left << std::setw(8) << "layout" << std::setw(20) << "kernel" << std::right << std::setw(12)
+  std::cout << std::left << std::setw(8) << "layout" << std::setw(26) << "kernel" << std::right << std::setw(12)
             << "pp tok/s" << std::setw(12) << "tg tok/s" << std::setw(12) << "MB/token" << std::setw(12) << "ppl"
             << "  greedy tokens\n";
   std::stringstream names(o.layouts);
@@ -155,10 +155,12 @@ void run_bench(const BenchOptions& o) {
     const auto text = random_tokens(o.ppl_tokens, m->config().n_vocab, 11);
     const Perplexity p = perplexity(*m, text, 64);
     const auto g = greedy(*m, std::span(prompt).first(8), 8);
-    std::cout << std::left << std::setw(8) << name << std::setw(20) << m->kernel().name() << std::right << std::fixed
-              << std::setprecision(1) << std::setw(12) << s.prefill_tok_s() << std::setw(12) << s.decode_tok_s()
-              << std::setprecision(2) << std::setw(12) << double(m->ternary_bytes_per_token()) / 1e6
-              << std::setprecision(4) << std::setw(12) << p.value() << "  ";
+    // Every figure is preceded by a space: a value wider than its column never runs into the last.
+    std::cout << std::left << std::setw(8) << name << std::setw(26) << m->kernel().name() << std::right << std::fixed
+              << std::setprecision(1) << ' ' << std::setw(11) << s.prefill_tok_s() << ' ' << std::setw(11)
+              << s.decode_tok_s() << std::setprecision(2) << ' ' << std::setw(11)
+              << double(m->ternary_bytes_per_token()) / 1e6 << std::setprecision(4) << ' ' << std::setw(11) << p.value()
+              << "  ";
     for (auto t : g) std::cout << t << " ";
     std::cout << "\n";
   }
