@@ -19,8 +19,9 @@ namespace ternlab {
 inline constexpr int kPrefetchBytes = 2048;
 // Prefetches the cache lines of a block kPrefetchBytes ahead of `block`. The first three lines are
 // unconditional (a loop over them cost t2p's gemv about 15 instructions in 95 per block).
+template <int Distance = kPrefetchBytes>
 inline void prefetch_ahead(const std::uint8_t* block, int block_bytes) {
-  const std::uint8_t* p = block + kPrefetchBytes;
+  const std::uint8_t* p = block + Distance;
   __builtin_prefetch(p);
   __builtin_prefetch(p + 64);
   __builtin_prefetch(p + 128);

@@ -67,6 +67,7 @@ struct Avx2 : Rows8<Avx2> {
   // --- broadcast (row-interleaved layouts): 8 rows per vector, one per 32-bit lane -------------
   static constexpr int kRegisters = 16;  // vector registers the unrolling may plan with
   static constexpr int kLanes = 8;
+  static constexpr int kGemvPrefetch = 2048;  // bytes ahead of each stream
   static constexpr int kGemvStreams = 2;  // row groups a gemv reads side by side
   static constexpr int kGemmTokens = 4;   // tokens a gemm pass dots each weight vector with
   // Each slot shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a

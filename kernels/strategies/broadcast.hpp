@@ -72,7 +72,7 @@ struct Broadcast {
   // T tokens stay in registers. GS row groups advance side by side, block by block: on a core
   // whose bandwidth is bound by the line fills in flight, GS independent weight streams (each
   // prefetched ahead) read faster than one. Returns the first row group not done.
-  template <class LP, int T, int GS, bool kContiguous>
+  template <class LP, int T, int GS, int PF, bool kContiguous>
   static std::int64_t rows(const PackedMatrix& w, const SlotActs& acts, float* y, std::int64_t ldy, int live,
                            std::int64_t g0, std::int64_t g1) {
     const LayoutInfo& L = *w.layout;
@@ -92,7 +92,7 @@ struct Broadcast {
         for (int q = 0; q < GS; ++q) blk[q] = w.block(g + q, 0);
         for (std::int64_t i = 0; i < nb; ++i)
           for (int q = 0; q < GS; ++q) {
-            if (v0 == 0) prefetch_ahead(blk[q], bb);
+            if (v0 == 0) prefetch_ahead<PF>(blk[q], bb);
             typename LP::Acc a[T][VS];
             for (auto& at : a)
               for (auto& av : at) av = LP::zero();
@@ -133,12 +133,12 @@ struct Broadcast {
 
   // The row groups streamed GS at a time, the rest one by one; the scales read in place where
   // the layout stores them contiguously (a template flag keeps the gathering out of that loop).
-  template <class LP, int T, int GS>
+  template <class LP, int T, int GS, int PF = kPrefetchBytes>
   static void all_rows(const PackedMatrix& w, const SlotActs& acts, float* y, std::int64_t ldy, int live,
                        std::int64_t g0, std::int64_t g1) {
     const auto run = [&]<bool kContiguous>() {
-      const std::int64_t g = rows<LP, T, GS, kContiguous>(w, acts, y, ldy, live, g0, g1);
-      if constexpr (GS > 1) rows<LP, T, 1, kContiguous>(w, acts, y, ldy, live, g, g1);
+      const std::int64_t g = rows<LP, T, GS, PF, kContiguous>(w, acts, y, ldy, live, g0, g1);
+      if constexpr (GS > 1) rows<LP, T, 1, PF, kContiguous>(w, acts, y, ldy, live, g, g1);
     };
     if (w.layout->spec->scales.row_stride == 2)
       run.template operator()<true>();
@@ -146,9 +146,14 @@ struct Broadcast {
       run.template operator()<false>();
   }
 
-  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
+  // GS row groups side by side, each prefetched PF bytes ahead.
+  template <int GS, int PF>
+  static void gemv_with(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
     const SlotActs a = prepare_strip_acts(checked_plan(*w.layout), x, w.blocks_per_row(), 0);
-    all_rows<typename P::GemvLanes, 1, P::kGemvStreams>(w, a, y, 0, 1, g0, g1);
+    all_rows<typename P::GemvLanes, 1, GS, PF>(w, a, y, 0, 1, g0, g1);
+  }
+  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
+    gemv_with<P::kGemvStreams, P::kGemvPrefetch>(w, x, y, g0, g1);
   }
 
   // T tokens (T / 4 tiles of q8_Kx4) starting at tile t0, in one pass over the weights.
