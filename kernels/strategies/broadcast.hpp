@@ -67,9 +67,10 @@ struct Broadcast {
 
   // Rows [g0, g1) x T tokens through the lane program LP (the policy's GemvLanes or GemmLanes):
   // `acts` holds the tokens' strip-ordered activations block-major (block i of token m is entry
-  // i * T + m), y + m * ldy token m's outputs (row g * R + r), of which the first `live` are stored. Each pass over a row group handles VS of its kVectors vectors:
-  // all of them for one token, one at a time for several, so the int32 and float accumulators of
-  // T tokens stay in registers. GS row groups advance side by side, block by block: on a core
+  // i * T + m), y + m * ldy token m's outputs (row g * R + r), of which the first `live` are
+  // stored. Each pass over a row group handles VS of its kVectors vectors: all of them for one
+  // token, one at a time for several, so the int32 and float accumulators of T tokens stay in
+  // registers. GS row groups advance side by side, block by block: on a core
   // whose bandwidth is bound by the line fills in flight, GS independent weight streams (each
   // prefetched ahead) read faster than one. Returns the first row group not done.
   template <class LP, int T, int GS, int PF, bool kContiguous>
