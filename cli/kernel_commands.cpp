@@ -214,11 +214,6 @@ double time_pass(F&& run, double min_seconds) {
   return total / reps;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 // A pass above the ceiling measured beside it means the ceiling is no upper bound (or the pass ran
 // from cache): flagged, never hidden.
 std::string defect_mark(const std::vector<double>& fractions) {

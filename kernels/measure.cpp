@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/strings.hpp"
 #include "kernels/x86_kernels.hpp"
 
 #if defined(__aarch64__)
@@ -160,10 +161,7 @@ std::vector<std::string> MemoryCeiling::loops() {
   return names;
 }
 
-std::uint64_t MemoryCeiling::expected_sum() const {
-  const std::uint64_t n = buffer_.size();
-  return n * (n - 1) / 2;
-}
+std::uint64_t MemoryCeiling::expected_sum() const { return closed_sum(0, buffer_.size()); }
 
 ReadCeiling MemoryCeiling::measure_best(ThreadPool& pool) const {
   const int k = int(read_loops().size());
@@ -222,10 +220,14 @@ ComputeCeiling int8_compute_ceiling(ThreadPool& pool) { return int8_compute_ceil
 std::string int8_compute_instruction(Isa ceiling) {
   const std::vector<DotLoop> loops = dot_loops(ceiling);
   if (loops.size() == 1) return loops.front().instruction;
-  std::string names;
-  for (const DotLoop& l : loops) names += (names.empty() ? "" : ", ") + std::string(l.instruction);
-  return "best of " + names;
+  return "best of " + join(loops | ranges::views::transform([](const DotLoop& l) { return std::string(l.instruction); }));
 }
 std::string int8_compute_instruction() { return int8_compute_instruction(best_isa()); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
 
 }  // namespace ternlab

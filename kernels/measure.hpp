@@ -73,6 +73,9 @@ ComputeCeiling int8_compute_ceiling(ThreadPool& pool);
 std::string int8_compute_instruction(Isa ceiling);
 std::string int8_compute_instruction();
 
+// The upper median of a run's rates (the element at size / 2 once sorted; 0 when empty).
+double median(std::vector<double> v);
+
 // Seconds of wall time for fn(), on a monotonic clock.
 template <class F>
 double seconds_of(F&& fn);

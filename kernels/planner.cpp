@@ -127,11 +127,6 @@ void Wisdom::save() const {
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 }  // namespace
 
 KernelChoice plan_kernel(const PackedMatrix& w, std::int64_t tokens, ThreadPool& pool, PlanMode mode, Wisdom* wisdom,

@@ -53,35 +53,32 @@ bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
 }
 
 #if !defined(TERNLAB_AVX512_EMULATED)
-// As the AVX2 loop: kDotChains register-resident chains (kernels/isa/dot_chains.hpp).
+// As the AVX2 loop: kDotChains register-resident chains (kernels/isa/dot_chains.hpp), at 512 bits
+// and at 256 (AVX512VL: where 512-bit ops run as two halves or lower the clock, the narrower loop
+// can deliver more MACs a second).
 #define TERNLAB_DPBUSD(k) "vpdpbusd %13, %12, %" #k "\n\t"
-std::int64_t dpbusd_loop(std::int64_t iters) {
+template <class V>
+std::int64_t dpbusd_chains(std::int64_t iters, V u, V v) {
   static_assert(kDotChains == 12, "TERNLAB_CHAINS12 names twelve accumulators");
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
-          a9 = a0, a10 = a0, a11 = a0;
-  const __m512i u = _mm512_set1_epi8(1), v = _mm512_set1_epi8(-1);
+  V a0{}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
   for (std::int64_t i = 0; i < iters; ++i)
     __asm__(TERNLAB_CHAINS12(TERNLAB_DPBUSD) : TERNLAB_ACCUMULATORS12("+v", a) : "v"(u), "v"(v));
   std::int64_t s = 0;
-  for (const __m512i v : {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11}) s += P::reduce_add(v);
+  for (const V& acc : {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11}) {
+    std::int32_t lanes[sizeof(V) / 4];
+    std::memcpy(lanes, &acc, sizeof(V));
+    for (std::int32_t x : lanes) s += x;
+  }
   return s;
 }
 #undef TERNLAB_DPBUSD
 
-// The same at 256 bits (AVX512VL): where 512-bit ops run as two halves or lower the clock, the
-// narrower loop can deliver more MACs a second.
-#define TERNLAB_DPBUSD(k) "vpdpbusd %13, %12, %" #k "\n\t"
-std::int64_t dpbusd_ymm_loop(std::int64_t iters) {
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
-          a9 = a0, a10 = a0, a11 = a0;
-  const __m256i u = _mm256_set1_epi8(1), v = _mm256_set1_epi8(-1);
-  for (std::int64_t i = 0; i < iters; ++i)
-    __asm__(TERNLAB_CHAINS12(TERNLAB_DPBUSD) : TERNLAB_ACCUMULATORS12("+v", a) : "v"(u), "v"(v));
-  std::int64_t s = 0;
-  for (const __m256i v : {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11}) s += P::reduce_add(_mm512_castsi256_si512(v));
-  return s;
+std::int64_t dpbusd_loop(std::int64_t iters) {
+  return dpbusd_chains(iters, _mm512_set1_epi8(1), _mm512_set1_epi8(-1));
 }
-#undef TERNLAB_DPBUSD
+std::int64_t dpbusd_ymm_loop(std::int64_t iters) {
+  return dpbusd_chains(iters, _mm256_set1_epi8(1), _mm256_set1_epi8(-1));
+}
 
 std::vector<ReadLoop> read_loops() {
   return {{"avx512 zmm, 1 stream", &isa::stream_sum<P, 1, 0>},

@@ -272,12 +272,14 @@ constexpr Facts derive(const LayoutSpec& s) {
 
   f.block_bytes = scale_end(s);
   f.payload_begin = kMaxBlockBytes;
+  int payload_end = 0;  // one past the last weight byte (scales may follow it)
   for (int r = 0; r < s.rows; ++r)
     for (int k = 0; k < s.k; ++k) {
       const Loc l = locate(s, r, k);
-      f.block_bytes = std::max(f.block_bytes, l.byte + 1);
+      payload_end = std::max(payload_end, l.byte + 1);
       f.payload_begin = std::min(f.payload_begin, l.byte);
     }
+  f.block_bytes = std::max(f.block_bytes, payload_end);
   f.payload_bytes = f.block_bytes - f.payload_begin;
   f.bits_per_weight = 8.0 * f.block_bytes / (s.rows * s.k);
 
@@ -304,9 +306,6 @@ constexpr Facts derive(const LayoutSpec& s) {
   }
 
   if (s.code == Code::two_bit && s.rows % 8 == 0 && s.rows <= 16) {
-    int payload_end = 0;
-    for (int r = 0; r < s.rows; ++r)
-      for (int k = 0; k < s.k; ++k) payload_end = std::max(payload_end, locate(s, r, k).byte + 1);
     std::array<std::array<int, 4>, kMaxStrips> k0{};
     f.row_interleaved = payload_end - f.payload_begin == s.rows * s.k / 4 && s.k % 16 == 0 &&
                         detail::row_strips(s, detail::inverse(s), f.payload_begin, k0);

@@ -132,17 +132,16 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     TernaryLinear l;
     l.name = name;
     l.w = read_packed(f, name, *m->layout_);
-    if (!kernel) {
-      if (!o.kernel.empty() || o.plan == PlanMode::estimate) {
-        kernel = choose_kernel(*m->layout_, o.kernel);
-        m->kernel_notes_ = o.kernel.empty() ? best_kernel(*m->layout_).notes
-                                            : std::vector<std::string>{kernel->name() + ": named"};
-      } else {
-        Wisdom wisdom(o.wisdom.empty() ? Wisdom::default_path() : std::filesystem::path(o.wisdom));
-        KernelChoice c = plan_kernel(l.w, 1, *m->pool_, o.plan, &wisdom);
-        kernel = c.variant;
-        m->kernel_notes_ = std::move(c.notes);
-      }
+    if (!kernel && !o.kernel.empty()) {
+      kernel = choose_kernel(*m->layout_, o.kernel);
+      m->kernel_notes_ = {kernel->name() + ": named"};
+    } else if (!kernel) {  // estimate: best_kernel; measure: timed here, or read from the wisdom file
+      std::optional<Wisdom> wisdom;
+      if (o.plan == PlanMode::measure)
+        wisdom.emplace(o.wisdom.empty() ? Wisdom::default_path() : std::filesystem::path(o.wisdom));
+      KernelChoice c = plan_kernel(l.w, 1, *m->pool_, o.plan, wisdom ? &*wisdom : nullptr);
+      kernel = c.variant;
+      m->kernel_notes_ = std::move(c.notes);
     }
     l.kernel = *kernel;
     return l;
