@@ -24,31 +24,23 @@ namespace ternlab::detail {
 namespace {
 
 using P = isa::NeonDotprod;
-using strategies::pick_slot_mask;
-
-// Block shapes (groups x vectors per group, rows): t2p 2 x 4 (a row pair's four words), t2x4 4 x 2
-// (a row's two words), t2p8 4 x 4.
-bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  return pick_slot_mask<P, 2, 4, 4>(p, gemv, gemm) || pick_slot_mask<P, 4, 2, 4>(p, gemv, gemm) ||
-         pick_slot_mask<P, 4, 4, 8>(p, gemv, gemm);
-}
 
 }  // namespace
 }  // namespace ternlab::detail
 #pragma GCC pop_options
 
 namespace ternlab::detail {
-void add_dotprod_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
+void add_dotprod_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
   if (!L.facts.slot_vectorizable) return;
   GemvFn gemv = nullptr;
   GemmFn gemm = nullptr;
-  if (pick_any_slot_mask(slot_vector_plan(L, P::kBytes, &P::pair_position), gemv, gemm))
-    out.push_back({"slot-mask", "dotprod", gemv, gemm});
+  const std::string why = strategies::pick_slot_mask_any<P>(L, gemv, gemm);  // sets gemv, gemm
+  add_or_note(out, gaps, "slot-mask", "dotprod", why, gemv, gemm);
 }
 }  // namespace ternlab::detail
 
 #else  // not aarch64
 namespace ternlab::detail {
-void add_dotprod_kernels(const LayoutInfo&, std::vector<KernelVariant>&) {}
+void add_dotprod_kernels(const LayoutInfo&, std::vector<KernelVariant>&, std::vector<KernelGap>*) {}
 }  // namespace ternlab::detail
 #endif

@@ -8,6 +8,7 @@
 
 namespace ternlab::detail {
 
-void add_dotprod_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out);
+void add_dotprod_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out,
+                      std::vector<KernelGap>* gaps = nullptr);
 
 }  // namespace ternlab::detail

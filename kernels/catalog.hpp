@@ -20,4 +20,22 @@ struct KernelVariant {
 
 std::vector<KernelVariant> kernels_for(const LayoutInfo& layout);
 
+// A strategy that the layout's properties admit, on an ISA this CPU runs, whose plan refused the
+// layout at that ISA's width (t2w3's 96-byte payload is no whole number of 64-byte vectors).
+struct KernelGap {
+  std::string strategy, isa, why;
+};
+std::vector<KernelGap> kernel_gaps(const LayoutInfo& layout);
+
+namespace detail {
+// Lists the kernel when its plan accepted the layout (`why` empty), else records the gap.
+inline void add_or_note(std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps, const char* strategy,
+                        const char* isa, const std::string& why, GemvFn gemv, GemmFn gemm) {
+  if (why.empty())
+    out.push_back({strategy, isa, gemv, gemm});
+  else if (gaps)
+    gaps->push_back({strategy, isa, why});
+}
+}  // namespace detail
+
 }  // namespace ternlab

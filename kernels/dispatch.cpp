@@ -64,8 +64,11 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, const std::string& on
   // What the layout or the CPU rules out, so the listing is explicit about the absent arms.
   for (Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::dotprod, Isa::i8mm})
     if (!isa_supported(isa)) c.notes.push_back(cat(isa_name(isa), ": no kernels, this CPU lacks it (", feature_string(), ")"));
+  const std::vector<KernelGap> gaps = kernel_gaps(layout);
+  for (const KernelGap& g : gaps) c.notes.push_back(cat(g.strategy, "/", g.isa, ": no kernel, its plan refuses the layout: ", g.why));
   for (const std::string& s : layout.strategies())
-    if (std::none_of(listed.begin(), listed.end(), [&](const KernelVariant& k) { return k.strategy == s; }))
+    if (std::none_of(listed.begin(), listed.end(), [&](const KernelVariant& k) { return k.strategy == s; }) &&
+        std::none_of(gaps.begin(), gaps.end(), [&](const KernelGap& g) { return g.strategy == s; }))
       c.notes.push_back(cat(s, ": no kernel for this CPU (", feature_string(), ")"));
   for (const char* s : {"broadcast", "slot-mask", "unpack", "base3"}) {
     const auto props = layout.strategies();

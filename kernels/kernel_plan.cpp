@@ -16,7 +16,7 @@ namespace ternlab {
 
 namespace {
 
-SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
+SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, int max_group) {
   SlotVectorPlan p;
   p.vector_bytes = vb;
   const auto reject = [&](auto... why) {
@@ -32,6 +32,14 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
   if (p.vectors > kMaxPlanVectors) return reject(p.vectors, " vectors per block (at most ", kMaxPlanVectors, ")");
   if (L.rows > kMaxPlanRows) return reject(L.rows, " rows per block (at most ", kMaxPlanRows, ")");
   p.payload_begin = L.slot_plan[0].byte_offset;
+  // A vector is one load: its words must be adjacent (scales between pieces may split the payload,
+  // but not inside a vector).
+  for (int j = 0; j < p.vectors; ++j)
+    for (int u = 1; u < vw; ++u)
+      if (L.slot_plan[std::size_t(j * vw + u)].byte_offset != L.slot_plan[std::size_t(j * vw)].byte_offset + u * kWordBytes)
+        return reject("the words of ", vb, "-byte vector ", j, " are not adjacent (bytes ",
+                      L.slot_plan[std::size_t(j * vw)].byte_offset, " and ", L.slot_plan[std::size_t(j * vw + u)].byte_offset,
+                      ")");
   p.block_bytes = L.block_bytes();
   for (int r = 0; r < L.rows; ++r) p.scale_offset[r] = L.scale_offset(r);
 
@@ -64,6 +72,16 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
     groups.clear();
     for (int j = 0; j < p.vectors; ++j) groups.push_back({j});
   }
+  // A policy whose group accumulator is narrow (AVX2's int16 sums) takes at most max_group vectors
+  // in one: larger groups split into equal parts with the same rows, which only adds lane pairs.
+  if (int(groups[0].size()) > max_group) {
+    int part = max_group;
+    while (groups[0].size() % std::size_t(part) != 0) --part;
+    std::vector<std::vector<int>> split;
+    for (const auto& m : groups)
+      for (std::size_t i = 0; i < m.size(); i += std::size_t(part)) split.emplace_back(m.begin() + std::ptrdiff_t(i), m.begin() + std::ptrdiff_t(i) + part);
+    groups = std::move(split);
+  }
   p.groups = int(groups.size());
   p.group_size = int(groups[0].size());
   std::vector<int> order;
@@ -85,7 +103,7 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos) {
     while (c < p.classes && !same_acts(p.class_vector[c], j)) ++c;
     if (c == p.classes) p.class_vector[p.classes++] = j;
     p.class_offset[i] = c * 4 * vb;
-    p.vector_offset[i] = p.payload_begin + j * vb;
+    p.vector_offset[i] = L.slot_plan[std::size_t(j * vw)].byte_offset;
   }
   p.expanded_block_bytes = p.classes * 4 * vb;
 
@@ -134,12 +152,12 @@ std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign;
 
 }  // namespace
 
-const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_bytes, PairPosition pos) {
+const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_bytes, PairPosition pos, int max_group) {
   static std::mutex mu;
-  static std::map<std::tuple<const LayoutInfo*, int, PairPosition>, std::unique_ptr<SlotVectorPlan>> cache;
+  static std::map<std::tuple<const LayoutInfo*, int, PairPosition, int>, std::unique_ptr<SlotVectorPlan>> cache;
   const std::lock_guard lock(mu);
-  auto& slot = cache[{&layout, vector_bytes, pos}];
-  if (!slot) slot = std::make_unique<SlotVectorPlan>(build_slot_plan(layout, vector_bytes, pos));
+  auto& slot = cache[{&layout, vector_bytes, pos, max_group}];
+  if (!slot) slot = std::make_unique<SlotVectorPlan>(build_slot_plan(layout, vector_bytes, pos, max_group));
   return *slot;
 }
 

@@ -62,7 +62,9 @@ struct SlotVectorPlan {
 using PairPosition = int (*)(int j, int u, int h);
 
 // Built once per (layout, vector width, policy) and cached; never throws (why_not says what failed).
-const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_bytes, PairPosition pos);
+// Groups hold at most `max_group` vectors (the policy's kGroupVectors); larger ones are split.
+const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_bytes, PairPosition pos,
+                                       int max_group = kMaxPlanVectors);
 
 // Expands one 128-value activation block for the plan into `out` (expanded_block_bytes).
 void expand_slot_activations(const SlotVectorPlan& plan, const LayoutInfo& layout, const std::int8_t* q128,

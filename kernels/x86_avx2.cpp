@@ -29,16 +29,7 @@ namespace ternlab::detail {
 namespace {
 
 using P = isa::Avx2;
-using strategies::pick_slot_mask;
 
-// The block shapes instantiated (groups x vectors per group, rows): t2p and t2x4 2 x 2 (two
-// vectors per row pair / per pair of rows), t2p8 4 x 2, single-row 2-bit blocks 1 x 1; layouts
-// whose vectors do not group get one group per vector (4 or 8 vectors of 4 or 8 rows).
-bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  return pick_slot_mask<P, 2, 2, 4>(p, gemv, gemm) || pick_slot_mask<P, 4, 2, 8>(p, gemv, gemm) ||
-         pick_slot_mask<P, 1, 1, 1>(p, gemv, gemm) || pick_slot_mask<P, 4, 1, 4>(p, gemv, gemm) ||
-         pick_slot_mask<P, 8, 1, 8>(p, gemv, gemm);
-}
 
 // kDotChains chains, each feeding its own result back in as the unsigned operand (see
 // kernels/isa/dot_chains.hpp for why this is asm).
@@ -68,26 +59,25 @@ std::vector<ReadLoop> read_loops() {
 
 namespace ternlab::detail {
 
-void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
+void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
+  GemvFn gemv = nullptr;
+  GemmFn gemm = nullptr;
   if (L.facts.row_interleaved) {
-    GemvFn gemv = nullptr;
-    GemmFn gemm = nullptr;
-    if (strategies::pick_broadcast<P, 8>(L, gemv, gemm).empty() || strategies::pick_broadcast<P, 16>(L, gemv, gemm).empty())
-      out.push_back({"broadcast", "avx2", gemv, gemm});
+    std::string why = strategies::pick_broadcast<P, 8>(L, gemv, gemm);
+    if (!why.empty()) why = strategies::pick_broadcast<P, 16>(L, gemv, gemm);
+    add_or_note(out, gaps, "broadcast", "avx2", why, gemv, gemm);
   }
   if (L.facts.slot_vectorizable) {
-    GemvFn gemv = nullptr;
-    GemmFn gemm = nullptr;
-    if (pick_any_slot_mask(slot_vector_plan(L, P::kBytes, &P::pair_position), gemv, gemm))
-      out.push_back({"slot-mask", "avx2", gemv, gemm});
+    const std::string why = strategies::pick_slot_mask_any<P>(L, gemv, gemm);  // sets gemv, gemm
+    add_or_note(out, gaps, "slot-mask", "avx2", why, gemv, gemm);
   }
   if (L.facts.natural_two_bit) {
     out.push_back({strategies::Unpack<P>::kStrategy, "avx2", &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
     using PerColumn = strategies::Unpack<P, false>;
     out.push_back({PerColumn::kStrategy, "avx2", &PerColumn::gemv, &PerColumn::gemm});
   }
-  if (L.facts.digit_planar && base3_plan(L).why_not.empty())
-    out.push_back({"base3", "avx2", &strategies::Base3<P>::gemv, &strategies::Base3<P>::gemm});
+  if (L.facts.digit_planar)
+    add_or_note(out, gaps, "base3", "avx2", base3_plan(L).why_not, &strategies::Base3<P>::gemv, &strategies::Base3<P>::gemm);
 }
 
 std::int64_t avx2_maddubs_loop(std::int64_t iters) { return maddubs_loop(iters); }
@@ -97,7 +87,7 @@ std::vector<ReadLoop> avx2_read_loops() { return read_loops(); }
 
 #else  // not x86-64: nothing to add
 namespace ternlab::detail {
-void add_avx2_kernels(const LayoutInfo&, std::vector<KernelVariant>&) {}
+void add_avx2_kernels(const LayoutInfo&, std::vector<KernelVariant>&, std::vector<KernelGap>*) {}
 std::int64_t avx2_maddubs_loop(std::int64_t) { return 0; }
 std::vector<ReadLoop> avx2_read_loops() { return {}; }
 }  // namespace ternlab::detail

@@ -42,15 +42,7 @@ namespace ternlab::detail {
 namespace {
 
 using P = isa::Avx512Vnni;
-using strategies::pick_slot_mask;
 
-// The block shapes instantiated (groups x vectors per group, rows): t2p 2 x 1 (one vector per
-// row pair), t2x4 1 x 2 (each vector spans all 4 rows), t2p8 4 x 1; layouts whose vectors do not
-// group get one group per vector (2 or 4 vectors of 4 or 8 rows).
-bool pick_any_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
-  return pick_slot_mask<P, 2, 1, 4>(p, gemv, gemm) || pick_slot_mask<P, 1, 2, 4>(p, gemv, gemm) ||
-         pick_slot_mask<P, 4, 1, 8>(p, gemv, gemm) || pick_slot_mask<P, 2, 2, 8>(p, gemv, gemm);
-}
 
 #if !defined(TERNLAB_AVX512_EMULATED)
 // As the AVX2 loop: kDotChains register-resident chains (kernels/isa/dot_chains.hpp), at 512 bits
@@ -87,18 +79,16 @@ std::vector<ReadLoop> read_loops() {
 }
 #endif
 
-void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
+void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
+  GemvFn gemv = nullptr;
+  GemmFn gemm = nullptr;
   if (L.facts.row_interleaved) {
-    GemvFn gemv = nullptr;
-    GemmFn gemm = nullptr;
-    if (strategies::pick_broadcast<P, 16>(L, gemv, gemm).empty())
-      out.push_back({"broadcast", P::name, gemv, gemm});
+    const std::string why = strategies::pick_broadcast<P, 16>(L, gemv, gemm);  // sets gemv, gemm
+    add_or_note(out, gaps, "broadcast", P::name, why, gemv, gemm);
   }
   if (L.facts.slot_vectorizable) {
-    GemvFn gemv = nullptr;
-    GemmFn gemm = nullptr;
-    if (pick_any_slot_mask(slot_vector_plan(L, P::kBytes, &P::pair_position), gemv, gemm))
-      out.push_back({"slot-mask", P::name, gemv, gemm});
+    const std::string why = strategies::pick_slot_mask_any<P>(L, gemv, gemm);  // sets gemv, gemm
+    add_or_note(out, gaps, "slot-mask", P::name, why, gemv, gemm);
   }
   if (L.facts.natural_two_bit) {
     out.push_back({strategies::Unpack<P>::kStrategy, P::name, &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
@@ -115,11 +105,13 @@ void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
 namespace ternlab::detail {
 
 #if defined(TERNLAB_AVX512_EMULATED)
-void add_avx512vnni_emulated_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
-  add_kernels(L, out);
+void add_avx512vnni_emulated_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
+  add_kernels(L, out, gaps);
 }
 #else
-void add_avx512vnni_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) { add_kernels(L, out); }
+void add_avx512vnni_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
+  add_kernels(L, out, gaps);
+}
 std::int64_t avx512_dpbusd_loop(std::int64_t iters) { return dpbusd_loop(iters); }
 std::int64_t avx512_dpbusd_ymm_loop(std::int64_t iters) { return dpbusd_ymm_loop(iters); }
 std::vector<ReadLoop> avx512_read_loops() { return read_loops(); }
@@ -129,7 +121,7 @@ std::vector<ReadLoop> avx512_read_loops() { return read_loops(); }
 
 #else  // not x86-64: nothing to add
 namespace ternlab::detail {
-void add_avx512vnni_kernels(const LayoutInfo&, std::vector<KernelVariant>&) {}
+void add_avx512vnni_kernels(const LayoutInfo&, std::vector<KernelVariant>&, std::vector<KernelGap>*) {}
 std::int64_t avx512_dpbusd_loop(std::int64_t) { return 0; }
 std::int64_t avx512_dpbusd_ymm_loop(std::int64_t) { return 0; }
 std::vector<ReadLoop> avx512_read_loops() { return {}; }

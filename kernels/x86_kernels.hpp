@@ -9,11 +9,14 @@
 
 namespace ternlab::detail {
 
-void add_avx2_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out);
-void add_avx512vnni_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out);
+void add_avx2_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out,
+                      std::vector<KernelGap>* gaps = nullptr);
+void add_avx512vnni_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out,
+                      std::vector<KernelGap>* gaps = nullptr);
 // The same AVX-512 kernels through SIMDe's portable intrinsics, runnable on any AVX2 CPU; built
 // into the test suite only (tests/CMakeLists.txt), to check them against the oracle everywhere.
-void add_avx512vnni_emulated_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out);
+void add_avx512vnni_emulated_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out,
+                      std::vector<KernelGap>* gaps = nullptr);
 
 // Register-only loops of the widest int8 dot instruction: `iters` iterations of `kDotChains`
 // independent instructions. Return a value derived from the accumulators (so nothing is elided).

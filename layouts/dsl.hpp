@@ -176,7 +176,8 @@ struct Facts {
   std::string_view error;  // why the declaration is not a valid layout; empty when it is
   int block_bytes = 0;
   int payload_begin = 0;  // first weight byte
-  int payload_bytes = 0;
+  int payload_bytes = 0;  // first to last weight byte (scales placed between pieces count)
+  int weight_bytes = 0;   // bytes that hold weights
   double bits_per_weight = 0;
   bool slot_vectorizable = false;  // see SlotVectorizable
   bool pairs_rows = false;         // slot-vectorizable words are row pairs (not single rows)
@@ -207,6 +208,18 @@ constexpr bool classify_word(const std::array<RowK, kMaxBlockBytes * 5>& inv, in
     return true;
   }
   return false;
+}
+
+// The next 16-byte word of weights at or after `byte`: words start at a weight byte, so scales
+// placed between pieces are stepped over and the words need not sit on a 16-byte grid.
+constexpr int next_word(const std::array<RowK, kMaxBlockBytes * 5>& inv, int byte, int payload_end) {
+  const auto holds_weight = [&](int b) {
+    for (int sl = 0; sl < 5; ++sl)
+      if (inv[b * 5 + sl].row >= 0) return true;
+    return false;
+  };
+  while (byte < payload_end && !holds_weight(byte)) ++byte;
+  return byte;
 }
 
 // The inverse placement, (byte, slot) -> (row, k).
@@ -243,27 +256,82 @@ constexpr bool row_strips(const LayoutSpec& s, const std::array<RowK, kMaxBlockB
 
 }  // namespace detail
 
-// Why a declaration is not a valid layout ("" when it is): checked exhaustively, every (row, k)
-// placed once, inside the block, off the scale bytes, in a slot the code has.
-constexpr std::string_view validate(const LayoutSpec& s) {
-  if (s.rows < 1 || s.k < 8 || s.k % 8 != 0) return "rows must be >= 1 and k a positive multiple of 8";
-  if (s.rows * s.k > kMaxCells) return "block too large: rows * k must be <= 2048";
-  if (s.rows > 1 && s.scales.row_stride < 2) return "scales overlap: row_stride must be >= 2";
+// The rules a declaration must satisfy, each with its reason in words (one X-macro feeds the enum,
+// the runtime text and the compile-time diagnostics below, so they cannot drift apart).
+#define TERNLAB_LAYOUT_RULES(X)                                                                     \
+  X(shape, "rows must be >= 1 and k a positive multiple of 8")                                     \
+  X(too_many_cells, "block too large: rows * k must be <= 2048")                                   \
+  X(scales_overlap, "scales overlap: row_stride must be >= 2")                                     \
+  X(piece_rows, "every piece must span all rows of the block")                                     \
+  X(uncovered, "a (row, k) of the block is covered by no piece")                                   \
+  X(beyond_block, "block larger than 1024 bytes")                                                  \
+  X(slot_range, "slot index out of range for the code")                                            \
+  X(on_scale_byte, "a weight is placed on a scale byte")                                           \
+  X(shared_slot, "two weights share one (byte, slot): placement is not injective")
+
+enum class Rule : std::uint8_t {
+  valid,
+#define TERNLAB_RULE_ENUM(name, text) name,
+  TERNLAB_LAYOUT_RULES(TERNLAB_RULE_ENUM)
+#undef TERNLAB_RULE_ENUM
+};
+
+constexpr std::string_view rule_text(Rule r) {
+  switch (r) {
+#define TERNLAB_RULE_TEXT(name, text) \
+  case Rule::name:                    \
+    return text;
+    TERNLAB_LAYOUT_RULES(TERNLAB_RULE_TEXT)
+#undef TERNLAB_RULE_TEXT
+    case Rule::valid:
+      break;
+  }
+  return "";
+}
+
+// The first rule a declaration breaks, and where: the weight (row, k), the (byte, slot) it lands
+// on, the weight already there (shared_slot) or the piece (piece_rows); -1 where not applicable.
+struct Violation {
+  Rule rule = Rule::valid;
+  int row = -1, k = -1, byte = -1, slot = -1, held_row = -1, held_k = -1, piece = -1;
+};
+
+// Checked exhaustively: every (row, k) placed once, inside the block, off the scale bytes, in a
+// slot the code has.
+constexpr Violation find_violation(const LayoutSpec& s) {
+  if (s.rows < 1 || s.k < 8 || s.k % 8 != 0) return {.rule = Rule::shape};
+  if (s.rows * s.k > kMaxCells) return {.rule = Rule::too_many_cells};
+  if (s.rows > 1 && s.scales.row_stride < 2) return {.rule = Rule::scales_overlap};
   for (int p = 0; p < n_pieces(s); ++p)
-    if (s.pieces[p].row.size() != s.rows) return "every piece must span all rows of the block";
-  std::array<bool, kMaxBlockBytes * 5> used{};
+    if (s.pieces[p].row.size() != s.rows) return {.rule = Rule::piece_rows, .piece = p};
+  std::array<RowK, kMaxBlockBytes * 5> held{};
   for (int r = 0; r < s.rows; ++r)
     for (int k = 0; k < s.k; ++k) {
       const Loc l = locate(s, r, k);
-      if (l.byte < 0) return "a (row, k) of the block is covered by no piece";
-      if (l.byte >= kMaxBlockBytes) return "block larger than 1024 bytes";
-      if (l.slot < 0 || l.slot >= slots_per_byte(s.code)) return "slot index out of range for the code";
-      if (is_scale_byte(s, l.byte)) return "a weight is placed on a scale byte";
-      if (used[l.byte * 5 + l.slot]) return "two weights share one (byte, slot): placement is not injective";
-      used[l.byte * 5 + l.slot] = true;
+      const Violation at{.row = r, .k = k, .byte = l.byte, .slot = l.slot};
+      const auto broken = [&](Rule rule) {
+        Violation v = at;
+        v.rule = rule;
+        return v;
+      };
+      if (l.byte < 0) return broken(Rule::uncovered);
+      if (l.byte >= kMaxBlockBytes) return broken(Rule::beyond_block);
+      if (l.slot < 0 || l.slot >= slots_per_byte(s.code)) return broken(Rule::slot_range);
+      if (is_scale_byte(s, l.byte)) return broken(Rule::on_scale_byte);
+      RowK& h = held[l.byte * 5 + l.slot];
+      if (h.row >= 0) {
+        Violation v = broken(Rule::shared_slot);
+        v.held_row = h.row;
+        v.held_k = h.k;
+        return v;
+      }
+      h = {r, k};
     }
-  return "";
+  return {};
 }
+
+// Why a declaration is not a valid layout ("" when it is).
+constexpr std::string_view validate(const LayoutSpec& s) { return rule_text(find_violation(s).rule); }
 
 constexpr Facts derive(const LayoutSpec& s) {
   Facts f;
@@ -273,14 +341,17 @@ constexpr Facts derive(const LayoutSpec& s) {
   f.block_bytes = scale_end(s);
   f.payload_begin = kMaxBlockBytes;
   int payload_end = 0;  // one past the last weight byte (scales may follow it)
+  std::array<bool, kMaxBlockBytes> holds_weight{};
   for (int r = 0; r < s.rows; ++r)
     for (int k = 0; k < s.k; ++k) {
       const Loc l = locate(s, r, k);
       payload_end = std::max(payload_end, l.byte + 1);
       f.payload_begin = std::min(f.payload_begin, l.byte);
+      f.weight_bytes += holds_weight[l.byte] ? 0 : 1;
+      holds_weight[l.byte] = true;
     }
   f.block_bytes = std::max(f.block_bytes, payload_end);
-  f.payload_bytes = f.block_bytes - f.payload_begin;
+  f.payload_bytes = payload_end - f.payload_begin;
   f.bits_per_weight = 8.0 * f.block_bytes / (s.rows * s.k);
 
   if (s.code == Code::two_bit && s.rows == 1) {
@@ -291,10 +362,11 @@ constexpr Facts derive(const LayoutSpec& s) {
     }
   }
 
-  if (s.code == Code::two_bit && f.payload_bytes == s.rows * s.k / 4 && f.payload_bytes % kWordBytes == 0) {
+  if (s.code == Code::two_bit && f.weight_bytes == s.rows * s.k / 4 && f.weight_bytes % kWordBytes == 0) {
     const auto inv = detail::inverse(s);
     bool pairs = false, singles = false, ok = true;
-    for (int w = f.payload_begin; ok && w < f.block_bytes; w += kWordBytes)
+    for (int w = detail::next_word(inv, f.payload_begin, payload_end); ok && w < payload_end;
+         w = detail::next_word(inv, w + kWordBytes, payload_end))
       for (int sl = 0; ok && sl < 4; ++sl) {
         SlotLanes lanes;
         ok = detail::classify_word(inv, w, sl, lanes);
@@ -339,6 +411,43 @@ inline constexpr Facts facts = derive(L::spec);
 // bijection onto (byte, slot)s of the block that avoids the scale bytes (checked exhaustively).
 template <class L>
 concept TernaryLayout = DeclaresLayout<L> && facts<L>.error.empty();
+
+// Readable errors for invalid declarations. check_declaration<L>() instantiates violated<rule,
+// where...> for the rule L breaks; each rule's specialisation fails a static_assert whose message
+// is the rule in words, so that is the compiler's first error, and the instantiation line just
+// above it names the offending weight, byte, slot or piece (-1: not applicable).
+namespace layout_rules {
+template <int V> struct weight_row {};
+template <int V> struct weight_k {};
+template <int V> struct at_byte {};
+template <int V> struct in_slot {};
+template <int V> struct already_holding_row {};
+template <int V> struct already_holding_k {};
+template <int V> struct piece {};
+template <class... Where>
+inline constexpr bool always_false = false;
+
+template <Rule R, class... Where>
+struct violated {
+  static constexpr bool ok = true;
+};
+#define TERNLAB_RULE_DIAGNOSTIC(name, text)                                    \
+  template <class... Where>                                                    \
+  struct violated<Rule::name, Where...> {                                      \
+    static_assert(always_false<Where...>, "invalid layout declaration: " text); \
+    static constexpr bool ok = false;                                          \
+  };
+TERNLAB_LAYOUT_RULES(TERNLAB_RULE_DIAGNOSTIC)
+#undef TERNLAB_RULE_DIAGNOSTIC
+}  // namespace layout_rules
+
+template <DeclaresLayout L>
+constexpr bool check_declaration() {
+  constexpr Violation v = find_violation(L::spec);
+  namespace lr = layout_rules;
+  return lr::violated<v.rule, lr::weight_row<v.row>, lr::weight_k<v.k>, lr::at_byte<v.byte>, lr::in_slot<v.slot>,
+                      lr::already_holding_row<v.held_row>, lr::already_holding_k<v.held_k>, lr::piece<v.piece>>::ok;
+}
 
 // Slot-vectorizable (the slot-mask strategy): the weight bytes after the scales form 16-byte words,
 // and for every word and 2-bit slot the 16 lanes are 16 consecutive weights of one row, or 8
@@ -385,11 +494,14 @@ inline constexpr auto placement_table = [] {
 template <SlotVectorizable L>
 inline constexpr auto slot_plan = [] {
   constexpr Facts f = facts<L>;
-  std::array<WordPlan, f.payload_bytes / kWordBytes> plan{};
+  std::array<WordPlan, f.weight_bytes / kWordBytes> plan{};
   const auto inv = detail::inverse(L::spec);
-  for (int w = 0; w < int(plan.size()); ++w) {
-    plan[w].byte_offset = f.payload_begin + w * kWordBytes;
-    for (int sl = 0; sl < 4; ++sl) detail::classify_word(inv, plan[w].byte_offset, sl, plan[w].slot[sl]);
+  const int payload_end = f.payload_begin + f.payload_bytes;
+  int byte = f.payload_begin;
+  for (WordPlan& w : plan) {
+    w.byte_offset = byte = detail::next_word(inv, byte, payload_end);
+    for (int sl = 0; sl < 4; ++sl) detail::classify_word(inv, w.byte_offset, sl, w.slot[sl]);
+    byte += kWordBytes;
   }
   return plan;
 }();

@@ -93,6 +93,8 @@ std::string layout_names();
 
 }  // namespace ternlab
 
-// Registers a layout declaration; place it right after the declaration, at namespace scope.
-#define TERNLAB_REGISTER_LAYOUT(Type) \
+// Registers a layout declaration; place it right after the declaration, at namespace scope. An
+// invalid declaration stops the build here, with the rule it breaks as the first error.
+#define TERNLAB_REGISTER_LAYOUT(Type)                                                        \
+  static_assert(::ternlab::check_declaration<Type>(), "see the rule named in the error above"); \
   inline const bool ternlab_registered_##Type = ::ternlab::register_layout<Type>()

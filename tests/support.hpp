@@ -1,6 +1,8 @@
 // Shared helpers for the test suites.
 #pragma once
 
+#include <numeric>
+
 #include <doctest/doctest.h>
 
 #include <string>
@@ -10,8 +12,7 @@
 #include "kernels/catalog.hpp"
 #include "layouts/registry.hpp"
 #include "layouts/stock.hpp"
-#include "tests/layouts/t2p8.hpp"
-#include "tests/layouts/t2r_slot_major.hpp"
+#include "ternlab_test_layouts.hpp"  // every header in tests/layouts/ (tests/CMakeLists.txt)
 
 namespace ternlab::test {
 
@@ -34,5 +35,9 @@ void check_error(F&& f, const S&... fragments) {
 // project ships, whatever this CPU runs natively, and on AVX-512 machines the SIMDe build is
 // checked beside the native one, so neither can break unseen where the other runs.
 std::vector<KernelVariant> checked_kernels_for(const LayoutInfo& L);
+
+// The smallest row count that is a multiple of both `n` and L's rows per block: whole blocks of
+// the layout, and `n` itself for every power-of-two block height (a 3-row layout gets 48 for 16).
+inline std::int64_t whole_rows(const LayoutInfo& L, std::int64_t n) { return std::lcm(n, std::int64_t(L.rows)); }
 
 }  // namespace ternlab::test

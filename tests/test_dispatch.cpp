@@ -249,7 +249,7 @@ TEST_SUITE("dispatch") {
     // tile plus a padded one; rows 16 (whole blocks of every layout) and K = 768 (three q8_K blocks,
     // the last half-used by 128-blocks).
     int paths = 0;
-    for (const LayoutInfo* L : all_layouts()) paths += check_all_variants(*L, 16, 768, 5, 7);
+    for (const LayoutInfo* L : all_layouts()) paths += check_all_variants(*L, test::whole_rows(*L, 16), 768, 5, 7);
     MESSAGE("paths checked on this CPU: ", paths);
     CHECK(paths >= int(all_layouts().size()));
   }
@@ -285,7 +285,6 @@ TEST_SUITE("dispatch") {
 
   TEST_CASE("a kernel handed a layout it cannot read refuses it, naming kernel, layout and reason") {
     const Q8KBatch x = quantize_batch(make_float_activations(1, 256, 1).data(), 1, 256);
-    std::vector<float> y(16);
     int refused = 0;
     for (const LayoutInfo* built_for : all_layouts())
       for (const KernelVariant& k : kernels_for(*built_for)) {
@@ -299,12 +298,14 @@ TEST_SUITE("dispatch") {
           if (readable) continue;
           CAPTURE(k.name());
           CAPTURE(other->name);
-          const PackedMatrix p = pack(make_weights(16, 256, 1), *other);
+          const std::int64_t rows = test::whole_rows(*other, 16);
+          const PackedMatrix p = pack(make_weights(rows, 256, 1), *other);
+          std::vector<float> y(static_cast<std::size_t>(rows));
           // The gemv may be shared with another ISA's variant (slot-mask/i8mm runs the dotprod
           // gemv), so its message names the strategy and the layout; the gemm names the variant.
           test::check_error([&] { k.gemv(p, x.row(0), y.data(), 0, p.row_groups()); }, k.strategy + "/",
                             std::string(other->name));
-          test::check_error([&] { k.gemm(p, x, y.data(), 16, 0, p.row_groups()); }, k.name(), std::string(other->name));
+          test::check_error([&] { k.gemm(p, x, y.data(), rows, 0, p.row_groups()); }, k.name(), std::string(other->name));
           ++refused;
         }
       }

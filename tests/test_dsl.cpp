@@ -3,8 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "layouts/stock.hpp"
-#include "tests/layouts/t2p8.hpp"
-#include "tests/layouts/t2r_slot_major.hpp"
+#include "ternlab_test_layouts.hpp"  // every header in tests/layouts/ (tests/CMakeLists.txt)
 
 using namespace ternlab;
 using namespace ternlab::layouts;

@@ -1,6 +1,7 @@
 // The SIMD kernels beyond the oracle sweep: what the catalog lists on this CPU, how dispatch picks
 // and explains a path, the ISA ceiling, the thread-pool drivers, the plans the strategies follow,
 // and the errors the kernels raise on input they cannot take.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -36,6 +37,12 @@ struct RowPerSlot {
 };
 static_assert(SlotVectorizable<RowPerSlot>);
 
+// Whether a slot-vectorizable layout's payload is a whole number of `bytes`-wide vectors: the one
+// reason a slot plan may refuse a valid layout at some ISA's width (any shape has a kernel).
+bool whole_vectors(const LayoutInfo& L, int bytes) {
+  return L.facts.slot_vectorizable && L.slot_plan.size() * kWordBytes % std::size_t(bytes) == 0;
+}
+
 // Every output of `k` on a small random case against the integer oracle; returns mismatches.
 int mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, std::int64_t cols,
                std::int64_t tokens) {
@@ -65,14 +72,14 @@ TEST_SUITE("kernels") {
         CHECK(bool(k.gemm));
       }
       if (isa_supported(Isa::avx2)) {
-        CHECK(has(ks, "slot-mask/avx2") == L->facts.slot_vectorizable);
+        CHECK(has(ks, "slot-mask/avx2") == whole_vectors(*L, 32));
         CHECK(has(ks, "unpack/avx2") == L->facts.natural_two_bit);
         CHECK(has(ks, "base3/avx2") == L->facts.digit_planar);
       }
       // The shared slot-mask template also instantiates the 16-byte NEON dotprod policy.
-      CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && L->facts.slot_vectorizable));
+      CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && whole_vectors(*L, 16)));
       if (isa_supported(Isa::avx512vnni)) {
-        CHECK(has(ks, "slot-mask/avx512vnni") == L->facts.slot_vectorizable);
+        CHECK(has(ks, "slot-mask/avx512vnni") == whole_vectors(*L, 64));
         CHECK(has(ks, "unpack/avx512vnni") == L->facts.natural_two_bit);
       } else {
         CHECK_FALSE(has(ks, "slot-mask/avx512vnni"));
@@ -83,12 +90,60 @@ TEST_SUITE("kernels") {
       for (const LayoutInfo* L : all_layouts()) {
         CAPTURE(L->name);
         const auto ks = test::checked_kernels_for(*L);
-        CHECK(has(ks, "slot-mask/avx512vnni-simde") == L->facts.slot_vectorizable);
+        CHECK(has(ks, "slot-mask/avx512vnni-simde") == whole_vectors(*L, 64));
         CHECK(has(ks, "unpack/avx512vnni-simde") == L->facts.natural_two_bit);
       }
       MESSAGE("AVX-512 VNNI kernels run through SIMDe only: this CPU (", cpu_features().model, ") reports ",
               feature_string());
     }
+  }
+
+  TEST_CASE("plan shapes no stock layout has get slot-mask kernels on every ISA, with no list to edit") {
+    // t2p2: one row pair (AVX2 1 group x 2 vectors, AVX-512 1 x 1, NEON 1 x 4); t2w3: 3 rows;
+    // t2p-tail: scales after the payload; t2p-split: scales between two pieces.
+    for (const char* name : {"t2p2", "t2w3", "t2p-tail", "t2p-split"}) {
+      CAPTURE(name);
+      const LayoutInfo& L = find_layout(name);
+      REQUIRE(L.facts.slot_vectorizable);
+      const auto ks = kernels_for(L);
+      if (isa_supported(Isa::avx2)) CHECK(has(ks, "slot-mask/avx2"));
+      if (isa_supported(Isa::dotprod)) CHECK(has(ks, "slot-mask/dotprod"));
+      for (const KernelVariant& k : test::checked_kernels_for(L)) {
+        CAPTURE(k.name());
+        CHECK(mismatches(k, L, 24, 768, 5) == 0);
+      }
+    }
+    const auto pos = [](int j, int u, int h) { return 8 * j + 4 * u + 2 * h; };
+    CHECK(slot_vector_plan(find_layout("t2p2"), 32, pos).groups == 1);
+    CHECK(slot_vector_plan(find_layout("t2p2"), 32, pos).group_size == 2);
+    CHECK(slot_vector_plan(find_layout("t2w3"), 32, pos).groups == 3);
+    // The split payload: the second run of words starts after the scales, at byte 72.
+    const SlotVectorPlan& split = slot_vector_plan(find_layout("t2p-split"), 64, pos);
+    REQUIRE(split.why_not.empty());
+    CHECK(split.vector_offset[0] == 0);
+    CHECK(split.vector_offset[1] == 72);
+    CHECK(find_layout("t2p-tail").facts.payload_bytes == 128);
+    CHECK(find_layout("t2p-split").facts.payload_bytes == 136);
+    CHECK(find_layout("t2p-split").facts.weight_bytes == 128);
+    // 96 payload bytes are no whole number of 64-byte vectors: the gap says so, and so does the
+    // choice's explanation.
+    const SlotVectorPlan& wide = slot_vector_plan(find_layout("t2w3"), 64, pos);
+    CHECK(wide.why_not.find("not a whole number of 64-byte vectors") != std::string::npos);
+    if (isa_supported(Isa::avx512vnni)) {
+      const auto gaps = kernel_gaps(find_layout("t2w3"));
+      REQUIRE(gaps.size() == 1);
+      CHECK(gaps[0].strategy == "slot-mask");
+      CHECK(gaps[0].isa == "avx512vnni");
+      const auto notes = best_kernel(find_layout("t2w3")).notes;
+      CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+        return n.find("slot-mask/avx512vnni: no kernel, its plan refuses the layout") != std::string::npos;
+      }));
+    }
+    // A group wider than AVX2's int16 accumulator holds is split: t2p8's 2-vector groups stay, a
+    // 4-vector one would become two.
+    const SlotVectorPlan& narrow = slot_vector_plan(find_layout("t2p2"), 16, pos, 2);
+    CHECK(narrow.groups == 2);
+    CHECK(narrow.group_size == 2);
   }
 
   TEST_CASE("the slot-mask plan refuses, with the reason, a layout whose word feeds rows per slot") {
@@ -179,7 +234,7 @@ TEST_SUITE("kernels") {
   TEST_CASE("best_kernel: the ceiling changes the chosen path, and every path matches the oracle") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
-      const std::int64_t rows = 16, cols = 1024, tokens = 5;
+      const std::int64_t rows = test::whole_rows(*L, 16), cols = 1024, tokens = 5;
       const KernelChoice top = best_kernel(*L);
       const KernelChoice scalar = best_kernel(*L, Isa::scalar);
       CHECK(scalar.variant.name() == "reference/scalar");
@@ -192,7 +247,7 @@ TEST_SUITE("kernels") {
       } else {
         MESSAGE(L->name, ": no SIMD kernel on this CPU, the ceiling cannot change the path");
       }
-      if (isa_supported(Isa::avx2) && isa_supported(Isa::avx512vnni) && L->facts.slot_vectorizable) {
+      if (isa_supported(Isa::avx2) && isa_supported(Isa::avx512vnni) && whole_vectors(*L, 64)) {
         CHECK(best_kernel(*L, Isa::avx2).variant.name() == "slot-mask/avx2");
         CHECK(top.variant.name() == "slot-mask/avx512vnni");
       }

@@ -26,7 +26,8 @@ TEST_SUITE("planner") {
     ThreadPool pool(2);
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
-      const PackedMatrix w = pack(make_weights(64, 512, 3), *L);
+      const std::int64_t rows = test::whole_rows(*L, 64);
+      const PackedMatrix w = pack(make_weights(rows, 512, 3), *L);
       for (std::int64_t tokens : {1, 5}) {
         Wisdom wisdom(file);
         const KernelChoice c = plan_kernel(w, tokens, pool, PlanMode::measure, &wisdom, 1);
@@ -41,7 +42,7 @@ TEST_SUITE("planner") {
                 }));
           // Saved: a fresh Wisdom reads it, and the next plan takes it without measuring.
           const Wisdom again(file);
-          const WisdomEntry* e = again.find(plan_key(*L, 64, 512, tokens, 2));
+          const WisdomEntry* e = again.find(plan_key(*L, rows, 512, tokens, 2));
           REQUIRE(e != nullptr);
           CHECK(e->variant == c.variant.name());
           CHECK(e->rate > 0);
@@ -59,7 +60,7 @@ TEST_SUITE("planner") {
   TEST_CASE("estimate is dispatch's ladder, and runs nothing") {
     ThreadPool pool(1);
     for (const LayoutInfo* L : all_layouts()) {
-      const PackedMatrix w = pack(make_weights(16, 256, 3), *L);
+      const PackedMatrix w = pack(make_weights(test::whole_rows(*L, 16), 256, 3), *L);
       CHECK(plan_kernel(w, 1, pool, PlanMode::estimate, nullptr).variant.name() == best_kernel(*L).variant.name());
     }
   }

@@ -19,7 +19,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
@@ -32,7 +35,9 @@ struct SlotMask {
   static constexpr int kPairsPerRow = 2 * G * (P::kBytes / kWordBytes) / ROWS;
   static_assert(M <= P::kGroupVectors, "the policy's narrow group accumulator holds at most kGroupVectors vectors");
 
-  static const SlotVectorPlan& plan(const LayoutInfo& L) { return slot_vector_plan(L, P::kBytes, &P::pair_position); }
+  static const SlotVectorPlan& plan(const LayoutInfo& L) {
+    return slot_vector_plan(L, P::kBytes, &P::pair_position, P::kGroupVectors);
+  }
   // Whether this instantiation's shape is the plan's.
   static bool fits(const SlotVectorPlan& p) {
     return p.why_not.empty() && p.groups == G && p.group_size == M && p.rows == ROWS && p.pairs_per_row == kPairsPerRow;
@@ -270,8 +275,7 @@ struct SlotMask {
   }
 };
 
-// Points gemv/gemm at SlotMask<P, G, M, ROWS> when the plan has that block shape; each ISA's unit
-// tries its instantiated shapes in turn.
+// Points gemv/gemm at SlotMask<P, G, M, ROWS> when the plan has that block shape.
 template <class P, int G, int M, int ROWS>
 bool pick_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
   using K = SlotMask<P, G, M, ROWS>;
@@ -279,6 +283,46 @@ bool pick_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
   gemv = &K::gemv;
   gemm = &K::gemm;
   return true;
+}
+
+// Every block shape a slot plan can take at policy P's width, derived from the plan builder's
+// bounds rather than listed by hand: a 2-bit block of R rows is 32 R payload bytes, so G groups of
+// M vectors satisfy G M kBytes = 32 R; M is at most the policy's group width (the builder splits
+// larger groups), and the 2 G (kBytes / 16) lane pairs must split evenly over the rows. Any layout
+// the builder accepts at this width therefore has an instantiation, whatever its shape.
+struct SlotShape {
+  int groups = 0, group_size = 0, rows = 0;
+};
+template <class P>
+inline constexpr auto kSlotShapes = [] {
+  std::array<SlotShape, 64> out{};
+  std::size_t n = 0;
+  for (int rows = 1; rows <= kMaxPlanRows; ++rows) {
+    if (32 * rows % P::kBytes != 0) continue;
+    const int vectors = 32 * rows / P::kBytes;
+    if (vectors > kMaxPlanVectors) continue;
+    for (int m = 1; m <= std::min(vectors, P::kGroupVectors); ++m) {
+      const int g = vectors / m;
+      if (vectors % m == 0 && 2 * g * (P::kBytes / kWordBytes) % rows == 0) out[n++] = {g, m, rows};
+    }
+  }
+  return std::pair{out, n};
+}();
+
+template <class P, std::size_t... I>
+bool pick_slot_mask_of(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm, std::index_sequence<I...>) {
+  constexpr auto& s = kSlotShapes<P>.first;
+  return (pick_slot_mask<P, s[I].groups, s[I].group_size, s[I].rows>(p, gemv, gemm) || ...);
+}
+
+// The slot-mask kernels of layout L on policy P, or the plan's reason when there are none.
+template <class P>
+std::string pick_slot_mask_any(const LayoutInfo& L, GemvFn& gemv, GemmFn& gemm) {
+  const SlotVectorPlan& p = slot_vector_plan(L, P::kBytes, &P::pair_position, P::kGroupVectors);
+  if (!p.why_not.empty()) return p.why_not;
+  if (pick_slot_mask_of<P>(p, gemv, gemm, std::make_index_sequence<kSlotShapes<P>.second>{})) return "";
+  // Unreachable while kSlotShapes mirrors build_slot_plan's bounds; the registry test would fail.
+  return cat("no instantiation for ", p.groups, " groups of ", p.group_size, " vectors, ", p.rows, " rows");
 }
 
 }  // namespace ternlab::strategies
