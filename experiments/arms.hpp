@@ -3,7 +3,9 @@
 // options (rounds, warm-up, sample length, ceiling buffer) read from the run.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "experiments/config.hpp"
 #include "experiments/measure.hpp"
@@ -29,7 +31,21 @@ const LayoutInfo& arm_layout(const ArmSpec& arm);
 KernelVariant arm_kernel(const ArmSpec& arm, const LayoutInfo& L, bool need_gemm);
 // The arm's `threads`, else the run's `threads` (default 1).
 int arm_threads(const RunSpec& run, const ArmSpec& arm);
-// `baseline`, when given, names one of the arms.
+// The arm each arm's ratios are taken against. Without `baseline`: the first arm, for every arm.
+// `baseline` names an arm in full ("pq2_0 load=mmap": every arm against that one) or by its
+// identity ("pq2_0"). An identity several arms share because the baseline's [[arm]] is swept is
+// matched per arm at the same sweep point: each arm takes the one whose swept keys hold the arm's
+// own values (its key, else the run's). No match, or more than one, fails naming the file, line
+// and key, what matched and what did not.
+struct Baselines {
+  std::string declared;          // as written, or the first arm's name
+  std::vector<std::size_t> of;   // per arm of the run: the index of its baseline arm
+  std::size_t primary = 0;       // the first baseline arm: the reference of the greedy check
+  std::string label;             // "'pq2_0'", or "'pq2_0' at each arm's load (pq2_0 load=mmap, pq2_0 load=memory)"
+  bool is_baseline(std::size_t arm) const;
+};
+Baselines resolve_baselines(const RunSpec& run);
+// `baseline`, when given, names one of the arms (resolve_baselines succeeds).
 void check_baseline(const RunSpec& run);
 // The keys every timed kind reads (rounds, warmup, threads, ceiling_mib, sample_ms, pin), at least one
 // arm and the baseline: checked for the whole plan before anything runs.

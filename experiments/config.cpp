@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "common/strings.hpp"
+#include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
+#include "experiments/report.hpp"
 
 namespace ternlab::experiments {
 
@@ -237,9 +239,18 @@ Plan expand(std::shared_ptr<Documents> docs, const std::string& origin, const st
         sweep.push_back(cat(key, "=", plain_text(*node)));
       }
       arm.sweep = join(sweep, " ");
+      arm.declared = int(a);
       const auto named = arm.keys.find("name");
       arm.name = named != arm.keys.end() ? as_string(named->second) : default_arm_name(arm.keys);
       if (named != arm.keys.end() && !sweep.empty()) arm.name += " " + arm.sweep;
+      // The identity: what the file declared, so a sweep or --set inside the arm does not rename it.
+      const auto layout = arm.keys.find("layout");
+      const bool by_layout = named == arm.keys.end() && layout != arm.keys.end() && layout->second.node->is_string();
+      arm.identity = named != arm.keys.end() ? as_string(named->second)
+                     : by_layout             ? plain_text(*layout->second.node)
+                                             : cat("arm ", a);
+      for (const auto& [key, node] : point)
+        if (!(by_layout && key == "layout")) arm.point.emplace_back(key, plain_text(*node));
       if (!names.insert(arm.name).second)
         fail_at(arm.table, "two arms are both called '", arm.name, "' (give each [[arm]] a distinct name)");
       arms.push_back(std::move(arm));
@@ -404,12 +415,32 @@ std::string describe(const Plan& plan) {
       if (k != "kind" && k != "name" && k != "description")
         settings.push_back(k + "=" + value_text(*v.node) + (v.line == 0 ? " (--set)" : ""));
     if (!settings.empty()) os << "    " << join(settings, " ") << "\n";
+    // The baseline as resolved, when the kind takes one: each arm's, where they differ.
+    Baselines b;
+    const KindInfo& kind = find_kind(r.kind, r.at("kind"));
+    const bool has_baseline = std::any_of(kind.keys.begin(), kind.keys.end(), [](const KeySpec& k) { return k.path == "baseline"; });
+    if (has_baseline && !r.arms.empty()) {
+      b = resolve_baselines(r);
+      os << "    baseline: " << b.label << "\n";
+    }
+    const bool per_arm = has_baseline && std::any_of(b.of.begin(), b.of.end(), [&](std::size_t i) { return i != b.primary; });
+    std::vector<std::string> warnings;
+    const auto threads_of = [&](const Located& at) { return at && at.node->is_integer() ? at.node->as_integer()->get() : 0; };
     for (std::size_t a = 0; a < r.arms.size(); ++a) {
       std::vector<std::string> s;
       for (const auto& [k, v] : r.arms[a].keys)
         if (k != "name") s.push_back(k + "=" + value_text(*v.node) + (v.line == 0 ? " (--set)" : ""));
-      os << "    arm " << a << " '" << r.arms[a].name << "': " << (s.empty() ? "(defaults)" : join(s, " ")) << "\n";
+      os << "    arm " << a << " '" << r.arms[a].name << "': " << (s.empty() ? "(defaults)" : join(s, " "))
+         << (per_arm ? " [vs '" + r.arms[b.of[a]].name + "']" : "") << "\n";
+      const std::int64_t threads = r.arms[a].at("threads") ? threads_of(r.arms[a].at("threads")) : threads_of(r.at("threads"));
+      if (oversubscribed(int(std::min<std::int64_t>(threads, 1 << 20))))
+        warnings.push_back(cat("arm ", a, " '", r.arms[a].name, "' runs ", threads, " threads"));
     }
+    if (r.arms.empty() && oversubscribed(int(std::min<std::int64_t>(threads_of(r.at("threads")), 1 << 20))))
+      warnings.push_back(cat("threads = ", threads_of(r.at("threads"))));
+    if (!warnings.empty())
+      os << "    warning: more threads than this machine's " << logical_cores() << " logical cores (" << join(warnings, "; ")
+         << "): they time-slice, so those timings measure the scheduler too; kept, and marked in the results\n";
   }
   return os.str();
 }

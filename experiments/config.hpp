@@ -53,10 +53,15 @@ struct KeySpec {
 
 using Entries = std::map<std::string, Located>;
 
-// One arm after expansion: its keys (without the "arm." prefix) and a unique name.
+// One arm after expansion: its keys (without the "arm." prefix), a unique name, and the declared
+// arm it came from. `identity` stays the same under sweeps and --set (what `baseline` names);
+// `point` says which element of each swept key this arm holds, beyond the identity itself.
 struct ArmSpec {
-  std::string name;
-  std::string sweep;  // "layout=t2p threads=2" when this arm came from an array, else ""
+  std::string name;      // unique in the run: "pq2_0", "pq2_0 load=mmap", "stock layout=t2p"
+  std::string sweep;     // "layout=t2p threads=2" when this arm came from an array, else ""
+  std::string identity;  // the [[arm]]'s name, else its layout (the element, when swept), else "arm N"
+  std::vector<std::pair<std::string, std::string>> point;  // swept keys other than the identity's
+  int declared = 0;      // the [[arm]] table it came from, from 0 in file order
   Entries keys;
   Located table;      // the [[arm]] table, for messages about the arm as a whole
   Located at(const std::string& key) const;  // absent keys: a Located naming the table

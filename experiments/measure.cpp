@@ -45,8 +45,14 @@ const ArmTiming* TimingResult::find(const std::string& name) const {
   return nullptr;
 }
 
+bool TimingResult::is_baseline(const std::string& name) const {
+  for (const ArmTiming& a : arms)
+    if ((a.setup.baseline.empty() ? baseline : a.setup.baseline) == name) return true;
+  return false;
+}
+
 std::vector<double> TimingResult::speedups(const ArmTiming& arm) const {
-  const ArmTiming* base = find(baseline);
+  const ArmTiming* base = find(arm.setup.baseline.empty() ? baseline : arm.setup.baseline);
   std::vector<double> r;
   if (!base || base->seconds.size() != arm.seconds.size()) return r;
   for (std::size_t i = 0; i < arm.seconds.size(); ++i) r.push_back(base->seconds[i] / arm.seconds[i]);
@@ -77,9 +83,11 @@ TimingResult measure_arms(std::vector<ArmSetup> arms, const MeasureOptions& opt,
   res.rounds = opt.rounds;
   res.warmup = opt.warmup;
   res.baseline = opt.baseline.empty() && !arms.empty() ? arms.front().name : opt.baseline;
-  for (ArmSetup& a : arms) {
+  res.baseline_label = opt.baseline_label.empty() ? "'" + res.baseline + "'" : opt.baseline_label;
+  for (std::size_t i = 0; i < arms.size(); ++i) {
     ArmTiming t;
-    t.setup = std::move(a);
+    t.setup = std::move(arms[i]);
+    if (t.setup.baseline.empty() && i < opt.arm_baselines.size()) t.setup.baseline = opt.arm_baselines[i];
     res.arms.push_back(std::move(t));
   }
   std::set<int> counts;  // the thread counts of this run's arms, each with its ceilings every round

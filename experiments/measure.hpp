@@ -31,6 +31,7 @@ class Pools {
 
 struct ArmSetup {
   std::string name, layout, kernel, options;
+  std::string baseline;         // the arm its ratios are taken against; empty: the run's baseline
   int threads = 1;
   bool control = false;         // the no-weights control: same threads and partition, no weight bytes
   double bits_per_weight = 0;   // 0 where no weights are read
@@ -58,14 +59,17 @@ struct ArmTiming {
 
 struct TimingResult {
   std::vector<ArmTiming> arms;   // in dispatch order; the control last
-  std::string baseline;          // arm name
+  std::string baseline;          // arm name (the first baseline arm when each arm has its own)
+  std::string baseline_label;    // the baseline in words, for the report
   int rounds = 0, warmup = 0;
   double ceiling_bytes = 0;
   std::map<int, std::vector<double>> ceiling_gbps;    // thread count -> per kept round
   std::map<int, std::vector<double>> compute_gmacs;   // thread count -> per kept round
 
   const ArmTiming* find(const std::string& name) const;
-  // Per kept round: baseline seconds / arm seconds (> 1: the arm is faster).
+  // Whether some arm's ratios are taken against this one.
+  bool is_baseline(const std::string& name) const;
+  // Per kept round: the arm's baseline's seconds / arm seconds (> 1: the arm is faster).
   std::vector<double> speedups(const ArmTiming& arm) const;
   // Per kept round: achieved GB/s / that round's memory ceiling on the arm's thread count.
   std::vector<double> bound_fractions(const ArmTiming& arm) const;
@@ -78,6 +82,8 @@ struct MeasureOptions {
   std::int64_t ceiling_bytes = std::int64_t(1) << 30;
   std::int64_t compute_macs = std::int64_t(1) << 24;  // per thread per round
   std::string baseline;           // arm name; empty: the first arm
+  std::string baseline_label;     // the baseline in words; empty: the baseline's name
+  std::vector<std::string> arm_baselines;  // per arm in order: its baseline's name (arms past the end: `baseline`)
 };
 
 // Verifies, calibrates and times the arms. Pools must already hold every thread count in use.

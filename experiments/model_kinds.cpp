@@ -187,6 +187,7 @@ void ensure_model(const ModelSource& src, std::ostream& log) {
 
 struct ModelArm {
   std::string name, layout, kernel, load, path;
+  std::string baseline;  // the arm its ratios are taken against
   int threads = 1;
   double bits_per_weight = 0;
   std::unique_ptr<Model> model;
@@ -200,7 +201,8 @@ struct ModelArm {
 struct ModelArms {
   ModelSource source;
   std::vector<ModelArm> arms;
-  std::size_t baseline = 0;
+  std::size_t baseline = 0;          // the greedy check's reference: every arm against this one
+  Baselines ratios;                  // each arm's baseline for the ratios (matched per sweep point)
   std::vector<std::int32_t> prompt;  // the greedy check's prompt
   int vocab = 0;
   std::uint64_t ternary_bytes = 0;   // of the baseline's model, per decoded token
@@ -212,12 +214,14 @@ ModelArms load_and_check(const RunSpec& run, RunContext& ctx, int prompt_len, in
   ModelArms m;
   m.source = model_source(run);
   ensure_model(m.source, ctx.log);
-  const std::string baseline = run.string("baseline", run.arms.front().name);
+  m.ratios = resolve_baselines(run);
+  m.baseline = m.ratios.primary;
   for (std::size_t i = 0; i < run.arms.size(); ++i) {
     const ArmSpec& a = run.arms[i];
     const LayoutInfo& L = arm_layout(a);
     ModelArm arm;
     arm.name = a.name;
+    arm.baseline = run.arms[m.ratios.of[i]].name;
     arm.layout = std::string(L.name);
     arm.kernel = arm_kernel(a, L, true).name();
     arm.threads = arm_threads(run, a);
@@ -236,7 +240,6 @@ ModelArms load_and_check(const RunSpec& run, RunContext& ctx, int prompt_len, in
     } catch (const Error& e) {
       arm.failure = cat("load: ", e.what());
     }
-    if (a.name == baseline) m.baseline = i;
     m.arms.push_back(std::move(arm));
     ctx.progress.step("load " + a.name);
   }
@@ -293,6 +296,9 @@ std::string arms_footer(const ModelArms& m) {
   std::string s;
   for (const ModelArm& a : m.arms)
     if (!a.failure.empty()) s += cat("\n**", a.name, " failed verification and was not timed:** ", a.failure, "\n");
+  std::vector<int> threads;
+  for (const ModelArm& a : m.arms) threads.push_back(a.threads);
+  s += oversubscribed_note(threads);
   if (const std::int64_t rss = peak_rss_bytes(); rss > 0)
     s += cat("\npeak resident memory of the run so far: ", sig(double(rss) / double(1 << 30)), " GiB (every arm's model, ",
              "the file's touched pages and the ceiling buffer together).\n");
@@ -308,7 +314,8 @@ std::string ceilings_text(const TimingResult& r) {
 
 std::string arm_json_head(const ModelArm& a) {
   return cat("{\"name\": ", json_string(a.name), ", \"layout\": ", json_string(a.layout), ", \"kernel\": ", json_string(a.kernel),
-             ", \"threads\": ", a.threads, ", \"load\": ", json_string(a.load), ", \"model\": ", json_string(a.path),
+             ", \"threads\": ", a.threads, ", \"oversubscribed\": ", oversubscribed(a.threads) ? "true" : "false",
+             ", \"baseline\": ", json_string(a.baseline), ", \"load\": ", json_string(a.load), ", \"model\": ", json_string(a.path),
              ", \"verified\": ", a.failure.empty() ? "true" : "false", ", \"failure\": ", json_string(a.failure),
              ", \"max_logit_diff\": ", json_number(a.max_logit_diff));
 }
@@ -382,7 +389,8 @@ RunReport measure_speed(const RunSpec& run, RunContext& ctx, const ModelArms& m,
      << (decode ? cat(n, " single-token forward passes (gemv) from an empty context, teacher-forced pseudo-random tokens")
                 : cat("one ", n, "-token pseudo-random prompt from an empty context (gemm, ", chunk, " tokens per batch)"))
      << "; " << r.rounds << " rounds kept after " << r.warmup << " warm-up; arms interleaved in the order below; baseline '"
-     << r.baseline << "'; every arm's greedy tokens (" << verify_n << " after an 8-token prompt) checked against the baseline's before timing.\n\n";
+     << m.arms[m.baseline].name << "' (ratios against " << r.baseline_label << "); every arm's greedy tokens (" << verify_n
+     << " after an 8-token prompt) checked against the baseline's before timing.\n\n";
   md << ceilings_text(r);
   md << "| arm | layout | kernel | thr | load | greedy check | ms/" << label << " | tok/s | weight GB/s | "
      << (decode ? "decode bandwidth fraction" : "of read ceiling") << " | vs baseline |\n|---|---|---|--:|---|---|--:|--:|--:|--:|--:|\n";
@@ -406,7 +414,7 @@ RunReport measure_speed(const RunSpec& run, RunContext& ctx, const ModelArms& m,
     for (double sec : t.seconds) toks.push_back(n / sec);
     const Stat tok = stat_of(toks), gb = stat_of(r.gbps(t)), frac = stat_of(r.bound_fractions(t)), speed = stat_of(r.speedups(t));
     if (!t.verified) rep.ok = false;
-    md << "| " << a.name << (i == m.baseline ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << a.threads << " | "
+    md << "| " << a.name << (m.ratios.is_baseline(i) ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << threads_cell(a.threads) << " | "
        << a.load << " | " << check_cell(a, i == m.baseline) << " | " << with_range(secs, "", 1e3) << " | " << with_range(tok) << " | "
        << (gb.valid ? sig(gb.median) : "—") << " | " << with_range(frac, "%", 100) << " | " << with_range(speed, "×") << " |\n";
     js << (i ? ", " : "") << arm_json_head(a) << ", \"calls_per_sample\": " << t.reps << ", \"seconds_per_call\": " << stat_json(secs)
@@ -535,8 +543,8 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
   std::ostringstream md, csv, js;
   md << "### " << rep.title << "\n\n" << model_line(m);
   md << "kind perplexity over " << source << " in chunks of " << chunk << " tokens, each from a fresh state; every arm must match the "
-     << "baseline '" << r.baseline << "' to 4 decimals (the kernels promise bit-identical floats) and share its greedy tokens; "
-     << r.rounds << " timed passes kept after " << r.warmup << " warm-up, arms interleaved.\n\n";
+     << "baseline '" << m.arms[m.baseline].name << "' to 4 decimals (the kernels promise bit-identical floats) and share its greedy tokens; "
+     << r.rounds << " timed passes kept after " << r.warmup << " warm-up, arms interleaved; ratios against " << r.baseline_label << ".\n\n";
   md << "| arm | layout | kernel | thr | load | greedy check | perplexity | predicted tokens | s/pass | tok/s | vs baseline |\n"
         "|---|---|---|--:|---|---|--:|--:|--:|--:|--:|\n";
   csv << "run,round,arm,layout,kernel,threads,load,perplexity,predicted,seconds,speedup_vs_baseline\n";
@@ -547,7 +555,7 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
     const Stat secs = stat_of(t.seconds), speed = stat_of(r.speedups(t));
     if (!t.verified) rep.ok = false;
     const bool have = std::isfinite(ppl[i]);
-    md << "| " << a.name << (i == m.baseline ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << a.threads << " | "
+    md << "| " << a.name << (m.ratios.is_baseline(i) ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << threads_cell(a.threads) << " | "
        << a.load << " | " << check_cell(a, i == m.baseline) << " | " << (have ? fixed_text(ppl[i], 4) : "—") << " | " << predicted[i]
        << " | " << with_range(secs) << " | " << (secs.valid ? sig(double(stream.size()) / secs.median) : "—") << " | "
        << with_range(speed, "×") << " |\n";
@@ -586,7 +594,7 @@ RunReport run_greedy(const RunSpec& run, RunContext& ctx) {
     const bool ok = a.failure.empty();
     if (!ok) rep.ok = false;
     const std::string result = ok ? (i == m.baseline ? "baseline" : "equal") : "**FAILED**";
-    md << "| " << a.name << (i == m.baseline ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << a.threads << " | "
+    md << "| " << a.name << (i == m.baseline ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << threads_cell(a.threads) << " | "
        << a.load << " | " << equal << "/" << n << " | " << (a.first_difference >= 0 ? cat(a.first_difference) : "—") << " | "
        << (i == m.baseline ? "—" : sig(a.max_logit_diff)) << " | " << result << " |\n";
     std::vector<std::string> toks;
@@ -644,7 +652,8 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   md << "### " << rep.title << "\n\n" << model_line(m);
   md << "kind profile: wall time per op of one decode token after a " << prompt_len << "-token context, from model::OpProfile; "
      << r.rounds << " rounds kept after " << r.warmup << " warm-up, arms interleaved; every arm's greedy tokens checked against the baseline "
-     << "'" << r.baseline << "' before timing. Cells: ms, median over rounds of the per-round mean.\n\n";
+     << "'" << m.arms[m.baseline].name << "' before timing (ratios against " << r.baseline_label
+     << "). Cells: ms, median over rounds of the per-round mean.\n\n";
   md << ceilings_text(r);
   md << "| arm | layout | kernel | thr | greedy check |";
   for (int op = 0; op < kOps; ++op) md << " " << model::OpProfile::name(op) << " |";
@@ -676,13 +685,12 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     }
     return v;
   };
-  const std::vector<double> base_totals = totals(m.baseline);
   std::vector<BarItem> bars;
   for (std::size_t i = 0; i < m.arms.size(); ++i) {
     const ModelArm& a = m.arms[i];
     const ArmTiming& t = r.arms[i];
     if (!t.verified) rep.ok = false;
-    md << "| " << a.name << (i == m.baseline ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << a.threads << " | "
+    md << "| " << a.name << (m.ratios.is_baseline(i) ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << threads_cell(a.threads) << " | "
        << check_cell(a, i == m.baseline) << " |";
     js << (i ? ", " : "") << arm_json_head(a) << ", \"ms\": {";
     for (int op = 0; op < kOps; ++op) {
@@ -695,7 +703,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
               return v;
             }()));
     }
-    const std::vector<double> tot = totals(i);
+    const std::vector<double> tot = totals(i), base_totals = totals(m.ratios.of[i]);
     std::vector<double> gbps, frac, speed;
     const auto ceil_it = r.ceiling_gbps.find(a.threads);
     for (std::size_t k = 0; k < per_round[i].size(); ++k) {

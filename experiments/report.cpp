@@ -127,7 +127,7 @@ Machine this_machine() {
   Machine m;
   m.cpu = cpu_features().model;
   m.features = feature_string();
-  m.cores = int(std::thread::hardware_concurrency());
+  m.cores = logical_cores();
   m.compiler = TERNLAB_CXX;
   m.flags = TERNLAB_CXX_FLAGS;
   m.build_type = TERNLAB_BUILD_TYPE;
@@ -155,6 +155,20 @@ std::string machine_markdown(const Machine& m) {
              " [", m.flags, "], git ", m.git, ", started ", m.started_utc, "\n");
 }
 
+int logical_cores() { return std::max(1, int(std::thread::hardware_concurrency())); }
+
+bool oversubscribed(int threads) { return threads > logical_cores(); }
+
+std::string threads_cell(int threads) { return oversubscribed(threads) ? cat(threads, " (> ", logical_cores(), " cores)") : cat(threads); }
+
+std::string oversubscribed_note(const std::vector<int>& threads) {
+  for (int t : threads)
+    if (oversubscribed(t))
+      return cat("\n**oversubscribed:** a thread count marked (> ", logical_cores(), " cores) exceeds this machine's logical cores; ",
+                 "those threads time-slice, so the arm's timings measure the scheduler as much as the kernel.\n");
+  return "";
+}
+
 RunReport report_timing(const RunSpec& run, const TimingResult& r) {
   RunReport rep;
   rep.title = run.name();
@@ -163,7 +177,7 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
   std::ostringstream md;
   md << "### " << rep.title << "\n\n";
   md << "kind " << run.kind << "; " << r.rounds << " rounds kept after " << r.warmup << " warm-up; arms interleaved in the order below; "
-     << "baseline '" << r.baseline << "'; every arm verified against the exact oracle before timing.\n\n";
+     << "baseline " << r.baseline_label << "; every arm verified against the exact oracle before timing.\n\n";
   std::vector<std::string> ceil_text, comp_text;
   for (const auto& [n, v] : r.ceiling_gbps) ceil_text.push_back(cat(n, " thr ", with_range(stat_of(v), " GB/s")));
   for (const auto& [n, v] : r.compute_gmacs) comp_text.push_back(cat(n, " thr ", with_range(stat_of(v), " GMAC/s")));
@@ -225,13 +239,15 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
     const Stat cfrac = stat_of(compute_fracs);
     const std::string oracle = s.control ? "—" : a.verified ? "exact" : "**FAILED**";
     if (!a.verified) rep.ok = false;
-    md << "| " << s.name << (s.name == r.baseline ? " (baseline)" : "") << " | " << (s.kernel.empty() ? "—" : s.kernel) << " | "
-       << s.threads << " | " << (s.bits_per_weight > 0 ? fixed(s.bits_per_weight, 3) : "—") << " | " << (s.bytes > 0 ? sig(s.bytes / 1e6) : "—") << " | "
+    md << "| " << s.name << (r.is_baseline(s.name) ? " (baseline)" : "") << " | " << (s.kernel.empty() ? "—" : s.kernel) << " | "
+       << threads_cell(s.threads) << " | " << (s.bits_per_weight > 0 ? fixed(s.bits_per_weight, 3) : "—") << " | " << (s.bytes > 0 ? sig(s.bytes / 1e6) : "—") << " | "
        << oracle << " | " << with_range(secs, "", 1e3) << " | " << (gw.valid ? sig(gw.median) : "—") << " | "
        << (s.bytes > 0 && gb.valid ? sig(gb.median) : "—") << " | " << (gm.valid ? sig(gm.median) : "—") << " | "
        << (cfrac.valid ? with_range(cfrac, "%", 100) : "—") << " | " << (frac.valid ? with_range(frac, "%", 100) : "—") << " | " << (speed.valid ? with_range(speed, "×") : "—") << " |\n";
     js << (ai ? ", " : "") << "{\"name\": " << json_string(s.name) << ", \"layout\": " << json_string(s.layout)
-       << ", \"kernel\": " << json_string(s.kernel) << ", \"threads\": " << s.threads << ", \"options\": " << json_string(s.options)
+       << ", \"kernel\": " << json_string(s.kernel) << ", \"threads\": " << s.threads
+       << ", \"oversubscribed\": " << (oversubscribed(s.threads) ? "true" : "false") << ", \"options\": " << json_string(s.options)
+       << ", \"baseline\": " << json_string(s.baseline.empty() ? r.baseline : s.baseline)
        << ", \"control\": " << (s.control ? "true" : "false") << ", \"verified\": " << (a.verified ? "true" : "false")
        << ", \"failure\": " << json_string(a.failure) << ", \"bits_per_weight\": " << json_number(s.bits_per_weight)
        << ", \"bytes_per_call\": " << json_number(s.bytes) << ", \"weight_bytes_per_call\": " << json_number(s.weight_bytes)
@@ -260,8 +276,12 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
     if (s.bits_per_weight > 0 && speed.valid) points.push_back({s.name, s.bits_per_weight, speed.median, speed.min, speed.max});
   }
   js << "]}";
-  for (const ArmTiming& a : r.arms)
+  std::vector<int> thread_counts;
+  for (const ArmTiming& a : r.arms) {
     if (!a.verified) md << "\n**" << a.setup.name << " failed verification and was not timed:** " << a.failure << "\n";
+    thread_counts.push_back(a.setup.threads);
+  }
+  md << oversubscribed_note(thread_counts);
   md << "\nms/call, of int8 ceiling, of byte bound and vs baseline: median over kept rounds [min–max]; of int8 ceiling = "
         "GMAC/s / that round's int8 compute ceiling on the arm's thread count; of byte bound = bytes billed per call "
         "(weights + activations + outputs, each once) / time / that round's memory ceiling on the arm's thread count; "

@@ -47,6 +47,14 @@ std::string machine_markdown(const Machine& m);
 
 RunReport report_timing(const RunSpec& run, const TimingResult& r);
 
+// More threads than logical cores time-slice the arm: kept (thread counts are swept past the core
+// count on purpose) but flagged in the plan, the tables ("8 (> 2 cores)") and the JSON.
+int logical_cores();
+bool oversubscribed(int threads);
+std::string threads_cell(int threads);
+// A line for the notes under a table when any of `threads` exceeds the cores, else "".
+std::string oversubscribed_note(const std::vector<int>& threads);
+
 // Small JSON helpers for kinds that build their own report.
 std::string json_string(const std::string& s);
 std::string json_number(double v);

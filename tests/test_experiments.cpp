@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "experiments/arms.hpp"
 #include "experiments/config.hpp"
+#include "experiments/report.hpp"
 #include "experiments/runner.hpp"
 #include "kernels/cpu.hpp"
 #include "tests/support.hpp"
@@ -209,6 +211,78 @@ kernel = ["reference", "best"]
     check_error([] { plan_of("kind = \"gemv\"\n[[arm]]\nlayout = \"t2p\"\n[[arm]]\nlayout = \"t2p\"\n"); }, "exp.toml:4", "both called 't2p'");
     check_error([] { plan_of("kind = \"gemm\"\n[[arm]]\nlayout = \"t2p\"\nleftover = \"drop\"\n"); }, "exp.toml:4: key 'arm[0].leftover'",
                 "pad", "gemv");
+  }
+
+  TEST_CASE("arms keep their declared identity under sweeps and --set, and the baseline still names them") {
+    // --set inside every arm renames the arms, not their identity: the file's baseline still holds.
+    Plan p = plan_of("baseline = \"pq2_0\"\n" + std::string(kBase), {"arm.threads=1"});
+    CHECK(arm_names(p.runs[0]) == std::vector<std::string>{"pq2_0 threads=1", "t2p threads=1"});
+    CHECK(p.runs[0].arms[0].identity == "pq2_0");
+    CHECK(resolve_baselines(p.runs[0]).of == std::vector<std::size_t>{0, 0});
+    // A sweep of every arm: each arm is compared with the baseline arm at its own sweep point.
+    p = plan_of("baseline = \"pq2_0\"\n" + std::string(kBase), {"arm.threads=[1,2]"});
+    REQUIRE(arm_names(p.runs[0]) == std::vector<std::string>{"pq2_0 threads=1", "pq2_0 threads=2", "t2p threads=1", "t2p threads=2"});
+    CHECK(p.runs[0].arms[3].point == std::vector<std::pair<std::string, std::string>>{{"threads", "2"}});
+    Baselines b = resolve_baselines(p.runs[0]);
+    CHECK(b.of == std::vector<std::size_t>{0, 1, 0, 1});
+    CHECK(b.label == "'pq2_0' at each arm's threads ('pq2_0 threads=1', 'pq2_0 threads=2')");
+    CHECK(describe(p).find("arm 3 't2p threads=2': layout=\"t2p\" threads=2 (--set) [vs 'pq2_0 threads=2']") != std::string::npos);
+    // The full name of one arm: every arm against that one.
+    p = plan_of("baseline = \"pq2_0 threads=2\"\n" + std::string(kBase), {"arm.threads=[1,2]"});
+    CHECK(resolve_baselines(p.runs[0]).of == std::vector<std::size_t>{1, 1, 1, 1});
+    // Without a baseline: the first arm, for every arm.
+    p = plan_of(kBase, {"arm.threads=[1,2]"});
+    CHECK(resolve_baselines(p.runs[0]).of == std::vector<std::size_t>{0, 0, 0, 0});
+    // A named arm is its name; an unnamed one without a layout is its position.
+    p = plan_of("kind = \"bandwidth\"\nbaseline = \"arm 0\"\n[[arm]]\nthreads = [1, 2]\n[[arm]]\nname = \"spawned\"\nthreads = 2\nspawn = true\n");
+    CHECK(p.runs[0].arms[1].identity == "arm 0");
+    CHECK(p.runs[0].arms[2].identity == "spawned");
+    CHECK(resolve_baselines(p.runs[0]).of == std::vector<std::size_t>{0, 1, 1});
+    // A layout sweep in an unnamed arm: the layout is the identity, not a sweep point.
+    p = plan_of("kind = \"gemv\"\nbaseline = \"pq2_0\"\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n", {"arm.kernel=reference"});
+    CHECK(p.runs[0].arms[1].identity == "t2p");
+    CHECK(p.runs[0].arms[1].point.empty());
+    CHECK(resolve_baselines(p.runs[0]).of == std::vector<std::size_t>{0, 0});
+  }
+
+  TEST_CASE("a baseline that matches no arm at an arm's sweep point, or several, says what matched and what did not") {
+    const std::string arms = R"(
+[[arm]]
+layout = "pq2_0"
+threads = [1, 2]
+[[arm]]
+layout = "t2p"
+threads = 4
+)";
+    check_error([&] { plan_of("kind = \"gemv\"\nbaseline = \"pq2_0\"" + arms); }, "exp.toml:2: key 'baseline'", "'pq2_0' names 2 arms ('pq2_0 threads=1', 'pq2_0 threads=2')",
+                "each compared with the arms at its own threads", "arm 't2p threads=4' has threads=4, which matches none of them",
+                "baseline = \"pq2_0 threads=1\"");
+    // The same file without `baseline`: every arm against the first arm.
+    const Plan p = plan_of("kind = \"gemv\"" + arms);
+    CHECK(resolve_baselines(p.runs[0]).of == std::vector<std::size_t>{0, 0, 0});
+    // Two declared arms share the identity at the same point: ambiguous, naming both.
+    check_error([] { plan_of("kind = \"gemv\"\nbaseline = \"t2p\"\n[[arm]]\nlayout = \"t2p\"\nthreads = 1\n[[arm]]\nlayout = \"t2p\"\nthreads = 2\n"); },
+                "exp.toml:2: key 'baseline'", "'t2p' is ambiguous: arms 't2p threads=1', 't2p threads=2' all match arm 't2p threads=1'",
+                "baseline = \"t2p threads=1\"");
+    // ... and naming one of them in full resolves it.
+    const Plan q = plan_of("kind = \"gemv\"\nbaseline = \"t2p threads=2\"\n[[arm]]\nlayout = \"t2p\"\nthreads = 1\n[[arm]]\nlayout = \"t2p\"\nthreads = 2\n");
+    CHECK(resolve_baselines(q.runs[0]).of == std::vector<std::size_t>{1, 1});
+    // A baseline naming nothing lists the arms and, where they differ, the declared identities.
+    check_error([] { plan_of("baseline = \"t2x4\"\n" + std::string(kBase), {"arm.threads=[1,2]"}); }, "exp.toml:1: key 'baseline'",
+                "no arm is called 't2x4' (arms: pq2_0 threads=1, pq2_0 threads=2, t2p threads=1, t2p threads=2; declared arms: pq2_0, t2p)");
+  }
+
+  TEST_CASE("more threads than logical cores are planned with a warning, not refused") {
+    const int over = logical_cores() + 1;
+    const Plan p = plan_of(kBase, {cat("arm.1.threads=", over)});
+    const std::string d = describe(p);
+    CHECK(d.find(cat("warning: more threads than this machine's ", logical_cores(), " logical cores (arm 1 't2p threads=", over, "' runs ", over,
+                     " threads)")) != std::string::npos);
+    CHECK(describe(plan_of(kBase)).find("warning") == std::string::npos);
+    CHECK(threads_cell(over) == cat(over, " (> ", logical_cores(), " cores)"));
+    CHECK(threads_cell(1) == "1");
+    CHECK(oversubscribed_note({1, over}).find("oversubscribed") != std::string::npos);
+    CHECK(oversubscribed_note({1}).empty());
   }
 
   TEST_CASE("a TOML syntax error names the line") {

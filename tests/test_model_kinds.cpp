@@ -60,8 +60,8 @@ std::string head(const std::string& kind) {
 
 const std::string kAllLayouts = "[[arm]]\nlayout = [\"pq2_0\", \"ptq1_0\", \"t2x4\", \"t2p\"]\n";
 
-RunReport run_text(const std::string& text) {
-  const Plan plan = load_plan_text(text, "model.toml", {});
+RunReport run_text(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  const Plan plan = load_plan_text(text, "model.toml", overrides);
   Pools pools;
   Progress progress(0, false);
   std::ostringstream log;
@@ -175,6 +175,26 @@ TEST_SUITE("model-kinds") {
     INFO(out.str());
     CHECK(o.exit_code == 0);
     CHECK(fs::is_regular_file(fs::path(o.folder) / "summary.md"));
+  }
+
+  TEST_CASE("a load sweep on every arm keeps the baseline: each arm against the baseline arm at its own load") {
+    const RunReport rep = run_text(head("decode") + "tokens = 2\nbaseline = \"pq2_0\"\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n",
+                                   {"arm.load=[\"mmap\", \"memory\"]"});
+    CHECK(rep.ok);
+    CHECK(rep.markdown.find("| pq2_0 load=mmap (baseline) |") != std::string::npos);
+    CHECK(rep.markdown.find("| pq2_0 load=memory (baseline) |") != std::string::npos);
+    CHECK(rep.markdown.find("| t2p load=memory |") != std::string::npos);
+    CHECK(rep.markdown.find("ratios against 'pq2_0' at each arm's load ('pq2_0 load=mmap', 'pq2_0 load=memory')") != std::string::npos);
+    // In the JSON each arm names its own baseline.
+    const auto baseline_of = [&](const std::string& arm) {
+      const std::size_t at = rep.json.find("{\"name\": \"" + arm + "\"");
+      REQUIRE(at != std::string::npos);
+      const std::size_t b = rep.json.find("\"baseline\": \"", at) + 13;
+      return rep.json.substr(b, rep.json.find('"', b) - b);
+    };
+    CHECK(baseline_of("t2p load=mmap") == "pq2_0 load=mmap");
+    CHECK(baseline_of("t2p load=memory") == "pq2_0 load=memory");
+    CHECK(baseline_of("pq2_0 load=memory") == "pq2_0 load=memory");
   }
 
   TEST_CASE("bad input names the file, line and key before anything runs") {
