@@ -42,7 +42,9 @@ void show_layout(const LayoutInfo& L) {
             << " bytes (" << L.bits_per_weight() << " bits/weight); "
             << (L.code == Code::two_bit ? "2-bit fields u = w + 1, slot s = bits 2s..2s+1"
                                         : "base-3 digits t = w + 1, digit 0 most significant, byte = ceil(256 q / 243)")
-            << "\ncell = r<row>:<weight>\n\n";
+            << "\n";
+  for (const std::string& f : L.formulas()) std::cout << "  " << f << "\n";
+  std::cout << "cell = r<row>:<weight>\n\n";
   std::cout << "byte |";
   for (int s = 0; s < ns; ++s) std::cout << "  " << (L.code == Code::two_bit ? "slot " : "digit ") << s << "   ";
   std::cout << "\n";

@@ -33,6 +33,16 @@ bool arm_spawn(const ArmSpec& arm) {
   return at ? as_boolean(at) : false;
 }
 
+// Where a gemv arm prepares its activations: once per call, shared by the threads (the default),
+// or by every thread for itself (the one-phase kernel, for measuring what sharing saves).
+bool arm_shared_acts(const ArmSpec& arm) {
+  const Located at = arm.at("acts");
+  if (!at) return true;
+  const std::string v = as_string(at);
+  if (v != "shared" && v != "per-thread") fail_at(at, "'", v, "' is not an activation mode (shared or per-thread)");
+  return v == "shared";
+}
+
 void check_common(const RunSpec& run) {
   run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max());
   run.boolean("control", true);
@@ -40,6 +50,7 @@ void check_common(const RunSpec& run) {
   for (const ArmSpec& a : run.arms) {
     arm_threads(run, a);
     arm_spawn(a);
+    arm_shared_acts(a);
   }
 }
 
@@ -131,11 +142,14 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
     const auto run_on = dispatcher(ctx.pools, threads, spawn);
     const std::int64_t groups = p->row_groups();
     std::function<void()> call;
+    const bool shared = arm_shared_acts(a);
     if (!batch) {
       call = [=] {
+        const BlockQ8K* x = data->x.row(0);
+        const std::uint8_t* acts = shared ? prepare_gemv(k, *p, x) : nullptr;
         run_on([&](int t) {
           const auto [g0, g1] = ThreadPool::split(groups, t, threads);
-          if (g0 < g1) k.gemv(*p, data->x.row(0), y->data(), g0, g1);
+          if (g0 < g1) gemv_rows(k, *p, x, acts, y->data(), g0, g1);
         });
       };
     } else if (leftover == "pad" || s.tokens % 4 == 0) {
@@ -157,11 +171,13 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
             const auto [g0, g1] = ThreadPool::split(groups, t, threads);
             if (g0 < g1) k.gemm(*p, *head, y->data(), s.rows, g0, g1);
           });
-        for (std::int64_t j = full; j < s.tokens; ++j)
+        for (std::int64_t j = full; j < s.tokens; ++j) {
+          const std::uint8_t* acts = shared ? prepare_gemv(k, *p, data->x.row(j)) : nullptr;
           run_on([&](int t) {
             const auto [g0, g1] = ThreadPool::split(groups, t, threads);
-            if (g0 < g1) k.gemv(*p, data->x.row(j), y->data() + j * s.rows, g0, g1);
+            if (g0 < g1) gemv_rows(k, *p, data->x.row(j), acts, y->data() + j * s.rows, g0, g1);
           });
+        }
       };
     }
     ArmSetup setup;
@@ -171,6 +187,7 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
     setup.threads = threads;
     std::vector<std::string> opts;
     if (spawn) opts.push_back("spawn");
+    if (!shared && k.phases) opts.push_back("acts=per-thread");
     if (batch) opts.push_back("leftover=" + leftover);
     setup.options = join(opts, " ");
     setup.bits_per_weight = L.bits_per_weight();
@@ -451,6 +468,8 @@ RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
 std::vector<KeySpec> gemv_keys() {
   std::vector<KeySpec> k = common_keys();
   for (const KeySpec& m : matrix_keys()) k.push_back(m);
+  k.push_back({"arm.acts", Type::string, true,
+               "gemv activations: shared (prepared once per call for all threads) or per-thread (each thread its own)"});
   return k;
 }
 

@@ -32,10 +32,9 @@ using P = isa::NeonDotprod;
 namespace ternlab::detail {
 void add_dotprod_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
   if (!L.facts.slot_vectorizable) return;
-  GemvFn gemv = nullptr;
-  GemmFn gemm = nullptr;
-  const std::string why = strategies::pick_slot_mask_any<P>(L, gemv, gemm);  // sets gemv, gemm
-  add_or_note(out, gaps, "slot-mask", "dotprod", why, gemv, gemm);
+  KernelFns k;
+  const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
+  add_or_note(out, gaps, "slot-mask", "dotprod", why, k);
 }
 }  // namespace ternlab::detail
 

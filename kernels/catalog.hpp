@@ -15,6 +15,7 @@ struct KernelVariant {
   std::string isa;       // "scalar", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"
   GemvFn gemv = nullptr;
   GemmFn gemm = nullptr;
+  GemvPhases phases{};  // set where the gemv's activations are prepared once per call (run_gemv)
   std::string name() const { return strategy + "/" + isa; }
 };
 
@@ -30,9 +31,9 @@ std::vector<KernelGap> kernel_gaps(const LayoutInfo& layout);
 namespace detail {
 // Lists the kernel when its plan accepted the layout (`why` empty), else records the gap.
 inline void add_or_note(std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps, const char* strategy,
-                        const char* isa, const std::string& why, GemvFn gemv, GemmFn gemm) {
+                        const char* isa, const std::string& why, const KernelFns& k) {
   if (why.empty())
-    out.push_back({strategy, isa, gemv, gemm});
+    out.push_back({strategy, isa, k.gemv, k.gemm, k.phases});
   else if (gaps)
     gaps->push_back({strategy, isa, why});
 }

@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
+#include "kernels/kernel_plan.hpp"
 
 namespace ternlab {
 
@@ -100,10 +101,28 @@ void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, c
               std::int64_t x_cols, std::span<float> y) {
   check_gemv_args(w, x, x_cols, y.data(), std::int64_t(y.size()));
   const std::int64_t groups = w.row_groups();
+  // Prepared here, read by every thread: pool.run publishes the buffer before the workers start.
+  const std::uint8_t* acts = prepare_gemv(k, w, x);
   pool.run([&](int t) {
     const auto [g0, g1] = ThreadPool::split(groups, t, pool.size());
-    if (g0 < g1) k.gemv(w, x, y.data(), g0, g1);
+    if (g0 < g1) gemv_rows(k, w, x, acts, y.data(), g0, g1);
   });
+}
+
+const std::uint8_t* prepare_gemv(const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x) {
+  const GemvPhases& ph = k.phases;
+  if (!ph) return nullptr;
+  std::uint8_t* acts = kernel_scratch(ph.acts_bytes(ph.plan, w), kScratchSharedGemv);
+  ph.prepare(ph.plan, w, x, acts);
+  return acts;
+}
+
+void gemv_rows(const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x, const std::uint8_t* acts, float* y,
+               std::int64_t g0, std::int64_t g1) {
+  if (acts)
+    k.phases.rows(k.phases.plan, w, acts, y, g0, g1);
+  else
+    k.gemv(w, x, y, g0, g1);
 }
 
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,

@@ -41,6 +41,13 @@ void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, c
               std::int64_t x_cols, std::span<float> y);
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
               std::span<float> y);  // x must hold one token
+// run_gemv's two phases, for callers that drive their own threads: the activations prepared once,
+// on the calling thread (nullptr for a kernel without phases), then one thread's row groups,
+// reading them. The buffer is the calling thread's and valid until its next prepare_gemv.
+const std::uint8_t* prepare_gemv(const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x);
+void gemv_rows(const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x, const std::uint8_t* acts, float* y,
+               std::int64_t g0, std::int64_t g1);
+
 // Y[t * ldy + row] for every token of x.
 void run_gemm(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
               std::span<float> y, std::int64_t ldy);

@@ -6,6 +6,7 @@
 // so every correct kernel returns the same float bits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/q8k.hpp"
@@ -31,6 +32,27 @@ inline void prefetch_ahead(const std::uint8_t* block, int block_bytes) {
 using GemvFn = void (*)(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1);
 using GemmFn = void (*)(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                         std::int64_t g1);
+
+// A gemv in two phases, for strategies whose activations need preparing (expanded, reordered):
+// `prepare` runs once per call, on the calling thread, into a buffer of acts_bytes(); `rows` then
+// runs on every thread of the pool over its row groups, reading that buffer. `plan` is the
+// strategy's plan for the layout, bound when the kernel is listed, so no thread looks it up per
+// call. A GemvFn is the same two phases on one thread's own scratch.
+struct GemvPhases {
+  const void* plan = nullptr;
+  std::size_t (*acts_bytes)(const void* plan, const PackedMatrix& w) = nullptr;
+  void (*prepare)(const void* plan, const PackedMatrix& w, const BlockQ8K* x, std::uint8_t* acts) = nullptr;
+  void (*rows)(const void* plan, const PackedMatrix& w, const std::uint8_t* acts, float* y, std::int64_t g0,
+               std::int64_t g1) = nullptr;
+  explicit operator bool() const { return rows != nullptr; }
+};
+
+// What a strategy hands the catalog for one layout.
+struct KernelFns {
+  GemvFn gemv = nullptr;
+  GemmFn gemm = nullptr;
+  GemvPhases phases{};
+};
 
 // Throw ternlab::Error naming the mismatch (shape, null or misaligned buffer, empty range).
 void check_gemv_args(const PackedMatrix& w, const BlockQ8K* x, std::int64_t x_cols, const float* y,

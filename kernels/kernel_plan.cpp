@@ -18,6 +18,7 @@ namespace {
 
 SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, int max_group) {
   SlotVectorPlan p;
+  p.layout = &L;
   p.vector_bytes = vb;
   const auto reject = [&](auto... why) {
     p.why_not = cat(why...);
@@ -178,7 +179,8 @@ void expand_slot_activations(const SlotVectorPlan& p, const LayoutInfo& L, const
 }
 
 std::uint8_t* kernel_scratch(std::size_t bytes, int index) {
-  thread_local Scratch areas[24];
+  thread_local Scratch areas[kScratchAreas];
+  if (index < 0 || index >= kScratchAreas) fail("kernel scratch area ", index, " does not exist (0..", kScratchAreas - 1, ")");
   Scratch& a = areas[index];
   if (a.size < bytes) {
     ::operator delete(a.data, std::align_val_t{kAlign});
@@ -188,21 +190,33 @@ std::uint8_t* kernel_scratch(std::size_t bytes, int index) {
   return a.data;
 }
 
+std::size_t prepared_acts_bytes(std::int64_t nb, int block_bytes) {
+  return align_up(std::size_t(nb) * sizeof(BlockActs)) + std::size_t(nb) * std::size_t(block_bytes);
+}
+
+SlotActs view_prepared_acts(const std::uint8_t* mem, std::int64_t nb) {
+  return {mem + align_up(std::size_t(nb) * sizeof(BlockActs)), reinterpret_cast<const BlockActs*>(mem)};
+}
+
 namespace {
-// Fills a scratch area with every block's BlockActs and `block_bytes` of prepared values, produced
-// from the block's 128 plain activations by expand(q, out).
+// Fills `mem` (prepared_acts_bytes long) with every block's BlockActs and `block_bytes` of prepared
+// values, produced from the block's 128 plain activations by expand(q, out).
 template <class Fetch, class Expand>
-SlotActs prepare(std::int64_t nb, int slot, int block_bytes, Fetch fetch, Expand expand) {
-  const std::size_t head = align_up(std::size_t(nb) * sizeof(BlockActs));
-  std::uint8_t* mem = kernel_scratch(head + std::size_t(nb) * std::size_t(block_bytes), slot);
+SlotActs prepare_into(std::uint8_t* mem, std::int64_t nb, int block_bytes, Fetch fetch, Expand expand) {
   auto* acts = reinterpret_cast<BlockActs*>(mem);
-  std::uint8_t* expanded = mem + head;
+  std::uint8_t* expanded = mem + align_up(std::size_t(nb) * sizeof(BlockActs));
   alignas(64) std::int8_t q[128];
   for (std::int64_t i = 0; i < nb; ++i) {
     acts[i] = fetch(i, q);
     expand(q, expanded + i * block_bytes);
   }
   return {expanded, acts};
+}
+// The same into the calling thread's scratch area `slot`.
+template <class Fetch, class Expand>
+SlotActs prepare(std::int64_t nb, int slot, int block_bytes, Fetch fetch, Expand expand) {
+  if (slot < 0 || slot >= kActsScratchAreas) fail("activation scratch area ", slot, " out of 0..", kActsScratchAreas - 1);
+  return prepare_into(kernel_scratch(prepared_acts_bytes(nb, block_bytes), slot), nb, block_bytes, fetch, expand);
 }
 
 BlockActs fetch_plain(const BlockQ8K* x, std::int64_t i, std::int8_t* q) {
@@ -233,6 +247,11 @@ auto strip_order(const StripPlan& p) {
 }
 }  // namespace
 
+SlotActs prepare_strip_acts_into(const StripPlan& p, const BlockQ8K* x, std::int64_t nb, std::uint8_t* mem) {
+  return prepare_into(mem, nb, kBlockK, [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
+                      strip_order(p));
+}
+
 SlotActs prepare_strip_acts(const StripPlan& p, const BlockQ8K* x, std::int64_t nb, int slot) {
   return prepare(nb, slot, kBlockK, [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
                  strip_order(p));
@@ -249,6 +268,13 @@ SlotActs prepare_strip_acts_tiles(const StripPlan& p, const Q8KBatch& x, std::in
                  strip_order(p));
 }
 
+SlotActs prepare_slot_acts_into(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8K* x, std::int64_t nb,
+                                std::uint8_t* mem) {
+  return prepare_into(mem, nb, p.expanded_block_bytes,
+                      [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
+                      [&](const std::int8_t* q, std::uint8_t* out) { expand_slot_activations(p, L, q, out); });
+}
+
 SlotActs prepare_slot_acts(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8K* x, std::int64_t nb,
                            int slot) {
   return prepare(nb, slot, p.expanded_block_bytes, [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
@@ -259,6 +285,11 @@ SlotActs prepare_slot_acts_x4(const SlotVectorPlan& p, const LayoutInfo& L, cons
                               std::int64_t nb, int slot) {
   return prepare(nb, slot, p.expanded_block_bytes, [&](std::int64_t i, std::int8_t* q) { return fetch_x4(x, m, i, q); },
                  [&](const std::int8_t* q, std::uint8_t* out) { expand_slot_activations(p, L, q, out); });
+}
+
+SlotActs prepare_natural_acts_into(const BlockQ8K* x, std::int64_t nb, std::uint8_t* mem) {
+  return prepare_into(mem, nb, kBlockK, [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
+                      natural_unpack_order);
 }
 
 SlotActs prepare_natural_acts(const BlockQ8K* x, std::int64_t nb, int slot) {

@@ -22,6 +22,7 @@ inline constexpr int kMaxPlanRows = 8;
 // the lanes-to-rows reduction runs once per group, not once per vector.
 struct SlotVectorPlan {
   std::string why_not;  // empty when the slot-mask kernels can run this layout at this width
+  const LayoutInfo* layout = nullptr;
   int vector_bytes = 0;
   int vectors = 0;        // per block
   int groups = 0;         // accumulators per block
@@ -82,7 +83,22 @@ struct SlotActs {
   const std::uint8_t* expanded = nullptr;  // blocks * expanded_block_bytes
   const BlockActs* blocks = nullptr;
 };
-// `slot` picks one of several simultaneously live scratch areas of the calling thread (0..15).
+// Per-thread scratch areas, by name (kernel_scratch). Areas 0 .. kActsScratchAreas - 1 hold one
+// token's prepared activations each (a gemm tile uses one per token); the others are named.
+inline constexpr int kActsScratchAreas = 16;
+inline constexpr int kScratchTileActs = 20;     // slot-mask's per-block ysum/d tiles
+inline constexpr int kScratchSharedGemv = 21;   // run_gemv's prepared activations, shared by the pool
+inline constexpr int kScratchAreas = 24;
+
+// Bytes of a prepared-activations buffer for `blocks128` blocks of `block_bytes` values each: the
+// BlockActs first (aligned), then the values. SlotActs views such a buffer.
+std::size_t prepared_acts_bytes(std::int64_t blocks128, int block_bytes);
+SlotActs view_prepared_acts(const std::uint8_t* mem, std::int64_t blocks128);
+
+// `slot` picks one of several simultaneously live scratch areas of the calling thread
+// (0 .. kActsScratchAreas - 1); the *_into forms write into `mem` (prepared_acts_bytes long).
+SlotActs prepare_slot_acts_into(const SlotVectorPlan& plan, const LayoutInfo& layout, const BlockQ8K* x,
+                                std::int64_t blocks128, std::uint8_t* mem);
 SlotActs prepare_slot_acts(const SlotVectorPlan& plan, const LayoutInfo& layout, const BlockQ8K* x,
                            std::int64_t blocks128, int slot);
 // Token `m` of a q8_Kx4 tile row.
@@ -94,12 +110,14 @@ SlotActs prepare_slot_acts_x4(const SlotVectorPlan& plan, const LayoutInfo& layo
 // fork permutes them inside every row's dot product; they depend on the token only, so the tuned
 // baseline permutes once per token.
 SlotActs prepare_natural_acts(const BlockQ8K* x, std::int64_t blocks128, int slot);
+SlotActs prepare_natural_acts_into(const BlockQ8K* x, std::int64_t blocks128, std::uint8_t* mem);
 SlotActs prepare_natural_acts_x4(const BlockQ8Kx4* x, int m, std::int64_t blocks128, int slot);
 
 // Activations of one token in a row-interleaved layout's strip order (the broadcast strategy): in
 // each 128-block's 128 bytes, byte 16 t + 4 s + b is value k0[t][s] + b, so strip t's slot s
 // reads one dword at 16 t + 4 s (the identity for t2r).
 SlotActs prepare_strip_acts(const StripPlan& p, const BlockQ8K* x, std::int64_t blocks128, int slot);
+SlotActs prepare_strip_acts_into(const StripPlan& p, const BlockQ8K* x, std::int64_t blocks128, std::uint8_t* mem);
 // The same for `tokens` tokens (a multiple of 4) of consecutive q8_Kx4 tiles from tile0, block-major:
 // block i of token m is entry i * tokens + m (its 128 bytes and its BlockActs), so one pointer and
 // constant offsets reach every token of a block.
@@ -109,7 +127,8 @@ SlotActs prepare_strip_acts_tiles(const StripPlan& p, const Q8KBatch& x, std::in
 // Plain (q8_K-ordered) activations of token m of a tile, for strategies that read natural order.
 const BlockQ8K* deinterleave_tile_token(const BlockQ8Kx4* x, int m, std::int64_t blocks256, int slot);
 
-// Per-thread, 64-byte aligned scratch of at least `bytes` bytes; index picks one of 24 areas.
+// Per-thread, 64-byte aligned scratch of at least `bytes` bytes; `index` names one of the
+// kScratchAreas areas (above) and is checked.
 std::uint8_t* kernel_scratch(std::size_t bytes, int index);
 
 }  // namespace ternlab

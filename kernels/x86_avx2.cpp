@@ -60,24 +60,23 @@ std::vector<ReadLoop> read_loops() {
 namespace ternlab::detail {
 
 void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
-  GemvFn gemv = nullptr;
-  GemmFn gemm = nullptr;
+  KernelFns k;
   if (L.facts.row_interleaved) {
-    std::string why = strategies::pick_broadcast<P, 8>(L, gemv, gemm);
-    if (!why.empty()) why = strategies::pick_broadcast<P, 16>(L, gemv, gemm);
-    add_or_note(out, gaps, "broadcast", "avx2", why, gemv, gemm);
+    std::string why = strategies::pick_broadcast<P, 8>(L, k);
+    if (!why.empty()) why = strategies::pick_broadcast<P, 16>(L, k);
+    add_or_note(out, gaps, "broadcast", "avx2", why, k);
   }
   if (L.facts.slot_vectorizable) {
-    const std::string why = strategies::pick_slot_mask_any<P>(L, gemv, gemm);  // sets gemv, gemm
-    add_or_note(out, gaps, "slot-mask", "avx2", why, gemv, gemm);
+    const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
+    add_or_note(out, gaps, "slot-mask", "avx2", why, k);
   }
   if (L.facts.natural_two_bit) {
-    out.push_back({strategies::Unpack<P>::kStrategy, "avx2", &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
     using PerColumn = strategies::Unpack<P, false>;
-    out.push_back({PerColumn::kStrategy, "avx2", &PerColumn::gemv, &PerColumn::gemm});
+    add_or_note(out, gaps, strategies::Unpack<P>::kStrategy, "avx2", "", strategies::Unpack<P>::kFns);
+    add_or_note(out, gaps, PerColumn::kStrategy, "avx2", "", PerColumn::kFns);
   }
   if (L.facts.digit_planar)
-    add_or_note(out, gaps, "base3", "avx2", base3_plan(L).why_not, &strategies::Base3<P>::gemv, &strategies::Base3<P>::gemm);
+    add_or_note(out, gaps, "base3", "avx2", base3_plan(L).why_not, {&strategies::Base3<P>::gemv, &strategies::Base3<P>::gemm});
 }
 
 std::int64_t avx2_maddubs_loop(std::int64_t iters) { return maddubs_loop(iters); }

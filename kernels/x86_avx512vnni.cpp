@@ -80,20 +80,19 @@ std::vector<ReadLoop> read_loops() {
 #endif
 
 void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
-  GemvFn gemv = nullptr;
-  GemmFn gemm = nullptr;
+  KernelFns k;
   if (L.facts.row_interleaved) {
-    const std::string why = strategies::pick_broadcast<P, 16>(L, gemv, gemm);  // sets gemv, gemm
-    add_or_note(out, gaps, "broadcast", P::name, why, gemv, gemm);
+    const std::string why = strategies::pick_broadcast<P, 16>(L, k);  // sets k
+    add_or_note(out, gaps, "broadcast", P::name, why, k);
   }
   if (L.facts.slot_vectorizable) {
-    const std::string why = strategies::pick_slot_mask_any<P>(L, gemv, gemm);  // sets gemv, gemm
-    add_or_note(out, gaps, "slot-mask", P::name, why, gemv, gemm);
+    const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
+    add_or_note(out, gaps, "slot-mask", P::name, why, k);
   }
   if (L.facts.natural_two_bit) {
-    out.push_back({strategies::Unpack<P>::kStrategy, P::name, &strategies::Unpack<P>::gemv, &strategies::Unpack<P>::gemm});
     using PerColumn = strategies::Unpack<P, false>;
-    out.push_back({PerColumn::kStrategy, P::name, &PerColumn::gemv, &PerColumn::gemm});
+    add_or_note(out, gaps, strategies::Unpack<P>::kStrategy, P::name, "", strategies::Unpack<P>::kFns);
+    add_or_note(out, gaps, PerColumn::kStrategy, P::name, "", PerColumn::kFns);
   }
 }
 

@@ -88,7 +88,6 @@ struct LayoutSpec {
   Code code = Code::two_bit;
   ScaleSite scales;
   std::array<Piece, kMaxPieces> pieces{};
-  int n_pieces = 0;
 };
 
 template <std::same_as<Piece>... P>
@@ -123,7 +122,7 @@ constexpr int count_pieces(const LayoutSpec& s) {
 }
 }  // namespace detail
 
-constexpr int n_pieces(const LayoutSpec& s) { return s.n_pieces ? s.n_pieces : detail::count_pieces(s); }
+constexpr int n_pieces(const LayoutSpec& s) { return detail::count_pieces(s); }
 
 // Location of weight (row, k) of a block; {-1,-1} if no piece covers it.
 constexpr Loc locate(const LayoutSpec& s, int row, int k) {

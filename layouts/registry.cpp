@@ -48,6 +48,38 @@ std::vector<std::string> LayoutInfo::strategies() const {
   return s;
 }
 
+std::vector<std::string> LayoutInfo::formulas() const {
+  std::vector<std::string> out;
+  for (int p = 0; p < n_pieces(*spec); ++p) {
+    const Piece& pc = spec->pieces[std::size_t(p)];
+    const auto coords = [](const Modes& ms) {
+      std::vector<std::string> m;
+      for (int i = 0; i < ms.n; ++i) m.push_back(cat(ms.m[std::size_t(i)].name, ":", ms.m[std::size_t(i)].extent));
+      return "(" + join(m) + ")";
+    };
+    // Terms by increasing stride (the fastest-moving coordinate first); stride 1 is left implicit.
+    std::vector<std::pair<int, std::string_view>> byte_terms, slot_terms;
+    for (const Modes* ms : {&pc.row, &pc.k})
+      for (int i = 0; i < ms->n; ++i) {
+        const Mode& m = ms->m[std::size_t(i)];
+        if (m.extent > 1 && m.byte_stride != 0) byte_terms.emplace_back(m.byte_stride, m.name);
+        if (m.extent > 1 && m.slot_stride != 0) slot_terms.emplace_back(m.slot_stride, m.name);
+      }
+    const auto sum = [](std::vector<std::pair<int, std::string_view>> terms, int base) {
+      std::stable_sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<std::string> t;
+      if (base != 0 || terms.empty()) t.push_back(std::to_string(base));
+      for (const auto& [stride, name] : terms) t.push_back(stride == 1 ? std::string(name) : cat(stride, " ", name));
+      return join(t, " + ");
+    };
+    out.push_back(cat("k ", pc.k_begin, "..", pc.k_begin + pc.k.size() - 1, ": row = ", coords(pc.row), ", k = ",
+                      coords(pc.k), "; byte = ", sum(byte_terms, pc.byte_base), ", ", Code::two_bit == code ? "slot" : "digit",
+                      " = ", sum(slot_terms, 0)));
+  }
+  out.push_back(cat("scale of row r at byte ", spec->scales.offset, rows > 1 ? cat(" + ", spec->scales.row_stride, " r") : ""));
+  return out;
+}
+
 std::vector<std::string> LayoutInfo::properties() const {
   std::vector<std::string> p;
   if (facts.slot_vectorizable) p.push_back(facts.pairs_rows ? "slot-vectorizable(row-pairs)" : "slot-vectorizable(rows)");

@@ -33,6 +33,10 @@ struct LayoutInfo {
   std::vector<std::string> strategies() const;
   // Properties in words, for `ternlab layouts`.
   std::vector<std::string> properties() const;
+  // The declaration as formulas, one piece per entry, for `ternlab layout show` (t2p:
+  // "k 0..127: row = (half:2, pair:2), k = (kk:8, s:4, word:4); byte = 8 + kk + 8 half + 16 word
+  // + 64 pair, slot = s").
+  std::vector<std::string> formulas() const;
 };
 
 namespace detail {

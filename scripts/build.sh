@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds one ternlab tree. Usage: scripts/build.sh [native|sanitize|aarch64]
-# Build folders: build/ (native, Release), build-san/ (ASan+UBSan), build-aarch64/ (cross, tests only).
+# Configures and builds one ternlab tree. Usage: scripts/build.sh [native|sanitize|tsan|aarch64]
+# Build folders: build/ (native, Release), build-san/ (ASan+UBSan), build-tsan/ (ThreadSanitizer, the
+# threaded tests only), build-aarch64/ (cross, tests only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-native}
@@ -10,9 +11,10 @@ werror=OFF
 case "$kind" in
   native)   dir=build;         args=(-DCMAKE_BUILD_TYPE=Release) ;;
   sanitize) dir=build-san;     args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERNLAB_SANITIZE=ON -DTERNLAB_TESTS_ONLY=ON) ;;
+  tsan)     dir=build-tsan;    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERNLAB_TSAN=ON -DTERNLAB_TESTS_ONLY=ON) ;;
   aarch64)  dir=build-aarch64; args=(-DCMAKE_BUILD_TYPE=Release -DTERNLAB_TESTS_ONLY=ON
                                      -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake) ;;
-  *) echo "usage: $0 [native|sanitize|aarch64]" >&2; exit 2 ;;
+  *) echo "usage: $0 [native|sanitize|tsan|aarch64]" >&2; exit 2 ;;
 esac
 cmake -S . -B "$dir" -DTERNLAB_WERROR=$werror "${args[@]}" >/dev/null
 cmake --build "$dir" -j "$jobs"

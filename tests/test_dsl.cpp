@@ -168,6 +168,19 @@ TEST_SUITE("dsl") {
     CHECK(p[2].k_begin == 120);
   }
 
+  TEST_CASE("layouts print their declaration as formulas, one line per piece and one for the scales") {
+    const auto t2p = find_layout("t2p").formulas();
+    REQUIRE(t2p.size() == 2);
+    CHECK(t2p[0] == "k 0..127: row = (half:2, pair:2), k = (kk:8, s:4, word:4); byte = 8 + kk + 8 half + 16 word + 64 pair, slot = s");
+    CHECK(t2p[1] == "scale of row r at byte 0 + 2 r");
+    const auto ptq = find_layout("ptq1_0").formulas();
+    REQUIRE(ptq.size() == 4);
+    CHECK(ptq[0] == "k 0..79: row = (row:1), k = (m:16, n:5); byte = m, digit = n");
+    CHECK(ptq[2] == "k 120..127: row = (row:1), k = (h:2, n:4); byte = 24 + h, digit = n");
+    CHECK(ptq[3] == "scale of row r at byte 26");
+    CHECK(find_layout("t2p-split").formulas()[1].starts_with("k 64..127: "));
+  }
+
   TEST_CASE("the registry holds the stock layouts and the test layout, with their strategies") {
     CHECK(find_layout("t2p8").rows == 8);
     CHECK(find_layout("pq2_0").gguf_type == 142);

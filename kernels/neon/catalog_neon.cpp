@@ -48,7 +48,7 @@ void add_neon_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out) {
     // same gemv with the smmla gemm.
     const auto dot = std::find_if(out.begin(), out.end(),
                                   [](const KernelVariant& k) { return k.strategy == "slot-mask" && k.isa == "dotprod"; });
-    if (i8mm && s.smmla && dot != out.end()) out.push_back({"slot-mask", "i8mm", dot->gemv, &gemm_slot_mask_i8mm});
+    if (i8mm && s.smmla && dot != out.end()) out.push_back({"slot-mask", "i8mm", dot->gemv, &gemm_slot_mask_i8mm, dot->phases});
   }
 }
 

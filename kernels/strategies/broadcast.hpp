@@ -74,10 +74,9 @@ struct Broadcast {
   // whose bandwidth is bound by the line fills in flight, GS independent weight streams (each
   // prefetched ahead) read faster than one. Returns the first row group not done.
   template <class LP, int T, int GS, int PF, bool kContiguous>
-  static std::int64_t rows(const PackedMatrix& w, const SlotActs& acts, float* y, std::int64_t ldy, int live,
-                           std::int64_t g0, std::int64_t g1) {
+  static std::int64_t rows(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, float* y,
+                           std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
     const LayoutInfo& L = *w.layout;
-    const StripPlan& plan = checked_plan(L);
     const std::int64_t nb = w.blocks_per_row();
     const int bb = L.block_bytes(), pb = plan.payload_begin, strip = 4 * R;
     constexpr int VS = T == 1 ? kVectors : 1;
@@ -135,11 +134,11 @@ struct Broadcast {
   // The row groups streamed GS at a time, the rest one by one; the scales read in place where
   // the layout stores them contiguously (a template flag keeps the gathering out of that loop).
   template <class LP, int T, int GS, int PF = kPrefetchBytes>
-  static void all_rows(const PackedMatrix& w, const SlotActs& acts, float* y, std::int64_t ldy, int live,
-                       std::int64_t g0, std::int64_t g1) {
+  static void all_rows(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, float* y,
+                       std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
     const auto run = [&]<bool kContiguous>() {
-      const std::int64_t g = rows<LP, T, GS, PF, kContiguous>(w, acts, y, ldy, live, g0, g1);
-      if constexpr (GS > 1) rows<LP, T, 1, PF, kContiguous>(w, acts, y, ldy, live, g, g1);
+      const std::int64_t g = rows<LP, T, GS, PF, kContiguous>(plan, w, acts, y, ldy, live, g0, g1);
+      if constexpr (GS > 1) rows<LP, T, 1, PF, kContiguous>(plan, w, acts, y, ldy, live, g, g1);
     };
     if (w.layout->spec->scales.row_stride == 2)
       run.template operator()<true>();
@@ -147,11 +146,35 @@ struct Broadcast {
       run.template operator()<false>();
   }
 
+  // The gemv in two phases (GemvPhases): the strip-ordered activations are prepared once per call.
+  static const StripPlan& bound(const void* plan, const PackedMatrix& w) {
+    if (plan != w.layout->strip_plan)
+      fail("broadcast/", P::name, " kernel was bound to another layout than '", w.layout->name, "'");
+    return *static_cast<const StripPlan*>(plan);
+  }
+  static std::size_t gemv_acts_bytes(const void*, const PackedMatrix& w) {
+    return prepared_acts_bytes(w.blocks_per_row(), kBlockK);
+  }
+  static void gemv_prepare(const void* plan, const PackedMatrix& w, const BlockQ8K* x, std::uint8_t* mem) {
+    prepare_strip_acts_into(bound(plan, w), x, w.blocks_per_row(), mem);
+  }
   // GS row groups side by side, each prefetched PF bytes ahead.
   template <int GS, int PF>
+  static void gemv_rows_with(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y,
+                             std::int64_t g0, std::int64_t g1) {
+    all_rows<typename P::GemvLanes, 1, GS, PF>(bound(plan, w), w, view_prepared_acts(mem, w.blocks_per_row()), y, 0, 1,
+                                               g0, g1);
+  }
+  static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
+                        std::int64_t g1) {
+    gemv_rows_with<P::kGemvStreams, P::kGemvPrefetch>(plan, w, mem, y, g0, g1);
+  }
+  template <int GS, int PF>
   static void gemv_with(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
-    const SlotActs a = prepare_strip_acts(checked_plan(*w.layout), x, w.blocks_per_row(), 0);
-    all_rows<typename P::GemvLanes, 1, GS, PF>(w, a, y, 0, 1, g0, g1);
+    const StripPlan& plan = checked_plan(*w.layout);
+    std::uint8_t* mem = kernel_scratch(gemv_acts_bytes(&plan, w), 0);
+    gemv_prepare(&plan, w, x, mem);
+    gemv_rows_with<GS, PF>(&plan, w, mem, y, g0, g1);
   }
   static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
     gemv_with<P::kGemvStreams, P::kGemvPrefetch>(w, x, y, g0, g1);
@@ -161,9 +184,10 @@ struct Broadcast {
   template <class LP, int T>
   static void gemm_tokens(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t t0,
                           std::int64_t g0, std::int64_t g1) {
-    const SlotActs a = prepare_strip_acts_tiles(checked_plan(*w.layout), x, t0, T, w.blocks_per_row(), 0);
+    const StripPlan& plan = checked_plan(*w.layout);
+    const SlotActs a = prepare_strip_acts_tiles(plan, x, t0, T, w.blocks_per_row(), 0);
     const int live = int(std::min<std::int64_t>(T, x.tokens - 4 * t0));
-    all_rows<LP, T, 1>(w, a, y + 4 * t0 * ldy, ldy, live, g0, g1);
+    all_rows<LP, T, 1>(plan, w, a, y + 4 * t0 * ldy, ldy, live, g0, g1);
   }
 
   // P::kGemmTokens tokens per pass over the weights while whole groups of tiles remain, then one
@@ -180,12 +204,13 @@ struct Broadcast {
   }
 };
 
-// Points gemv/gemm at Broadcast<P, R> when it can run the layout; says why not otherwise.
+// Points k at Broadcast<P, R> when it can run the layout, the strip plan bound; says why not
+// otherwise.
 template <class P, int R>
-std::string pick_broadcast(const LayoutInfo& L, GemvFn& gemv, GemmFn& gemm) {
+std::string pick_broadcast(const LayoutInfo& L, KernelFns& k) {
   using K = Broadcast<P, R>;
   std::string why = K::why_not(L);
-  if (why.empty()) gemv = &K::gemv, gemm = &K::gemm;
+  if (why.empty()) k = {&K::gemv, &K::gemm, {L.strip_plan, &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
   return why;
 }
 

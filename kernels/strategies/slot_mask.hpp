@@ -121,14 +121,16 @@ struct SlotMask {
     std::int32_t ysum[16];
     float d[16];
   };
-  static const TileActs* tile_acts(const SlotActs (&a)[4], std::int64_t nb) {
-    auto* ta = reinterpret_cast<TileActs*>(kernel_scratch(std::size_t(nb) * sizeof(TileActs), kTileActsScratch));
+  static void fill_tile_acts(const SlotActs (&a)[4], std::int64_t nb, TileActs* ta) {
     for (std::int64_t i = 0; i < nb; ++i)
       for (int m = 0; m < 4; ++m)
         for (int r = 0; r < 4; ++r) ta[i].ysum[4 * m + r] = a[m].blocks[i].ysum, ta[i].d[4 * m + r] = a[m].blocks[i].d;
+  }
+  static const TileActs* tile_acts(const SlotActs (&a)[4], std::int64_t nb) {
+    auto* ta = reinterpret_cast<TileActs*>(kernel_scratch(std::size_t(nb) * sizeof(TileActs), kScratchTileActs));
+    fill_tile_acts(a, nb, ta);
     return ta;
   }
-  static constexpr int kTileActsScratch = 20;  // past the 16 prepare_slot_acts areas
 
   static const SlotVectorPlan& checked_plan(const LayoutInfo& L) {
     const SlotVectorPlan& p = plan(L);
@@ -142,16 +144,52 @@ struct SlotMask {
     for (int r = 0; r < ROWS; ++r) d[r] = P::fp16(blk + p.scale_offset[r]);
   }
 
-  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
-    const LayoutInfo& L = *w.layout;
-    const SlotVectorPlan& p = checked_plan(L);
+  // The gemv in two phases (GemvPhases): the prepared buffer holds the expansion, then, where the
+  // tile path runs, each block's TileActs.
+  static bool gemv_tiles(const SlotVectorPlan& p) {
+    if constexpr (kTileGemv) return tiles_fit(p);
+    return false;
+  }
+  static std::size_t tile_acts_offset(const SlotVectorPlan& p, std::int64_t nb) {
+    return (prepared_acts_bytes(nb, p.expanded_block_bytes) + 63) / 64 * 64;
+  }
+  // The plan bound at listing time, checked against the matrix handed in (a pointer compare).
+  static const SlotVectorPlan& bound(const void* plan, const PackedMatrix& w) {
+    const auto& p = *static_cast<const SlotVectorPlan*>(plan);
+    if (p.layout != w.layout)
+      fail("slot-mask/", P::name, " kernel bound to layout '", p.layout->name, "' was handed layout '", w.layout->name, "'");
+    return p;
+  }
+  static std::size_t gemv_acts_bytes(const void* plan, const PackedMatrix& w) {
+    const SlotVectorPlan& p = bound(plan, w);
     const std::int64_t nb = w.blocks_per_row();
-    const SlotActs a = prepare_slot_acts(p, L, x, nb, 0);
+    return tile_acts_offset(p, nb) + (gemv_tiles(p) ? std::size_t(nb) * sizeof(TileActs) : 0);
+  }
+  static void gemv_prepare(const void* plan, const PackedMatrix& w, const BlockQ8K* x, std::uint8_t* mem) {
+    const SlotVectorPlan& p = bound(plan, w);
+    const std::int64_t nb = w.blocks_per_row();
+    const SlotActs a = prepare_slot_acts_into(p, *w.layout, x, nb, mem);
+    if (gemv_tiles(p)) {
+      const SlotActs same[4] = {a, a, a, a};
+      fill_tile_acts(same, nb, reinterpret_cast<TileActs*>(mem + tile_acts_offset(p, nb)));
+    }
+  }
+  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
+    const SlotVectorPlan& p = checked_plan(*w.layout);
+    std::uint8_t* mem = kernel_scratch(gemv_acts_bytes(&p, w), 0);
+    gemv_prepare(&p, w, x, mem);
+    gemv_rows(&p, w, mem, y, g0, g1);
+  }
+
+  static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
+                        std::int64_t g1) {
+    const SlotVectorPlan& p = bound(plan, w);
+    const std::int64_t nb = w.blocks_per_row();
+    const SlotActs a = view_prepared_acts(mem, nb);
     std::int64_t g = g0;
     if constexpr (kTileGemv)  // four row groups at a time fill the policy's tile
-      if (tiles_fit(p) && g1 - g0 >= 4) {
-        const SlotActs same[4] = {a, a, a, a};
-        const TileActs* ta = tile_acts(same, nb);
+      if (gemv_tiles(p) && g1 - g0 >= 4) {
+        const auto* ta = reinterpret_cast<const TileActs*>(mem + tile_acts_offset(p, nb));
         for (; g + 4 <= g1; g += 4) {
           typename P::TileF acc = P::tile_zero();
           const std::uint8_t* blk[4];
@@ -275,13 +313,12 @@ struct SlotMask {
   }
 };
 
-// Points gemv/gemm at SlotMask<P, G, M, ROWS> when the plan has that block shape.
+// Points k at SlotMask<P, G, M, ROWS> when the plan has that block shape, the plan bound.
 template <class P, int G, int M, int ROWS>
-bool pick_slot_mask(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm) {
+bool pick_slot_mask(const SlotVectorPlan& p, KernelFns& k) {
   using K = SlotMask<P, G, M, ROWS>;
   if (!K::fits(p)) return false;
-  gemv = &K::gemv;
-  gemm = &K::gemm;
+  k = {&K::gemv, &K::gemm, {&p, &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
   return true;
 }
 
@@ -310,17 +347,17 @@ inline constexpr auto kSlotShapes = [] {
 }();
 
 template <class P, std::size_t... I>
-bool pick_slot_mask_of(const SlotVectorPlan& p, GemvFn& gemv, GemmFn& gemm, std::index_sequence<I...>) {
+bool pick_slot_mask_of(const SlotVectorPlan& p, KernelFns& k, std::index_sequence<I...>) {
   constexpr auto& s = kSlotShapes<P>.first;
-  return (pick_slot_mask<P, s[I].groups, s[I].group_size, s[I].rows>(p, gemv, gemm) || ...);
+  return (pick_slot_mask<P, s[I].groups, s[I].group_size, s[I].rows>(p, k) || ...);
 }
 
 // The slot-mask kernels of layout L on policy P, or the plan's reason when there are none.
 template <class P>
-std::string pick_slot_mask_any(const LayoutInfo& L, GemvFn& gemv, GemmFn& gemm) {
+std::string pick_slot_mask_any(const LayoutInfo& L, KernelFns& k) {
   const SlotVectorPlan& p = slot_vector_plan(L, P::kBytes, &P::pair_position, P::kGroupVectors);
   if (!p.why_not.empty()) return p.why_not;
-  if (pick_slot_mask_of<P>(p, gemv, gemm, std::make_index_sequence<kSlotShapes<P>.second>{})) return "";
+  if (pick_slot_mask_of<P>(p, k, std::make_index_sequence<kSlotShapes<P>.second>{})) return "";
   // Unreachable while kSlotShapes mirrors build_slot_plan's bounds; the registry test would fail.
   return cat("no instantiation for ", p.groups, " groups of ", p.group_size, " vectors, ", p.rows, " rows");
 }

@@ -77,10 +77,24 @@ struct Unpack {
     for (int t = 0; t < T; ++t) out[t] = acc[t];
   }
 
-  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
+  // The gemv in two phases (GemvPhases): the activations in unpack order, once per call.
+  static std::size_t gemv_acts_bytes(const void*, const PackedMatrix& w) {
+    return prepared_acts_bytes(w.blocks_per_row(), kBlockK);
+  }
+  static void gemv_prepare(const void*, const PackedMatrix& w, const BlockQ8K* x, std::uint8_t* mem) {
     check(*w.layout);
-    const SlotActs a = prepare_natural_acts(x, w.blocks_per_row(), 0);
+    prepare_natural_acts_into(x, w.blocks_per_row(), mem);
+  }
+  static void gemv_rows(const void*, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
+                        std::int64_t g1) {
+    check(*w.layout);
+    const SlotActs a = view_prepared_acts(mem, w.blocks_per_row());
     for (std::int64_t g = g0; g < g1; ++g) row<1>(w, g, &a, y + g);
+  }
+  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
+    std::uint8_t* mem = kernel_scratch(gemv_acts_bytes(nullptr, w), 0);
+    gemv_prepare(nullptr, w, x, mem);
+    gemv_rows(nullptr, w, mem, y, g0, g1);
   }
 
   // 4-column tiles of q8_Kx4 (a partial last tile is one more pass with its padded, zero tokens).
@@ -102,6 +116,9 @@ struct Unpack {
       }
     }
   }
+
+  // What the catalog lists.
+  static constexpr KernelFns kFns{&gemv, &gemm, {nullptr, &gemv_acts_bytes, &gemv_prepare, &gemv_rows}};
 };
 
 }  // namespace ternlab::strategies
