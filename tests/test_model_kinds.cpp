@@ -197,6 +197,48 @@ TEST_SUITE("model-kinds") {
     CHECK(baseline_of("pq2_0 load=memory") == "pq2_0 load=memory");
   }
 
+  TEST_CASE("one arm at a time: each arm loaded, checked, timed in its own pass and freed; the results say not interleaved") {
+    const std::string path = write_toml("one.toml", head("decode") + "tokens = 2\nbaseline = \"pq2_0\"\narms = \"one-at-a-time\"\n"
+                                                     "[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(path, RunOptions{{"rounds=2"}, false, 0}, out);
+    INFO(out.str());
+    CHECK(o.exit_code == 0);
+    CHECK(o.markdown.find("arms NOT interleaved (arms = \"one-at-a-time\")") != std::string::npos);
+    CHECK(o.markdown.find("| vs baseline (separate passes) |") != std::string::npos);
+    CHECK(o.markdown.find("round i of the baseline's pass and round i of the arm's pass") != std::string::npos);
+    CHECK(o.markdown.find("one arm's model at a time") != std::string::npos);
+    const std::string json = read(fs::path(o.folder) / "summary.json");
+    CHECK(json.find("\"interleaved\": false, \"arms\": \"one-at-a-time\", \"ratios\": \"separate passes\"") != std::string::npos);
+    const std::string csv = read(fs::path(o.folder) / "rounds.csv");
+    for (const char* layout : {"pq2_0", "t2p"})
+      for (int round = 0; round < 2; ++round) CHECK_MESSAGE(csv.find(cat(",tg2,", round, ",", layout, ",")) != std::string::npos, layout);
+    CHECK(o.markdown.find("FAILED") == std::string::npos);
+
+    // The same as interleaved says so.
+    const RunReport inter = run_text(head("decode") + "tokens = 2\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
+    CHECK(inter.markdown.find("arms interleaved in the order below") != std::string::npos);
+    CHECK(inter.json.find("\"interleaved\": true") != std::string::npos);
+
+    // speed times both phases per arm; an arm on other weights still fails against the baseline's kept tokens.
+    const RunReport speed = run_text(head("speed") + "prefill_tokens = 4\ndecode_tokens = 2\narms = \"one-at-a-time\"\n" + kAllLayouts);
+    CHECK(speed.ok);
+    CHECK(speed.arm_values.size() == 4);
+    CHECK(speed.markdown.find("pp4") != std::string::npos);
+    CHECK(speed.markdown.find("arms NOT interleaved") != speed.markdown.rfind("arms NOT interleaved"));  // in both tables
+    const RunReport bad = run_text(head("greedy") + "tokens = 6\nprompt_tokens = 4\narms = \"one-at-a-time\"\n[[arm]]\nlayout = \"pq2_0\"\n"
+                                   "[[arm]]\nname = \"other\"\nlayout = \"t2p\"\nmodel = \"" + other_weights() + "\"\n");
+    CHECK_FALSE(bad.ok);
+    CHECK(bad.markdown.find("**other failed verification and was not timed:** greedy token") != std::string::npos);
+    const RunReport ppl = run_text(head("perplexity") + "tokens = 20\nchunk = 8\narms = \"one-at-a-time\"\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
+    CHECK(ppl.ok);
+    REQUIRE(ppl.arm_values.size() == 2);
+    CHECK(ppl.arm_values[0].get("perplexity") == ppl.arm_values[1].get("perplexity"));
+    const RunReport prof = run_text(head("profile") + "prompt_tokens = 4\narms = \"one-at-a-time\"\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
+    CHECK(prof.ok);
+    CHECK(prof.json.find("\"total_ms\": {\"median\"") != std::string::npos);
+  }
+
   TEST_CASE("bad input names the file, line and key before anything runs") {
     const auto plan = [](const std::string& text) { load_plan_text(text, "model.toml", {}); };
     check_error([&] { plan(head("decode") + "tokenz = 3\n" + kAllLayouts); }, "model.toml:10: key 'tokenz'", "unknown key", "tokens");
