@@ -20,7 +20,7 @@ struct Stat;
 //
 // A paired ceiling whose (max - min) / median over the run's kept rounds exceeds this share: the
 // machine changed under the arms (a quiet machine holds its streaming read within a few percent;
-// a busy one gave 24x, 0.9x and 3x for the same pair of arms).
+// a busy one can swing the same pair of arms from below 1x to over 20x).
 inline constexpr double kCeilingDriftShare = 0.10;
 // A fraction of a ceiling above this in any round: that ceiling was not an upper bound for the arm
 // (its bytes came partly from cache, or the ceiling measured low), so the figure is no fraction.

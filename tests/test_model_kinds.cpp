@@ -8,12 +8,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <optional>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
 #include "common/strings.hpp"
 #include "experiments/config.hpp"
 #include "experiments/kinds.hpp"
+#include "experiments/memory.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run_context.hpp"
 #include "experiments/runner.hpp"
@@ -82,6 +85,21 @@ std::string read(const fs::path& p) {
   s << f.rdbuf();
   return s.str();
 }
+
+// Sets TERNLAB_MEMORY_LIMIT_MIB for one scope, then restores what was there.
+struct MemoryLimit {
+  std::optional<std::string> was;
+  explicit MemoryLimit(const char* mib) {
+    if (const char* v = std::getenv("TERNLAB_MEMORY_LIMIT_MIB")) was = v;
+    setenv("TERNLAB_MEMORY_LIMIT_MIB", mib, 1);
+  }
+  ~MemoryLimit() {
+    if (was)
+      setenv("TERNLAB_MEMORY_LIMIT_MIB", was->c_str(), 1);
+    else
+      unsetenv("TERNLAB_MEMORY_LIMIT_MIB");
+  }
+};
 
 }  // namespace
 
@@ -195,6 +213,69 @@ TEST_SUITE("model-kinds") {
     CHECK(baseline_of("t2p load=mmap") == "pq2_0 load=mmap");
     CHECK(baseline_of("t2p load=memory") == "pq2_0 load=memory");
     CHECK(baseline_of("pq2_0 load=memory") == "pq2_0 load=memory");
+  }
+
+  TEST_CASE("MemAvailable is read from /proc/meminfo's format") {
+    CHECK(parse_mem_available("MemTotal:       24684084 kB\nMemFree:        22928500 kB\nMemAvailable:   23067860 kB\n") ==
+          std::int64_t(23067860) * 1024);
+    CHECK(parse_mem_available("MemTotal:       24684084 kB\n") == -1);
+    CHECK(parse_mem_available("MemAvailable:   many kB\n") == -1);
+  }
+
+  TEST_CASE("arms that cannot fit together are refused in the plan, with each arm's estimate and the memory available") {
+    // Only planned: the mid preset's estimate comes from its hyperparameters, nothing is written.
+    const std::string mid = cat("kind = \"decode\"\npreset = \"mid\"\noutput = \"", (scratch() / "results").string(),
+                                "\"\nceiling_mib = 1\n[[arm]]\nlayout = [\"pq2_0\", \"ptq1_0\", \"t2x4\", \"t2p\"]\n");
+    {
+      MemoryLimit limit("1024");  // ~0.35 GiB per arm: four together need ~1.7 GiB, one at a time ~0.63
+      check_error([&] { load_plan_text(mid, "model.toml", {}); }, "model.toml:5: key 'arm[0]'", "the 4 arms cannot fit in memory together",
+                  "'pq2_0' 0.346 GiB", "'ptq1_0' 0.300 GiB", "'t2p' 0.346 GiB", "1.00 GiB available (TERNLAB_MEMORY_LIMIT_MIB=1024)",
+                  "arms = \"one-at-a-time\"", "(needs 0.6");
+      // A key given names itself.
+      check_error([&] { load_plan_text(mid, "model.toml", {"arms=interleaved"}); }, "--set arms=interleaved: key 'arms'", "cannot fit");
+      CHECK_NOTHROW(load_plan_text(mid, "model.toml", {"arms=one-at-a-time"}));
+      // The dry run prints the estimate.
+      const std::string path = write_toml("mid.toml", mid);
+      std::ostringstream out;
+      run_experiment_file(path, RunOptions{{"arms=one-at-a-time"}, true, 0}, out);
+      CHECK(out.str().find("memory (estimate): 'pq2_0' 0.346 GiB, 'ptq1_0' 0.300 GiB") != std::string::npos);
+      CHECK(out.str().find("one at a time, the largest arm 0.346 GiB") != std::string::npos);
+    }
+    {
+      MemoryLimit limit("300");
+      check_error([&] { load_plan_text(mid, "model.toml", {"arms=one-at-a-time"}); }, "--set arms=one-at-a-time: key 'arms'",
+                  "even one arm at a time needs more memory than there is", "0.293 GiB available");
+      // Interleaved, the way out is not offered where it would not fit either.
+      check_error([&] { load_plan_text(mid, "model.toml", {}); }, "cannot fit in memory together, nor one at a time",
+                  "one at a time would need 0.6");
+    }
+    {
+      MemoryLimit limit("lots");
+      check_error([&] { load_plan_text(mid, "model.toml", {}); }, "TERNLAB_MEMORY_LIMIT_MIB='lots'", "whole number of MiB");
+    }
+    check_error([&] { load_plan_text(mid, "model.toml", {"arms=sequential"}); }, "--set arms=sequential: key 'arms'", "interleaved or one-at-a-time");
+  }
+
+  TEST_CASE("the memory estimate covers what a loaded arm holds, and follows the layout's bits per weight") {
+    const std::string path = (scratch() / "tiny-estimate.gguf").string();
+    model::write_synthetic(model::find_preset("tiny"), path, {5, 142});
+    const Plan plan = load_plan_text(cat("kind = \"decode\"\nmodel = \"", path, "\"\nceiling_mib = 1\n[[arm]]\nlayout = [\"pq2_0\", \"ptq1_0\"]\n"),
+                                     "model.toml", {});
+    const std::string notes = describe(plan);
+    const auto estimate_of = [&](const std::string& arm) {
+      const std::size_t at = notes.find("'" + arm + "' ");
+      REQUIRE(at != std::string::npos);
+      return std::stod(notes.substr(at + arm.size() + 3)) * double(1 << 30);
+    };
+    const double pq2 = estimate_of("pq2_0"), ptq1 = estimate_of("ptq1_0");
+    CHECK(ptq1 < pq2);  // 1.6 bits per weight against 2.125
+    for (const char* layout : {"pq2_0", "ptq1_0"}) {
+      model::LoadOptions o;
+      o.layout = layout;
+      const auto m = model::Model::load(path, o);
+      INFO(layout);
+      CHECK(double(m->ternary_bytes_per_token()) < (std::string(layout) == "pq2_0" ? pq2 : ptq1));
+    }
   }
 
   TEST_CASE("one arm at a time: each arm loaded, checked, timed in its own pass and freed; the results say not interleaved") {
