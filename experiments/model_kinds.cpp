@@ -599,7 +599,8 @@ std::string arms_footer(const ModelArms& m) {
 std::string ceilings_text(const TimingResult& r) {
   std::vector<std::string> t;
   for (const auto& [n, v] : r.ceiling_gbps) t.push_back(cat(n, " thr ", with_range(stat_of(v), " GB/s")));
-  return cat("memory read ceiling (streaming sum over ", sig(r.ceiling_bytes / (1 << 20)), " MiB, each round beside the arms): ",
+  return cat("memory read ceiling (streaming sum over ", sig(r.ceiling_bytes / (1 << 20)), " MiB, ",
+             r.interleaved ? "each round beside the arms" : "each round of every arm's own pass, all passes together", "): ",
              join(t, "; "), "\n\n");
 }
 
