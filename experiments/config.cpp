@@ -441,6 +441,7 @@ std::string describe(const Plan& plan) {
     if (!warnings.empty())
       os << "    warning: more threads than this machine's " << logical_cores() << " logical cores (" << join(warnings, "; ")
          << "): they time-slice, so those timings measure the scheduler too; kept, and marked in the results\n";
+    os << plan_notes(r);
   }
   return os.str();
 }

@@ -48,6 +48,23 @@ std::vector<KeySpec> matrix_keys() {
   };
 }
 
+namespace {
+std::map<std::string, std::function<std::string(const RunSpec&)>>& notes_registry() {
+  static std::map<std::string, std::function<std::string(const RunSpec&)>> r;
+  return r;
+}
+}  // namespace
+
+void register_plan_notes(const std::string& kind, std::function<std::string(const RunSpec&)> notes) {
+  notes_registry()[kind] = std::move(notes);
+}
+
+std::string plan_notes(const RunSpec& run) {
+  find_kind(run.kind, run.at("kind"));  // registers the built-in kinds and their notes
+  const auto it = notes_registry().find(run.kind);
+  return it == notes_registry().end() || !it->second ? "" : it->second(run);
+}
+
 void register_kind(KindInfo kind) {
   const std::string name = kind.name;
   registry()[name] = std::move(kind);

@@ -33,6 +33,10 @@ std::vector<KeySpec> common_keys();
 std::vector<KeySpec> matrix_keys();
 
 void register_kind(KindInfo kind);
+// Extra lines a kind adds to the printed plan of each of its runs (the model kinds: the memory
+// estimate per arm against the memory available); "" when it adds none.
+void register_plan_notes(const std::string& kind, std::function<std::string(const RunSpec&)> notes);
+std::string plan_notes(const RunSpec& run);
 const KindInfo& find_kind(const std::string& name, const Located& at);
 std::vector<std::string> kind_names();
 

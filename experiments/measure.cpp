@@ -65,13 +65,47 @@ std::vector<double> TimingResult::gbps(const ArmTiming& arm) const {
   return r;
 }
 
+std::vector<double> TimingResult::ceiling_of(const ArmTiming& arm) const {
+  if (!arm.own_ceiling_gbps.empty()) return arm.own_ceiling_gbps;
+  const auto it = ceiling_gbps.find(arm.setup.threads);
+  return it == ceiling_gbps.end() ? std::vector<double>{} : it->second;
+}
+
+std::vector<double> TimingResult::compute_of(const ArmTiming& arm) const {
+  if (!arm.own_compute_gmacs.empty()) return arm.own_compute_gmacs;
+  const auto it = compute_gmacs.find(arm.setup.threads);
+  return it == compute_gmacs.end() ? std::vector<double>{} : it->second;
+}
+
 std::vector<double> TimingResult::bound_fractions(const ArmTiming& arm) const {
   std::vector<double> r;
-  const auto it = ceiling_gbps.find(arm.setup.threads);
-  if (it == ceiling_gbps.end() || arm.setup.bytes <= 0) return r;
+  const std::vector<double> c = ceiling_of(arm);
+  if (c.empty() || arm.setup.bytes <= 0) return r;
   const std::vector<double> g = gbps(arm);
-  for (std::size_t i = 0; i < g.size() && i < it->second.size(); ++i) r.push_back(g[i] / it->second[i]);
+  for (std::size_t i = 0; i < g.size() && i < c.size(); ++i) r.push_back(g[i] / c[i]);
   return r;
+}
+
+TimingResult merge_passes(std::vector<TimingResult> passes, const std::string& baseline, const std::string& baseline_label) {
+  TimingResult m;
+  m.interleaved = false;
+  m.baseline = baseline;
+  m.baseline_label = baseline_label.empty() ? "'" + baseline + "'" : baseline_label;
+  for (TimingResult& p : passes) {
+    m.rounds = p.rounds;
+    m.warmup = p.warmup;
+    m.ceiling_bytes = std::max(m.ceiling_bytes, p.ceiling_bytes);
+    for (ArmTiming& a : p.arms) {
+      const auto c = p.ceiling_gbps.find(a.setup.threads);
+      const auto g = p.compute_gmacs.find(a.setup.threads);
+      if (c != p.ceiling_gbps.end()) a.own_ceiling_gbps = c->second;
+      if (g != p.compute_gmacs.end()) a.own_compute_gmacs = g->second;
+      m.arms.push_back(std::move(a));
+    }
+    for (const auto& [n, v] : p.ceiling_gbps) m.ceiling_gbps[n].insert(m.ceiling_gbps[n].end(), v.begin(), v.end());
+    for (const auto& [n, v] : p.compute_gmacs) m.compute_gmacs[n].insert(m.compute_gmacs[n].end(), v.begin(), v.end());
+  }
+  return m;
 }
 
 std::int64_t measure_units(std::size_t arms, const MeasureOptions& opt) {

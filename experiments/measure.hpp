@@ -55,6 +55,9 @@ struct ArmTiming {
   std::string failure;
   int reps = 0;                  // calls per timed sample
   std::vector<double> seconds;   // per kept round: seconds per call
+  // One arm at a time: the ceilings of this arm's own pass, taken beside it (empty when the arms
+  // were interleaved and share the run's ceilings).
+  std::vector<double> own_ceiling_gbps, own_compute_gmacs;
 };
 
 struct TimingResult {
@@ -65,6 +68,9 @@ struct TimingResult {
   double ceiling_bytes = 0;
   std::map<int, std::vector<double>> ceiling_gbps;    // thread count -> per kept round
   std::map<int, std::vector<double>> compute_gmacs;   // thread count -> per kept round
+  // false: each arm was measured in its own pass (merge_passes); round i of two arms are then
+  // different moments, and the run-level ceilings above hold every pass's rounds in turn.
+  bool interleaved = true;
 
   const ArmTiming* find(const std::string& name) const;
   // Whether some arm's ratios are taken against this one.
@@ -74,7 +80,16 @@ struct TimingResult {
   // Per kept round: achieved GB/s / that round's memory ceiling on the arm's thread count.
   std::vector<double> bound_fractions(const ArmTiming& arm) const;
   std::vector<double> gbps(const ArmTiming& arm) const;
+  // The ceilings paired with the arm's rounds: its own pass's, else the run's on its thread count
+  // (empty when none was measured).
+  std::vector<double> ceiling_of(const ArmTiming& arm) const;
+  std::vector<double> compute_of(const ArmTiming& arm) const;
 };
+
+// One TimingResult from passes of one arm each, in arm order: every arm keeps its pass's ceilings
+// as its own, the run-level ceilings concatenate the passes' rounds, and `interleaved` is false.
+// `baseline` and `baseline_label` as in MeasureOptions.
+TimingResult merge_passes(std::vector<TimingResult> passes, const std::string& baseline, const std::string& baseline_label);
 
 struct MeasureOptions {
   int rounds = 5, warmup = 1;

@@ -14,16 +14,20 @@
 #include <fstream>
 #include <iomanip>
 #include <limits>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unistd.h>
 
 #include "common/memory.hpp"
+#include "experiments/memory.hpp"
 #include "common/strings.hpp"
 #include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/run_context.hpp"
+#include "model/config.hpp"
 #include "model/experiments.hpp"
 #include "model/synth.hpp"
 #include "model/tokenizer.hpp"
@@ -66,6 +70,9 @@ std::vector<KeySpec> model_keys() {
       {"pin", Type::boolean, true, "pin the ceiling's pool threads to CPUs (default false)"},
       {"verify_tokens", Type::integer, true, "greedy tokens every arm must share with the baseline before timing (default 4)"},
       {"prefill_chunk", Type::integer, true, "prompt tokens per gemm batch (default 64)"},
+      {"arms", Type::string, false,
+       "interleaved (default: every arm loaded, then timed round by round) or one-at-a-time (each arm loaded, timed beside its own "
+       "ceilings and freed: for arms that cannot fit together; ratios then compare separate passes)"},
       {"arm.name", Type::string, false, "the arm's name in tables and plots"},
       {"arm.layout", Type::string, true, "a registered layout every ternary weight is repacked into at load"},
       {"arm.kernel", Type::string, true, "best, a strategy (reference, slot-mask, ...) or strategy/isa"},
@@ -136,6 +143,210 @@ std::string arm_model_path(const ArmSpec& arm, const ModelSource& src) {
   return p;
 }
 
+// `arms`: "interleaved" (default) or "one-at-a-time".
+bool one_at_a_time(const RunSpec& run) {
+  const Located at = run.at("arms");
+  if (!at) return false;
+  const std::string v = as_string(at);
+  if (v != "interleaved" && v != "one-at-a-time") fail_at(at, "'", v, "' is not an arm schedule (interleaved or one-at-a-time)");
+  return v == "one-at-a-time";
+}
+
+// --- memory -------------------------------------------------------------------------------------
+
+// The tensors of a model as the estimate needs them: from the GGUF file's header, or from the
+// preset's hyperparameters (its file may not be written yet).
+struct ModelShape {
+  struct Tensor {
+    std::string name;
+    bool ternary = false;
+    std::int64_t rows = 0, cols = 0;  // ternary: output rows x input columns
+    std::uint64_t stored = 0;         // bytes in the file
+    std::int64_t elements = 0;
+  };
+  std::optional<model::ModelConfig> config;
+  std::vector<Tensor> tensors;
+  std::uint64_t file_bytes = 0;
+  std::string unreadable;  // why the file's shapes are unknown (the load will say so for the arm)
+};
+
+std::uint64_t packed_bytes(const LayoutInfo& L, std::int64_t rows, std::int64_t cols) {
+  return std::uint64_t((rows + L.rows - 1) / L.rows) * std::uint64_t((cols + kBlockK - 1) / kBlockK) * std::uint64_t(L.block_bytes());
+}
+
+ModelShape shape_of(const std::string& path, const ModelSource& src) {
+  ModelShape s;
+  if (path == src.path && !src.preset.empty()) {
+    const model::ModelConfig c = model::synth_config(model::find_preset(src.preset), {src.seed, 142});
+    const LayoutInfo& stored = find_layout("pq2_0");
+    for (const model::TensorSpec& t : model::tensor_specs(c)) {
+      std::int64_t n = 1;
+      for (std::uint64_t e : t.ne) n *= std::int64_t(e);
+      ModelShape::Tensor x{t.name, t.kind == model::Kind::ternary, 0, 0, 0, n};
+      if (x.ternary) {
+        x.cols = std::int64_t(t.ne[0]);
+        x.rows = std::int64_t(t.ne[1]);
+        x.stored = packed_bytes(stored, x.rows, x.cols);
+      } else {
+        x.stored = std::uint64_t(n) * (t.kind == model::Kind::bf16 ? 2 : 4);
+      }
+      s.file_bytes += x.stored;
+      s.tensors.push_back(std::move(x));
+    }
+    s.config = c;
+    return s;
+  }
+  try {
+    const gguf::File f = gguf::File::open(path, gguf::LoadMode::mmap);
+    s.file_bytes = f.file_size();
+    s.config = model::ModelConfig::from_gguf(f);
+    for (const gguf::TensorInfo& t : f.tensors) {
+      ModelShape::Tensor x{t.name, gguf::is_ternary(t.tensor_type()), 0, 0, t.bytes, t.elements()};
+      if (x.ternary) {
+        x.cols = std::int64_t(t.ne[0]);
+        x.rows = t.ne.size() > 1 ? std::int64_t(t.ne[1]) : 1;
+      }
+      s.tensors.push_back(std::move(x));
+    }
+  } catch (const Error& e) {
+    s.unreadable = e.what();
+    if (s.file_bytes == 0 && fs::is_regular_file(path)) s.file_bytes = fs::file_size(path);
+  }
+  return s;
+}
+
+// Tokens a session of this run holds at most: the greedy check's, or the kind's own.
+std::int64_t context_tokens(const RunSpec& run) {
+  std::int64_t n = 8 + run.integer("verify_tokens", 4, 1, 4096);
+  if (run.kind == "prefill") n = std::max(n, run.integer("tokens", 64, 1, 1 << 20));
+  if (run.kind == "decode") n = std::max(n, run.integer("tokens", 32, 1, 1 << 20));
+  if (run.kind == "speed") n = std::max({n, run.integer("prefill_tokens", 64, 1, 1 << 20), run.integer("decode_tokens", 32, 1, 1 << 20)});
+  if (run.kind == "perplexity") n = std::max(n, run.integer("chunk", 64, 2, 1 << 20));
+  if (run.kind == "greedy") n = std::max(n, run.integer("prompt_tokens", 8, 1, 1 << 20) + run.integer("tokens", 16, 1, 1 << 20));
+  if (run.kind == "profile") n = std::max(n, run.integer("prompt_tokens", 16, 1, 1 << 20) + 1);
+  return n;
+}
+
+// One arm's resident memory, by part (docs/experiments.md, "Memory").
+struct ArmMemory {
+  std::string arm;
+  std::int64_t weights = 0;    // every ternary matrix but the embedding, repacked into the arm's layout
+  std::int64_t embedding = 0;  // the embedding table, kept in the file's format
+  std::int64_t floats = 0;     // norms, conv and gate tensors, widened to f32
+  std::int64_t file = 0;       // load = "memory": the whole file on the heap
+  std::int64_t repack = 0;     // the largest ternary tensor's source copy while it is repacked
+  std::int64_t sessions = 0;   // two sessions (KV cache, conv and recurrent state) at the run's context
+  std::int64_t scratch = 0;    // one chunk's activations, the logits, the greedy check's logits
+  std::string unknown;         // the file could not be read: only its size is counted
+  std::int64_t total() const { return weights + embedding + floats + file + repack + sessions + scratch; }
+};
+
+struct RunMemory {
+  std::vector<ArmMemory> arms;
+  std::int64_t ceiling = 0;  // the memory read ceiling's buffer (one at a time, whatever the arms)
+  bool one_at_a_time = false;
+  AvailableMemory available;
+  // The arms held at once: all of them, or the largest alone.
+  std::int64_t arms_bytes() const {
+    std::int64_t sum = 0, most = 0;
+    for (const ArmMemory& a : arms) {
+      sum += a.total();
+      most = std::max(most, a.total());
+    }
+    return one_at_a_time ? most : sum;
+  }
+  std::int64_t margin() const { return memory_margin(arms_bytes() + ceiling); }
+  std::int64_t needed() const { return arms_bytes() + ceiling + margin(); }
+  bool fits() const { return available.bytes < 0 || needed() <= available.bytes; }
+};
+
+RunMemory estimate_memory(const RunSpec& run) {
+  RunMemory m;
+  m.one_at_a_time = one_at_a_time(run);
+  m.available = available_memory();
+  if (run.kind != "greedy") m.ceiling = run.integer("ceiling_mib", 1024, 1, 1 << 20) << 20;
+  const ModelSource src = model_source(run);
+  const std::int64_t ctx = context_tokens(run);
+  const std::int64_t chunk = std::min<std::int64_t>(ctx, run.integer("prefill_chunk", 64, 1, 1 << 16));
+  const std::int64_t verify = run.integer("verify_tokens", 4, 1, 4096);
+  std::map<std::string, ModelShape> shapes;
+  for (const ArmSpec& a : run.arms) {
+    const std::string path = arm_model_path(a, src);
+    if (!shapes.count(path)) shapes.emplace(path, shape_of(path, src));
+    const ModelShape& s = shapes.at(path);
+    const LayoutInfo& L = arm_layout(a);
+    ArmMemory e;
+    e.arm = a.name;
+    if (arm_load(run, a) == gguf::LoadMode::memory) e.file = std::int64_t(s.file_bytes);
+    if (!s.config) {
+      e.unknown = s.unreadable;
+      e.weights = std::int64_t(s.file_bytes);
+      m.arms.push_back(e);
+      continue;
+    }
+    for (const ModelShape::Tensor& t : s.tensors) {
+      if (!t.ternary) {
+        e.floats += 4 * t.elements;
+      } else if (t.name == "token_embd.weight") {
+        e.embedding += std::int64_t(t.stored);
+      } else {
+        e.weights += std::int64_t(packed_bytes(L, t.rows, t.cols));
+        e.repack = std::max(e.repack, std::int64_t(t.stored));
+      }
+    }
+    const model::ModelConfig& c = *s.config;
+    std::int64_t session = 0;
+    for (int l = 0; l < c.n_layer; ++l)
+      session += c.is_gdn(l) ? 4 * (std::int64_t(c.ssm_conv - 1) * c.conv_channels() + std::int64_t(c.ssm_v_heads) * c.ssm_state * c.ssm_state)
+                             : 4 * 2 * ctx * std::int64_t(c.n_head_kv) * c.head_dim;
+    e.sessions = 2 * session;
+    const std::int64_t width = std::max({c.n_embd, c.n_ff, c.conv_channels(), 2 * c.attn_dim()});
+    const std::int64_t logit_rows = run.kind == "perplexity" ? run.integer("chunk", 64, 2, 1 << 20) : 1;
+    e.scratch = 4 * chunk * 8 * width + 4 * std::int64_t(c.n_vocab) * (logit_rows + verify);
+    m.arms.push_back(e);
+  }
+  return m;
+}
+
+std::string estimate_text(const RunMemory& m) {
+  std::vector<std::string> per_arm;
+  for (const ArmMemory& a : m.arms)
+    per_arm.push_back(cat("'", a.arm, "' ", gib_text(double(a.total())), a.unknown.empty() ? "" : " (file size only: " + a.unknown + ")"));
+  return cat(join(per_arm), "; ", m.one_at_a_time ? "one at a time, the largest arm " : "interleaved, all arms together ",
+             gib_text(double(m.arms_bytes())), " + ceiling buffer ", gib_text(double(m.ceiling)), " + margin ",
+             gib_text(double(m.margin())), " = ", gib_text(double(m.needed())));
+}
+
+std::string available_text(const AvailableMemory& a) {
+  return a.bytes < 0 ? "unknown here (no /proc/meminfo): not checked" : cat(gib_text(double(a.bytes)), " available (", a.source, ")");
+}
+
+// Refuses, before anything loads, a run whose arms cannot fit in the memory available.
+void check_memory(const RunSpec& run) {
+  const RunMemory m = estimate_memory(run);
+  if (m.fits()) return;
+  const Located arms_at = run.at("arms");
+  const Located& at = arms_at ? arms_at : run.arms.front().table;
+  if (m.one_at_a_time)
+    fail_at(at, "even one arm at a time needs more memory than there is: estimated ", estimate_text(m), ", against ",
+            available_text(m.available), "; use a smaller model or preset, a smaller ceiling_mib, or a machine with more memory");
+  RunMemory one = m;
+  one.one_at_a_time = true;
+  if (!one.fits())
+    fail_at(at, "the ", m.arms.size(), " arms cannot fit in memory together, nor one at a time: estimated ", estimate_text(m),
+            ", against ", available_text(m.available), "; one at a time would need ", gib_text(double(one.needed())),
+            ": use a smaller model or preset, a smaller ceiling_mib, or a machine with more memory");
+  fail_at(at, "the ", m.arms.size(), " arms cannot fit in memory together: estimated ", estimate_text(m), ", against ",
+          available_text(m.available), "; keep fewer arms, or set arms = \"one-at-a-time\" to load, measure and free each arm in ",
+          "turn (needs ", gib_text(double(one.needed())), "; marked not interleaved: its ratios compare separate passes)");
+}
+
+std::string memory_notes(const RunSpec& run) {
+  if (run.arms.empty()) return "";
+  const RunMemory m = estimate_memory(run);
+  return cat("    memory (estimate): ", estimate_text(m), "; ", available_text(m.available), "\n");
+}
+
 void validate_model_kind(const RunSpec& run) {
   run_seed(run);
   run.integer("verify_tokens", 4, 1, 4096);
@@ -165,6 +376,7 @@ void validate_model_kind(const RunSpec& run) {
     if (const Located t = run.at("text"); t && !fs::is_regular_file(as_string(t)))
       fail_at(t, "no such text file '", as_string(t), "'");
   }
+  check_memory(run);
 }
 
 // --- loading and verification -------------------------------------------------------------------
@@ -193,7 +405,6 @@ struct ModelArm {
   std::unique_ptr<Model> model;
   std::string failure;  // non-empty: not timed
   std::vector<std::int32_t> tokens;
-  std::vector<std::vector<float>> logits;
   double max_logit_diff = 0;
   int first_difference = -1;  // greedy step where the tokens first differ
 };
@@ -203,19 +414,25 @@ struct ModelArms {
   std::vector<ModelArm> arms;
   std::size_t baseline = 0;          // the greedy check's reference: every arm against this one
   Baselines ratios;                  // each arm's baseline for the ratios (matched per sweep point)
+  bool interleaved = true;           // false: arms = "one-at-a-time"
+  int prompt_len = 8, check_tokens = 4;
   std::vector<std::int32_t> prompt;  // the greedy check's prompt
+  std::vector<std::vector<float>> base_logits;  // the baseline's, kept for the arms checked after it
+  std::optional<model::ModelConfig> config;     // the baseline's, kept after its model is freed
   int vocab = 0;
   std::uint64_t ternary_bytes = 0;   // of the baseline's model, per decoded token
 };
 
-// Loads every arm (a load error fails that arm only) and runs the greedy check: `n` tokens after a
-// `prompt_len`-token prompt, each arm against the baseline arm.
-ModelArms load_and_check(const RunSpec& run, RunContext& ctx, int prompt_len, int n) {
+// The arms as planned, nothing loaded: names, layouts, kernels, threads, load modes and files.
+ModelArms plan_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n) {
   ModelArms m;
   m.source = model_source(run);
   ensure_model(m.source, ctx.log);
   m.ratios = resolve_baselines(run);
   m.baseline = m.ratios.primary;
+  m.interleaved = !one_at_a_time(run);
+  m.prompt_len = prompt_len;
+  m.check_tokens = n;
   for (std::size_t i = 0; i < run.arms.size(); ++i) {
     const ArmSpec& a = run.arms[i];
     const LayoutInfo& L = arm_layout(a);
@@ -226,54 +443,129 @@ ModelArms load_and_check(const RunSpec& run, RunContext& ctx, int prompt_len, in
     arm.kernel = arm_kernel(a, L, true).name();
     arm.threads = arm_threads(run, a);
     arm.bits_per_weight = L.bits_per_weight();
-    const gguf::LoadMode mode = arm_load(run, a);
-    arm.load = gguf::mode_name(mode);
+    arm.load = gguf::mode_name(arm_load(run, a));
     arm.path = arm_model_path(a, m.source);
-    model::LoadOptions o;
-    o.layout = arm.layout;
-    o.kernel = arm.kernel;
-    o.mode = mode;
-    o.threads = arm.threads;
-    o.prefill_chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
-    try {
-      arm.model = Model::load(arm.path, o);
-    } catch (const Error& e) {
-      arm.failure = cat("load: ", e.what());
-    }
     m.arms.push_back(std::move(arm));
-    ctx.progress.step("load " + a.name);
   }
-  ModelArm& base = m.arms[m.baseline];
-  if (base.model) {
-    m.vocab = base.model->config().n_vocab;
-    m.ternary_bytes = base.model->ternary_bytes_per_token();
+  return m;
+}
+
+// Loads arm i (a load error fails that arm only).
+void load_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i) {
+  ModelArm& arm = m.arms[i];
+  model::LoadOptions o;
+  o.layout = arm.layout;
+  o.kernel = arm.kernel;
+  o.mode = gguf::parse_mode(arm.load);
+  o.threads = arm.threads;
+  o.prefill_chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
+  try {
+    arm.model = Model::load(arm.path, o);
+  } catch (const Error& e) {
+    arm.failure = cat("load: ", e.what());
   }
-  m.prompt = model::random_tokens(prompt_len, std::max(m.vocab, 1), run_seed(run));
-  if (base.model) base.tokens = model::greedy(*base.model, m.prompt, n, &base.logits);
-  for (std::size_t i = 0; i < m.arms.size(); ++i) {
-    ModelArm& a = m.arms[i];
-    if (i != m.baseline && a.failure.empty()) {
-      if (!base.model) {
-        a.failure = "the baseline arm '" + base.name + "' did not load";
-      } else if (a.model->config().n_vocab != m.vocab) {
-        a.failure = cat("vocabulary ", a.model->config().n_vocab, " != baseline's ", m.vocab);
-      } else {
-        a.tokens = model::greedy(*a.model, m.prompt, n, &a.logits);
-        for (std::size_t t = 0; t < a.tokens.size(); ++t) {
-          for (int v = 0; v < m.vocab; ++v)
-            a.max_logit_diff = std::max(a.max_logit_diff, double(std::fabs(a.logits[t][std::size_t(v)] - base.logits[t][std::size_t(v)])));
-          if (a.tokens[t] != base.tokens[t]) {
-            a.first_difference = int(t);
-            a.failure = cat("greedy token ", t, " is ", a.tokens[t], ", the baseline's is ", base.tokens[t],
-                            " (max |logit difference| ", a.max_logit_diff, ")");
-            break;
-          }
+  ctx.progress.step("load " + arm.name);
+}
+
+// The greedy check of arm i: `check_tokens` tokens after a `prompt_len`-token prompt, against the
+// baseline arm, which must be checked first (its tokens and logits are kept for the others).
+void check_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i) {
+  ModelArm& a = m.arms[i];
+  const ModelArm& base = m.arms[m.baseline];
+  if (i == m.baseline) {
+    if (a.model) {
+      m.vocab = a.model->config().n_vocab;
+      m.ternary_bytes = a.model->ternary_bytes_per_token();
+      m.config = a.model->config();
+    }
+    m.prompt = model::random_tokens(m.prompt_len, std::max(m.vocab, 1), run_seed(run));
+    if (a.model) a.tokens = model::greedy(*a.model, m.prompt, m.check_tokens, &m.base_logits);
+  } else if (a.failure.empty()) {
+    if (!m.config) {
+      a.failure = "the baseline arm '" + base.name + "' did not load";
+    } else if (a.model->config().n_vocab != m.vocab) {
+      a.failure = cat("vocabulary ", a.model->config().n_vocab, " != baseline's ", m.vocab);
+    } else {
+      std::vector<std::vector<float>> logits;
+      a.tokens = model::greedy(*a.model, m.prompt, m.check_tokens, &logits);
+      for (std::size_t t = 0; t < a.tokens.size(); ++t) {
+        for (int v = 0; v < m.vocab; ++v)
+          a.max_logit_diff = std::max(a.max_logit_diff, double(std::fabs(logits[t][std::size_t(v)] - m.base_logits[t][std::size_t(v)])));
+        if (a.tokens[t] != base.tokens[t]) {
+          a.first_difference = int(t);
+          a.failure = cat("greedy token ", t, " is ", a.tokens[t], ", the baseline's is ", base.tokens[t],
+                          " (max |logit difference| ", a.max_logit_diff, ")");
+          break;
         }
       }
     }
-    ctx.progress.step("greedy check " + a.name);
   }
-  for (ModelArm& a : m.arms) a.logits.clear();  // only the comparison needs them
+  ctx.progress.step("greedy check " + a.name);
+}
+
+// What a kind times of one loaded and checked arm: one setup per phase (speed: pp, then tg).
+using Prepare = std::function<std::vector<ArmSetup>(std::size_t, ModelArm&)>;
+
+// Loads, checks and times the arms; returns one TimingResult per phase. Interleaved (the default):
+// every arm loaded and checked, then each phase times all of them round by round. One at a time:
+// the baseline first, then each arm in order is loaded, checked, timed in its own pass beside its
+// own ceilings, and freed before the next; the passes merge into one result per phase, marked not
+// interleaved. `prepare` sees the baseline first in both modes.
+std::vector<TimingResult> run_arms(const RunSpec& run, RunContext& ctx, ModelArms& m, const std::vector<MeasureOptions>& phases,
+                                   const Prepare& prepare) {
+  std::vector<std::size_t> order{m.baseline};
+  for (std::size_t i = 0; i < m.arms.size(); ++i)
+    if (i != m.baseline) order.push_back(i);
+  std::vector<std::vector<ArmSetup>> setups(m.arms.size());
+  const auto ready = [&](std::size_t i) {
+    if (prepare) setups[i] = prepare(i, m.arms[i]);
+    setups[i].resize(phases.size());
+  };
+  std::vector<TimingResult> out;
+  if (m.interleaved) {
+    for (std::size_t i = 0; i < m.arms.size(); ++i) load_arm(run, ctx, m, i);
+    for (std::size_t i : order) check_arm(run, ctx, m, i);
+    for (std::size_t i : order) ready(i);
+    for (std::size_t p = 0; p < phases.size(); ++p) {
+      std::vector<ArmSetup> s;
+      for (auto& v : setups) s.push_back(std::move(v[p]));
+      out.push_back(measure_arms(std::move(s), phases[p], ctx.pools, ctx.progress));
+    }
+    return out;
+  }
+  std::vector<std::vector<TimingResult>> passes(phases.size(), std::vector<TimingResult>(m.arms.size()));
+  for (std::size_t i : order) {
+    load_arm(run, ctx, m, i);
+    check_arm(run, ctx, m, i);
+    ready(i);
+    for (std::size_t p = 0; p < phases.size(); ++p) {
+      if (!m.arms[i].failure.empty()) {  // never timed: no pass of ceilings for it either
+        TimingResult none;
+        none.rounds = phases[p].rounds;
+        none.warmup = phases[p].warmup;
+        ArmTiming t;
+        t.setup = std::move(setups[i][p]);
+        t.failure = m.arms[i].failure;
+        none.arms.push_back(std::move(t));
+        for (std::int64_t u = 0; u < measure_units(1, phases[p]); ++u) ctx.progress.step("skip " + m.arms[i].name);
+        passes[p][i] = std::move(none);
+        continue;
+      }
+      passes[p][i] = measure_arms({std::move(setups[i][p])}, phases[p], ctx.pools, ctx.progress);
+    }
+    m.arms[i].model.reset();  // freed before the next arm loads
+  }
+  for (std::size_t p = 0; p < phases.size(); ++p)
+    out.push_back(merge_passes(std::move(passes[p]), phases[p].baseline, phases[p].baseline_label));
+  return out;
+}
+
+// The greedy check alone (untimed kinds): every arm loaded and checked, one at a time when asked.
+ModelArms load_and_check(const RunSpec& run, RunContext& ctx, int prompt_len, int n) {
+  ModelArms m = plan_arms(run, ctx, prompt_len, n);
+  run_arms(run, ctx, m, {}, nullptr);
+  if (!m.interleaved) return m;
+  for (ModelArm& a : m.arms) a.model.reset();
   return m;
 }
 
@@ -283,12 +575,11 @@ std::string check_cell(const ModelArm& a, bool is_baseline) {
 }
 
 std::string model_line(const ModelArms& m) {
-  const ModelArm& b = m.arms[m.baseline];
-  if (!b.model) return m.source.describe() + "\n\n";
-  const model::ModelConfig& c = b.model->config();
+  if (!m.config) return m.source.describe() + "\n\n";
+  const model::ModelConfig& c = *m.config;
   return cat(m.source.describe(), ": ", c.n_layer, " layers, hidden ", c.n_embd, ", vocab ", c.n_vocab, "; ",
              sig(double(m.ternary_bytes) / 1e6), " MB of ternary weights streamed per decoded token in the baseline's layout ",
-             b.layout, ".\n\n");
+             m.arms[m.baseline].layout, ".\n\n");
 }
 
 // After each model table: the arms that failed verification, and what holding them all cost.
@@ -300,15 +591,16 @@ std::string arms_footer(const ModelArms& m) {
   for (const ModelArm& a : m.arms) threads.push_back(a.threads);
   s += oversubscribed_note(threads);
   if (const std::int64_t rss = peak_rss_bytes(); rss > 0)
-    s += cat("\npeak resident memory of the run so far: ", sig(double(rss) / double(1 << 30)), " GiB (every arm's model, ",
-             "the file's touched pages and the ceiling buffer together).\n");
+    s += cat("\npeak resident memory of the run so far: ", sig(double(rss) / double(1 << 30)), " GiB (",
+             m.interleaved ? "every arm's model" : "one arm's model at a time", ", the file's touched pages and the ceiling buffer together).\n");
   return s;
 }
 
 std::string ceilings_text(const TimingResult& r) {
   std::vector<std::string> t;
   for (const auto& [n, v] : r.ceiling_gbps) t.push_back(cat(n, " thr ", with_range(stat_of(v), " GB/s")));
-  return cat("memory read ceiling (streaming sum over ", sig(r.ceiling_bytes / (1 << 20)), " MiB, each round beside the arms): ",
+  return cat("memory read ceiling (streaming sum over ", sig(r.ceiling_bytes / (1 << 20)), " MiB, ",
+             r.interleaved ? "each round beside the arms" : "each round of every arm's own pass, all passes together", "): ",
              join(t, "; "), "\n\n");
 }
 
@@ -324,7 +616,9 @@ std::string run_json_head(const RunSpec& run, const std::string& title, const Mo
   std::string s = cat("{\"index\": ", run.index, ", \"name\": ", json_string(title), ", \"kind\": ", json_string(run.kind),
                       ", \"model\": ", json_string(m.source.path), ", \"preset\": ", json_string(m.source.preset),
                       ", \"seed\": ", m.source.seed, ", \"baseline\": ", json_string(m.arms[m.baseline].name),
-                      ", \"ternary_bytes_per_token\": ", m.ternary_bytes, ", \"sweep\": {");
+                      ", \"ternary_bytes_per_token\": ", m.ternary_bytes, ", \"interleaved\": ", m.interleaved ? "true" : "false",
+                      ", \"arms\": ", json_string(m.interleaved ? "interleaved" : "one-at-a-time"),
+                      ", \"ratios\": ", json_string(m.interleaved ? "same rounds" : "separate passes"), ", \"sweep\": {");
   for (std::size_t i = 0; i < run.sweep_point.size(); ++i)
     s += cat(i ? ", " : "", json_string(run.sweep_point[i].first), ": ", json_string(run.sweep_point[i].second));
   return s + "}";
@@ -338,6 +632,7 @@ ArmSetup setup_of(const ModelArm& a) {
   s.threads = a.threads;
   s.options = "load=" + a.load;
   s.bits_per_weight = a.bits_per_weight;
+  s.baseline = a.baseline;
   const std::string failure = a.failure;
   s.verify = [failure] { return failure; };
   return s;
@@ -350,35 +645,32 @@ std::int64_t model_units(const RunSpec& run, int rounds, int warmup) {
 
 // --- prefill and decode -------------------------------------------------------------------------
 
-// Times pp n (decode false) or tg n over the loaded arms.
-RunReport measure_speed(const RunSpec& run, RunContext& ctx, const ModelArms& m, bool decode, int n) {
+// One arm's pp n (decode false) or tg n call, over `stream`.
+ArmSetup speed_setup(const ModelArm& a, bool decode, int n, int chunk, const std::vector<std::int32_t>& stream) {
+  ArmSetup s = setup_of(a);
+  if (!a.model) return s;
+  Model* model = a.model.get();
+  // Weights are streamed once per forward call: every token in decode, every chunk in prefill.
+  const std::int64_t passes = decode ? n : (n + chunk - 1) / chunk;
+  s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token()) * double(passes);
+  if (decode) {
+    s.call = [model, stream] {
+      model::Session session = model->new_session();
+      for (const std::int32_t& t : stream) model->forward(session, std::span(&t, 1));
+    };
+  } else {
+    s.call = [model, stream] {
+      model::Session session = model->new_session();
+      model->forward(session, stream);
+    };
+  }
+  return s;
+}
+
+// The pp n or tg n table of the timed arms.
+RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResult& r, bool decode, int n) {
   const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
   const int chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
-  const std::vector<std::int32_t> stream = model::random_tokens(n, std::max(m.vocab, 1), run_seed(run) + 1);
-  std::vector<ArmSetup> setups;
-  for (const ModelArm& a : m.arms) {
-    ArmSetup s = setup_of(a);
-    if (a.model) {
-      Model* model = a.model.get();
-      // Weights are streamed once per forward call: every token in decode, every chunk in prefill.
-      const std::int64_t passes = decode ? n : (n + chunk - 1) / chunk;
-      s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token()) * double(passes);
-      if (decode) {
-        s.call = [model, stream] {
-          model::Session session = model->new_session();
-          for (const std::int32_t& t : stream) model->forward(session, std::span(&t, 1));
-        };
-      } else {
-        s.call = [model, stream] {
-          model::Session session = model->new_session();
-          model->forward(session, stream);
-        };
-      }
-    }
-    setups.push_back(std::move(s));
-  }
-  const TimingResult r = measure_arms(std::move(setups), measure_options(run), ctx.pools, ctx.progress);
-
   RunReport rep;
   const std::string label = cat(decode ? "tg" : "pp", n);
   rep.title = run.kind == "speed" ? cat(run.name(), " ", label) : run.name();
@@ -388,12 +680,12 @@ RunReport measure_speed(const RunSpec& run, RunContext& ctx, const ModelArms& m,
   md << "kind " << run.kind << ": " << label << " = "
      << (decode ? cat(n, " single-token forward passes (gemv) from an empty context, teacher-forced pseudo-random tokens")
                 : cat("one ", n, "-token pseudo-random prompt from an empty context (gemm, ", chunk, " tokens per batch)"))
-     << "; " << r.rounds << " rounds kept after " << r.warmup << " warm-up; arms interleaved in the order below; baseline '"
+     << "; " << r.rounds << " rounds kept after " << r.warmup << " warm-up; " << arms_order_text(r) << "; baseline '"
      << m.arms[m.baseline].name << "' (ratios against " << r.baseline_label << "); every arm's greedy tokens (" << verify_n
      << " after an 8-token prompt) checked against the baseline's before timing.\n\n";
   md << ceilings_text(r);
-  md << "| arm | layout | kernel | thr | load | greedy check | ms/" << label << " | tok/s | weight GB/s | "
-     << (decode ? "decode bandwidth fraction" : "of read ceiling") << " | vs baseline |\n|---|---|---|--:|---|---|--:|--:|--:|--:|--:|\n";
+  md << "| arm | layout | kernel | thr | load | greedy check | ms/" << label << " | spread | tok/s | weight GB/s | "
+     << (decode ? "decode bandwidth fraction" : "of read ceiling") << " | " << ratio_header(r) << " |\n|---|---|---|--:|---|---|--:|--:|--:|--:|--:|--:|\n";
   csv << "run,test,round,arm,layout,kernel,threads,load,tokens,seconds,tok_s,weight_bytes,gbps,ceiling_gbps,fraction_of_ceiling,speedup_vs_baseline\n";
   js << run_json_head(run, rep.title, m) << ", \"test\": " << json_string(label) << ", \"tokens\": " << n << ", \"rounds\": " << r.rounds
      << ", \"warmup\": " << r.warmup << ", \"ceiling_gbps\": {";
@@ -406,29 +698,34 @@ RunReport measure_speed(const RunSpec& run, RunContext& ctx, const ModelArms& m,
   }
   js << "}, \"arms\": [";
   std::vector<BarItem> bars;
+  NoiseChecks noise;
+  noise.ceilings(r);
   for (std::size_t i = 0; i < m.arms.size(); ++i) {
     const ModelArm& a = m.arms[i];
     const ArmTiming& t = r.arms[i];
     const Stat secs = stat_of(t.seconds);
+    if (t.verified && m.ratios.of[i] != i) noise.ratio(a.name, r.speedups(t));
+    noise.fraction(a.name, decode ? "its decode bandwidth fraction" : "its fraction of the read ceiling", r.bound_fractions(t));
     std::vector<double> toks;
     for (double sec : t.seconds) toks.push_back(n / sec);
     const Stat tok = stat_of(toks), gb = stat_of(r.gbps(t)), frac = stat_of(r.bound_fractions(t)), speed = stat_of(r.speedups(t));
     if (!t.verified) rep.ok = false;
     md << "| " << a.name << (m.ratios.is_baseline(i) ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << threads_cell(a.threads) << " | "
-       << a.load << " | " << check_cell(a, i == m.baseline) << " | " << with_range(secs, "", 1e3) << " | " << with_range(tok) << " | "
+       << a.load << " | " << check_cell(a, i == m.baseline) << " | " << with_range(secs, "", 1e3) << " | " << spread_cell(t.seconds) << " | "
+       << with_range(tok) << " | "
        << (gb.valid ? sig(gb.median) : "—") << " | " << with_range(frac, "%", 100) << " | " << with_range(speed, "×") << " |\n";
     js << (i ? ", " : "") << arm_json_head(a) << ", \"calls_per_sample\": " << t.reps << ", \"seconds_per_call\": " << stat_json(secs)
-       << ", \"tok_s\": " << stat_json(tok) << ", \"weight_bytes_per_call\": " << json_number(t.setup.weight_bytes)
+       << ", \"spread\": " << json_number(spread(t.seconds)) << ", \"tok_s\": " << stat_json(tok) << ", \"weight_bytes_per_call\": " << json_number(t.setup.weight_bytes)
        << ", \"gbps\": " << stat_json(gb) << ", \"fraction_of_read_ceiling\": " << stat_json(frac)
        << ", \"speedup_vs_baseline\": " << stat_json(speed) << "}";
     const auto gbs = r.gbps(t);
     const auto fracs = r.bound_fractions(t);
     const auto speeds = r.speedups(t);
-    const auto ceil_it = r.ceiling_gbps.find(a.threads);
+    const auto ceils = r.ceiling_of(t);
     for (std::size_t k = 0; k < t.seconds.size(); ++k)
       csv << run.index << "," << label << "," << k << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << "," << a.load
           << "," << n << "," << json_number(t.seconds[k]) << "," << json_number(toks[k]) << "," << json_number(t.setup.weight_bytes) << ","
-          << json_number(gbs[k]) << "," << (ceil_it != r.ceiling_gbps.end() ? json_number(ceil_it->second[k]) : "") << ","
+          << json_number(gbs[k]) << "," << (k < ceils.size() ? json_number(ceils[k]) : "") << ","
           << (k < fracs.size() ? json_number(fracs[k]) : "") << "," << (k < speeds.size() ? json_number(speeds[k]) : "") << "\n";
     if (t.verified) bars.push_back({a.name, tok.median, tok.min, tok.max, speed.valid ? sig(speed.median) + "× vs baseline" : ""});
     RunReport::ArmValues v{a.name, a.layout, {{prefix + "tok_s", tok.median}, {prefix + "speedup", speed.median}, {"max_logit_diff", a.max_logit_diff}}};
@@ -437,12 +734,13 @@ RunReport measure_speed(const RunSpec& run, RunContext& ctx, const ModelArms& m,
   }
   js << "]}";
   md << arms_footer(m);
-  md << "\nms and tok/s: median over kept rounds [min–max]; weight GB/s = ternary weight bytes streamed per call / time";
+  md << "\nms and tok/s: median over kept rounds [min–max]; " << spread_note() << "; weight GB/s = ternary weight bytes streamed per call / time";
   md << (decode ? "; decode bandwidth fraction = ternary weight bytes per token / time per token / that round's memory read ceiling on the "
-                  "arm's thread count (above 100% means the weights fit in cache)"
+                  "arm's thread count (above 100% the ceiling was no upper bound for the arm: warned, not explained)"
                 : "; of read ceiling = the same against that round's ceiling (prefill reads each weight once per batch)");
-  md << "; vs baseline = median of per-round time ratios (> 1 is faster).\n";
+  md << "; " << ratio_note(r) << ".\n";
   if (!bars.empty()) rep.svgs.emplace_back(prefix + "tok_s.svg", svg_bars(rep.title + ": " + label + " tokens/s", "tok/s", bars, {}));
+  rep.warnings = std::move(noise.warnings);
   rep.markdown = md.str();
   rep.csv = csv.str();
   rep.json = js.str();
@@ -451,15 +749,33 @@ RunReport measure_speed(const RunSpec& run, RunContext& ctx, const ModelArms& m,
 
 RunReport run_speed(const RunSpec& run, RunContext& ctx, bool decode) {
   const int n = int(run.integer("tokens", decode ? 32 : 64, 1, 1 << 20));
-  const ModelArms m = load_and_check(run, ctx, 8, int(run.integer("verify_tokens", 4, 1, 4096)));
-  return measure_speed(run, ctx, m, decode, n);
+  const int chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
+  ModelArms m = plan_arms(run, ctx, 8, int(run.integer("verify_tokens", 4, 1, 4096)));
+  std::vector<std::int32_t> stream;  // drawn once the baseline has told the vocabulary
+  const auto prepare = [&](std::size_t, ModelArm& a) {
+    if (stream.empty()) stream = model::random_tokens(n, std::max(m.vocab, 1), run_seed(run) + 1);
+    return std::vector<ArmSetup>{speed_setup(a, decode, n, chunk, stream)};
+  };
+  const std::vector<TimingResult> r = run_arms(run, ctx, m, {measure_options(run)}, prepare);
+  return speed_report(run, m, r.front(), decode, n);
 }
 
 // pp N then tg N over the same loaded arms: one report with both tables, arm values merged per arm.
 RunReport run_prefill_decode(const RunSpec& run, RunContext& ctx) {
-  const ModelArms m = load_and_check(run, ctx, 8, int(run.integer("verify_tokens", 4, 1, 4096)));
-  RunReport pp = measure_speed(run, ctx, m, false, int(run.integer("prefill_tokens", 64, 1, 1 << 20)));
-  RunReport tg = measure_speed(run, ctx, m, true, int(run.integer("decode_tokens", 32, 1, 1 << 20)));
+  const int pn = int(run.integer("prefill_tokens", 64, 1, 1 << 20)), dn = int(run.integer("decode_tokens", 32, 1, 1 << 20));
+  const int chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
+  ModelArms m = plan_arms(run, ctx, 8, int(run.integer("verify_tokens", 4, 1, 4096)));
+  std::vector<std::int32_t> pstream, dstream;
+  const auto prepare = [&](std::size_t, ModelArm& a) {
+    if (pstream.empty()) {
+      pstream = model::random_tokens(pn, std::max(m.vocab, 1), run_seed(run) + 1);
+      dstream = model::random_tokens(dn, std::max(m.vocab, 1), run_seed(run) + 1);
+    }
+    return std::vector<ArmSetup>{speed_setup(a, false, pn, chunk, pstream), speed_setup(a, true, dn, chunk, dstream)};
+  };
+  const std::vector<TimingResult> r = run_arms(run, ctx, m, {measure_options(run), measure_options(run)}, prepare);
+  RunReport pp = speed_report(run, m, r[0], false, pn);
+  RunReport tg = speed_report(run, m, r[1], true, dn);
   RunReport rep;
   rep.title = run.name();
   rep.ok = pp.ok && tg.ok;
@@ -476,6 +792,10 @@ RunReport run_prefill_decode(const RunSpec& run, RunContext& ctx) {
     it->values.insert(it->values.end(), v.values.begin(), v.values.end());
   }
   std::erase_if(rep.arm_values, [&](const auto& x) { return std::isnan(x.get("decode_tok_s")); });
+  for (NoiseWarning& w : pp.warnings) w.text = cat("pp", pn, ": ", w.text);
+  for (NoiseWarning& w : tg.warnings) w.text = cat("tg", dn, ": ", w.text);
+  rep.warnings = pp.warnings;
+  rep.warnings.insert(rep.warnings.end(), tg.warnings.begin(), tg.warnings.end());
   return rep;
 }
 
@@ -494,49 +814,44 @@ RunReport finish(RunReport rep, std::ostringstream& md, const std::ostringstream
 RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
   const int chunk = int(run.integer("chunk", 64, 2, 1 << 20));
   const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
-  ModelArms m = load_and_check(run, ctx, 8, verify_n);
-  // The stream: the text file through the model's tokenizer, else pseudo-random tokens.
+  ModelArms m = plan_arms(run, ctx, 8, verify_n);
   std::vector<std::int32_t> stream;
   std::string source;
-  const Located text_at = run.at("text");
-  const ModelArm& base = m.arms[m.baseline];
-  if (text_at && base.model) {
-    std::ifstream f(as_string(text_at), std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    stream = model::Tokenizer::from_gguf(base.model->file()).encode(ss.str());
-    if (run.at("tokens") && stream.size() > std::size_t(run.integer("tokens", 256, 2, std::int64_t(1) << 30)))
-      stream.resize(std::size_t(run.integer("tokens", 256, 2, std::int64_t(1) << 30)));
-    source = cat("text file ", as_string(text_at), " (", stream.size(), " tokens)");
-  } else {
-    stream = model::random_tokens(int(run.integer("tokens", 256, 2, std::int64_t(1) << 30)), std::max(m.vocab, 1), run_seed(run) + 2);
-    source = cat(stream.size(), " pseudo-random tokens (seed ", run_seed(run) + 2, ")");
-  }
   std::vector<double> ppl(m.arms.size(), std::numeric_limits<double>::quiet_NaN());
   std::vector<std::int64_t> predicted(m.arms.size(), 0);
-  const auto run_ppl = [&](std::size_t i) {
-    const model::Perplexity p = model::perplexity(*m.arms[i].model, stream, chunk);
-    ppl[i] = p.value();
-    predicted[i] = p.predicted;
-  };
-  if (base.failure.empty()) run_ppl(m.baseline);
-  for (std::size_t i = 0; i < m.arms.size(); ++i) {
-    ModelArm& a = m.arms[i];
-    if (i == m.baseline || !a.failure.empty()) continue;
-    run_ppl(i);
-    if (fixed_text(ppl[i], 4) != fixed_text(ppl[m.baseline], 4))
-      a.failure = cat("perplexity ", fixed_text(ppl[i], 6), " differs from the baseline's ", fixed_text(ppl[m.baseline], 6), " at 4 decimals");
-  }
-  std::vector<ArmSetup> setups;
-  for (ModelArm& a : m.arms) {
+  // The baseline comes first: it draws the stream (the text file through its tokenizer, else
+  // pseudo-random tokens) and sets the perplexity every other arm must match.
+  const auto prepare = [&](std::size_t i, ModelArm& a) {
+    if (i == m.baseline) {
+      const Located text_at = run.at("text");
+      if (text_at && a.model) {
+        std::ifstream f(as_string(text_at), std::ios::binary);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        stream = model::Tokenizer::from_gguf(a.model->file()).encode(ss.str());
+        if (run.at("tokens") && stream.size() > std::size_t(run.integer("tokens", 256, 2, std::int64_t(1) << 30)))
+          stream.resize(std::size_t(run.integer("tokens", 256, 2, std::int64_t(1) << 30)));
+        source = cat("text file ", as_string(text_at), " (", stream.size(), " tokens)");
+      } else {
+        stream = model::random_tokens(int(run.integer("tokens", 256, 2, std::int64_t(1) << 30)), std::max(m.vocab, 1), run_seed(run) + 2);
+        source = cat(stream.size(), " pseudo-random tokens (seed ", run_seed(run) + 2, ")");
+      }
+    }
+    if (a.failure.empty()) {
+      const model::Perplexity p = model::perplexity(*a.model, stream, chunk);
+      ppl[i] = p.value();
+      predicted[i] = p.predicted;
+      if (i != m.baseline && fixed_text(ppl[i], 4) != fixed_text(ppl[m.baseline], 4))
+        a.failure = cat("perplexity ", fixed_text(ppl[i], 6), " differs from the baseline's ", fixed_text(ppl[m.baseline], 6), " at 4 decimals");
+    }
     ArmSetup s = setup_of(a);
     if (a.model) {
       Model* model = a.model.get();
-      s.call = [model, stream, chunk] { model::perplexity(*model, stream, chunk); };
+      s.call = [model, stream = stream, chunk] { model::perplexity(*model, stream, chunk); };
     }
-    setups.push_back(std::move(s));
-  }
-  const TimingResult r = measure_arms(std::move(setups), measure_options(run, 1, 0), ctx.pools, ctx.progress);
+    return std::vector<ArmSetup>{std::move(s)};
+  };
+  const TimingResult r = run_arms(run, ctx, m, {measure_options(run, 1, 0)}, prepare).front();
 
   RunReport rep;
   rep.title = run.name();
@@ -544,9 +859,11 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
   md << "### " << rep.title << "\n\n" << model_line(m);
   md << "kind perplexity over " << source << " in chunks of " << chunk << " tokens, each from a fresh state; every arm must match the "
      << "baseline '" << m.arms[m.baseline].name << "' to 4 decimals (the kernels promise bit-identical floats) and share its greedy tokens; "
-     << r.rounds << " timed passes kept after " << r.warmup << " warm-up, arms interleaved; ratios against " << r.baseline_label << ".\n\n";
-  md << "| arm | layout | kernel | thr | load | greedy check | perplexity | predicted tokens | s/pass | tok/s | vs baseline |\n"
-        "|---|---|---|--:|---|---|--:|--:|--:|--:|--:|\n";
+     << r.rounds << " timed passes kept after " << r.warmup << " warm-up; " << arms_order_text(r) << "; ratios against " << r.baseline_label << ".\n\n";
+  md << "| arm | layout | kernel | thr | load | greedy check | perplexity | predicted tokens | s/pass | spread | tok/s | " << ratio_header(r) << " |\n"
+        "|---|---|---|--:|---|---|--:|--:|--:|--:|--:|--:|\n";
+  NoiseChecks noise;
+  noise.ceilings(r);
   csv << "run,round,arm,layout,kernel,threads,load,perplexity,predicted,seconds,speedup_vs_baseline\n";
   js << run_json_head(run, rep.title, m) << ", \"chunk\": " << chunk << ", \"stream_tokens\": " << stream.size() << ", \"arms\": [";
   for (std::size_t i = 0; i < m.arms.size(); ++i) {
@@ -555,12 +872,13 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
     const Stat secs = stat_of(t.seconds), speed = stat_of(r.speedups(t));
     if (!t.verified) rep.ok = false;
     const bool have = std::isfinite(ppl[i]);
+    if (t.verified && m.ratios.of[i] != i) noise.ratio(a.name, r.speedups(t));
     md << "| " << a.name << (m.ratios.is_baseline(i) ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << threads_cell(a.threads) << " | "
        << a.load << " | " << check_cell(a, i == m.baseline) << " | " << (have ? fixed_text(ppl[i], 4) : "—") << " | " << predicted[i]
-       << " | " << with_range(secs) << " | " << (secs.valid ? sig(double(stream.size()) / secs.median) : "—") << " | "
+       << " | " << with_range(secs) << " | " << spread_cell(t.seconds) << " | " << (secs.valid ? sig(double(stream.size()) / secs.median) : "—") << " | "
        << with_range(speed, "×") << " |\n";
     js << (i ? ", " : "") << arm_json_head(a) << ", \"perplexity\": " << json_number(ppl[i]) << ", \"predicted\": " << predicted[i]
-       << ", \"seconds_per_pass\": " << stat_json(secs) << ", \"speedup_vs_baseline\": " << stat_json(speed) << "}";
+       << ", \"seconds_per_pass\": " << stat_json(secs) << ", \"spread\": " << json_number(spread(t.seconds)) << ", \"speedup_vs_baseline\": " << stat_json(speed) << "}";
     for (std::size_t k = 0; k < t.seconds.size(); ++k)
       csv << run.index << "," << k << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << "," << a.load << ","
           << json_number(ppl[i]) << "," << predicted[i] << "," << json_number(t.seconds[k]) << ","
@@ -568,6 +886,8 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
     if (have && t.verified) rep.arm_values.push_back({a.name, a.layout, {{"perplexity", ppl[i]}, {"max_logit_diff", a.max_logit_diff}}});
   }
   js << "]}";
+  md << "\ns/pass: median over kept rounds [min–max]; " << spread_note() << "; " << ratio_note(r) << ".\n";
+  rep.warnings = std::move(noise.warnings);
   return finish(std::move(rep), md, csv, js, m);
 }
 
@@ -614,17 +934,17 @@ RunReport run_greedy(const RunSpec& run, RunContext& ctx) {
 RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   const int prompt_len = int(run.integer("prompt_tokens", 16, 1, 1 << 20));
   const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
-  ModelArms m = load_and_check(run, ctx, 8, verify_n);
-  const std::vector<std::int32_t> prompt = model::random_tokens(prompt_len + 1, std::max(m.vocab, 1), run_seed(run) + 3);
+  ModelArms m = plan_arms(run, ctx, 8, verify_n);
+  std::vector<std::int32_t> prompt;  // drawn once the baseline has told the vocabulary
   // Each arm decodes the same token after the same prefilled context: a snapshot copied per call
   // (the copy is outside the profiled forward call).
   struct Profiled {
     model::Session snapshot;
     std::vector<model::OpProfile> calls;
   };
-  std::vector<std::shared_ptr<Profiled>> profiled;
-  std::vector<ArmSetup> setups;
-  for (ModelArm& a : m.arms) {
+  std::vector<std::shared_ptr<Profiled>> profiled(m.arms.size());
+  const auto prepare = [&](std::size_t i, ModelArm& a) {
+    if (prompt.empty()) prompt = model::random_tokens(prompt_len + 1, std::max(m.vocab, 1), run_seed(run) + 3);
     ArmSetup s = setup_of(a);
     auto p = std::make_shared<Profiled>();
     if (a.model && a.failure.empty()) {
@@ -640,10 +960,10 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
         p->calls.push_back(prof);
       };
     }
-    profiled.push_back(p);
-    setups.push_back(std::move(s));
-  }
-  const TimingResult r = measure_arms(std::move(setups), measure_options(run), ctx.pools, ctx.progress);
+    profiled[i] = p;
+    return std::vector<ArmSetup>{std::move(s)};
+  };
+  const TimingResult r = run_arms(run, ctx, m, {measure_options(run)}, prepare).front();
 
   RunReport rep;
   rep.title = run.name();
@@ -651,15 +971,17 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   std::ostringstream md, csv, js;
   md << "### " << rep.title << "\n\n" << model_line(m);
   md << "kind profile: wall time per op of one decode token after a " << prompt_len << "-token context, from model::OpProfile; "
-     << r.rounds << " rounds kept after " << r.warmup << " warm-up, arms interleaved; every arm's greedy tokens checked against the baseline "
+     << r.rounds << " rounds kept after " << r.warmup << " warm-up; " << arms_order_text(r) << "; every arm's greedy tokens checked against the baseline "
      << "'" << m.arms[m.baseline].name << "' before timing (ratios against " << r.baseline_label
      << "). Cells: ms, median over rounds of the per-round mean.\n\n";
   md << ceilings_text(r);
   md << "| arm | layout | kernel | thr | greedy check |";
   for (int op = 0; op < kOps; ++op) md << " " << model::OpProfile::name(op) << " |";
-  md << " total ms | matmul GB/s | matmul of read ceiling | vs baseline |\n|---|---|---|--:|---|";
+  md << " total ms | spread | matmul GB/s | matmul of read ceiling | " << ratio_header(r) << " |\n|---|---|---|--:|---|";
   for (int op = 0; op < kOps; ++op) md << "--:|";
-  md << "--:|--:|--:|--:|\n";
+  md << "--:|--:|--:|--:|--:|\n";
+  NoiseChecks noise;
+  noise.ceilings(r);
   csv << "run,round,arm,layout,kernel,threads,op,seconds\n";
   js << run_json_head(run, rep.title, m) << ", \"prompt_tokens\": " << prompt_len << ", \"rounds\": " << r.rounds << ", \"arms\": [";
   // Per arm, per kept round: mean seconds per op, and the total.
@@ -705,20 +1027,23 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     }
     const std::vector<double> tot = totals(i), base_totals = totals(m.ratios.of[i]);
     std::vector<double> gbps, frac, speed;
-    const auto ceil_it = r.ceiling_gbps.find(a.threads);
+    const std::vector<double> ceils = r.ceiling_of(t);
     for (std::size_t k = 0; k < per_round[i].size(); ++k) {
       const double mm = per_round[i][k][model::OpProfile::matmul];
       gbps.push_back(t.setup.weight_bytes / mm / 1e9);
-      if (ceil_it != r.ceiling_gbps.end() && k < ceil_it->second.size()) frac.push_back(gbps.back() / ceil_it->second[k]);
+      if (k < ceils.size()) frac.push_back(gbps.back() / ceils[k]);
       if (k < base_totals.size()) speed.push_back(base_totals[k] / tot[k]);
       for (int op = 0; op < kOps; ++op)
         csv << run.index << "," << k << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << ","
             << model::OpProfile::name(op) << "," << json_number(per_round[i][k][std::size_t(op)]) << "\n";
     }
     const Stat total = stat_of(tot), g = stat_of(gbps), f = stat_of(frac), sp = stat_of(speed);
-    md << " " << with_range(total, "", 1e3) << " | " << (g.valid ? sig(g.median) : "—") << " | " << with_range(f, "%", 100) << " | "
+    if (t.verified && m.ratios.of[i] != i) noise.ratio(a.name, speed);
+    noise.fraction(a.name, "its matmul fraction of the read ceiling", frac);
+    md << " " << with_range(total, "", 1e3) << " | " << spread_cell(tot) << " | " << (g.valid ? sig(g.median) : "—") << " | " << with_range(f, "%", 100) << " | "
        << with_range(sp, "×") << " |\n";
     js << "}, \"total_ms\": " << stat_json(Stat{total.median * 1e3, total.min * 1e3, total.max * 1e3, total.valid})
+       << ", \"spread\": " << json_number(spread(tot))
        << ", \"matmul_gbps\": " << stat_json(g) << ", \"matmul_fraction_of_read_ceiling\": " << stat_json(f)
        << ", \"speedup_vs_baseline\": " << stat_json(sp) << "}";
     if (total.valid) bars.push_back({a.name, total.median * 1e3, total.min * 1e3, total.max * 1e3, ""});
@@ -726,8 +1051,10 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   js << "]}";
   md << arms_footer(m);
   md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
-        "arm's thread count; vs baseline = median of per-round ratios of the totals (> 1 is faster).\n";
+        "arm's thread count; "
+     << spread_note() << " of the totals; " << ratio_note(r) << ", of the totals.\n";
   if (!bars.empty()) rep.svgs.emplace_back("decode_ms.svg", svg_bars(rep.title + ": one decode token", "ms", bars, {}));
+  rep.warnings = std::move(noise.warnings);
   rep.markdown = md.str();
   rep.csv = csv.str();
   rep.json = js.str();
@@ -738,6 +1065,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
 
 void register_model_kinds() {
   const std::vector<KeySpec> keys = model_keys();
+  for (const char* kind : {"prefill", "decode", "speed", "perplexity", "greedy", "profile"}) register_plan_notes(kind, memory_notes);
   register_kind({"prefill", "pp N: prompt tokens/s of a whole model per arm (layout x kernel x threads x load)",
                  with(keys, {{"tokens", Type::integer, true, "prompt length (default 64)"}}), {}, validate_model_kind,
                  [](const RunSpec& r, RunContext& c) { return run_speed(r, c, false); },

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -155,6 +156,73 @@ std::string machine_markdown(const Machine& m) {
              " [", m.flags, "], git ", m.git, ", started ", m.started_utc, "\n");
 }
 
+double spread(const std::vector<double>& v) {
+  if (v.size() < 2) return std::numeric_limits<double>::quiet_NaN();
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= double(v.size());
+  if (!(mean > 0)) return std::numeric_limits<double>::quiet_NaN();
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / double(v.size() - 1)) / mean;
+}
+
+std::string spread_cell(const std::vector<double>& v) {
+  const double cv = spread(v);
+  return std::isfinite(cv) ? sig(cv * 100) + "%" : "—";
+}
+
+void NoiseChecks::ceiling(const std::string& what, const std::vector<double>& per_round, const std::string& unit) {
+  const Stat s = stat_of(per_round);
+  if (per_round.size() < 2 || !(s.median > 0)) return;
+  const double moved = (s.max - s.min) / s.median;
+  if (moved > kCeilingDriftShare)
+    warnings.push_back({"ceiling_drift", "",
+                        cat(what, " moved by ", sig(moved * 100), "% within the run (", sig(s.min), "–", sig(s.max), " ", unit,
+                            ", median ", sig(s.median), "; the limit is ", sig(kCeilingDriftShare * 100),
+                            "%): the machine changed under the arms, so their ratios and fractions are not steady; "
+                            "repeat on a quieter machine")});
+}
+
+void NoiseChecks::ceilings(const TimingResult& r) {
+  for (const auto& [n, v] : r.ceiling_gbps) ceiling(cat("the memory read ceiling on ", n, n == 1 ? " thread" : " threads"), v, "GB/s");
+  for (const auto& [n, v] : r.compute_gmacs)
+    ceiling(cat("the int8 compute ceiling on ", n, n == 1 ? " thread" : " threads"), v, "GMAC/s");
+}
+
+void NoiseChecks::ratio(const std::string& arm, const std::vector<double>& per_round) {
+  const Stat s = stat_of(per_round);
+  if (s.valid && s.min < 1.0 && s.max > 1.0)
+    warnings.push_back({"ratio_crosses_one", arm,
+                        cat("arm '", arm, "': its ratio against its baseline ranges over ", sig(s.min), "–", sig(s.max),
+                            "× (median ", sig(s.median), "×), across 1.0: faster in some rounds, slower in others, so the run "
+                            "does not say which is faster")});
+}
+
+void NoiseChecks::fraction(const std::string& arm, const std::string& what, const std::vector<double>& per_round) {
+  const Stat s = stat_of(per_round);
+  if (s.valid && s.max > kFractionLimit)
+    warnings.push_back({"fraction_over_100", arm,
+                        cat("arm '", arm, "': ", what, " reached ", sig(s.max * 100), "% (median ", sig(s.median * 100),
+                            "%), above ", sig(kFractionLimit * 100), "%: the ceiling was not an upper bound for this arm "
+                            "(its bytes came partly from cache, or the ceiling measured low), so this is no fraction of it")});
+}
+
+std::string warnings_markdown(const std::vector<NoiseWarning>& w) {
+  if (w.empty()) return "";
+  std::string s = cat("\n**noise warnings (", w.size(), "):**\n\n");
+  for (const NoiseWarning& x : w) s += "- warning: " + x.text + "\n";
+  return s;
+}
+
+std::string warnings_json(const std::vector<NoiseWarning>& w) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < w.size(); ++i)
+    s += cat(i ? ", " : "", "{\"check\": ", json_string(w[i].check), ", \"arm\": ", json_string(w[i].arm), ", \"text\": ",
+             json_string(w[i].text), "}");
+  return s + "]";
+}
+
 int logical_cores() { return std::max(1, int(std::thread::hardware_concurrency())); }
 
 bool oversubscribed(int threads) { return threads > logical_cores(); }
@@ -169,6 +237,23 @@ std::string oversubscribed_note(const std::vector<int>& threads) {
   return "";
 }
 
+std::string arms_order_text(const TimingResult& r) {
+  return r.interleaved ? "arms interleaved in the order below"
+                       : "arms NOT interleaved (arms = \"one-at-a-time\"): each arm loaded, measured in its own pass beside its own "
+                         "ceilings, and freed before the next";
+}
+
+std::string ratio_header(const TimingResult& r) { return r.interleaved ? "vs baseline" : "vs baseline (separate passes)"; }
+
+std::string ratio_note(const TimingResult& r) {
+  return r.interleaved ? "vs baseline = median of per-round time ratios (> 1 is faster)"
+                       : "vs baseline (separate passes) = median of time ratios of round i of the baseline's pass and round i of "
+                         "the arm's pass (> 1 is faster): different moments, not one round, so the ratios carry any change of the "
+                         "machine between passes";
+}
+
+std::string spread_note() { return "spread = coefficient of variation of the per-round times (standard deviation / mean)"; }
+
 RunReport report_timing(const RunSpec& run, const TimingResult& r) {
   RunReport rep;
   rep.title = run.name();
@@ -176,15 +261,16 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
 
   std::ostringstream md;
   md << "### " << rep.title << "\n\n";
-  md << "kind " << run.kind << "; " << r.rounds << " rounds kept after " << r.warmup << " warm-up; arms interleaved in the order below; "
+  md << "kind " << run.kind << "; " << r.rounds << " rounds kept after " << r.warmup << " warm-up; " << arms_order_text(r) << "; "
      << "baseline " << r.baseline_label << "; every arm verified against the exact oracle before timing.\n\n";
   std::vector<std::string> ceil_text, comp_text;
   for (const auto& [n, v] : r.ceiling_gbps) ceil_text.push_back(cat(n, " thr ", with_range(stat_of(v), " GB/s")));
   for (const auto& [n, v] : r.compute_gmacs) comp_text.push_back(cat(n, " thr ", with_range(stat_of(v), " GMAC/s")));
   md << "memory read ceiling (streaming sum over " << sig(r.ceiling_bytes / (1 << 20)) << " MiB, each round): "
      << join(ceil_text, "; ") << "  \nint8 compute ceiling (register-only loop, each round): " << join(comp_text, "; ") << "\n\n";
-  md << "| arm | kernel | thr | bits/w | MB/call | oracle | ms/call | Gweights/s | GB/s | GMAC/s | of int8 ceiling | of byte bound | vs baseline |\n";
-  md << "|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|\n";
+  md << "| arm | kernel | thr | bits/w | MB/call | oracle | ms/call | spread | Gweights/s | GB/s | GMAC/s | of int8 ceiling | of byte bound | "
+     << ratio_header(r) << " |\n";
+  md << "|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|\n";
 
   std::ostringstream csv;
   csv << "run,round,arm,layout,kernel,threads,options,bits_per_weight,bytes,weights,macs,reps,seconds,gbps,ceiling_gbps,"
@@ -202,7 +288,7 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
       first = false;
     }
   }
-  js << "}, \"baseline\": " << json_string(r.baseline) << ", \"rounds\": " << r.rounds << ", \"warmup\": " << r.warmup
+  js << "}, \"baseline\": " << json_string(r.baseline) << ", \"interleaved\": " << (r.interleaved ? "true" : "false") << ", \"rounds\": " << r.rounds << ", \"warmup\": " << r.warmup
      << ", \"ceiling_bytes\": " << json_number(r.ceiling_bytes) << ", \"ceiling_gbps\": {";
   {
     bool first = true;
@@ -222,6 +308,8 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
   std::vector<BarItem> bars;
   std::vector<ScatterPoint> points;
   std::vector<RuleLine> control_rules;
+  NoiseChecks noise;
+  noise.ceilings(r);
   for (std::size_t ai = 0; ai < r.arms.size(); ++ai) {
     const ArmTiming& a = r.arms[ai];
     const ArmSetup& s = a.setup;
@@ -233,15 +321,15 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
     const Stat gm = s.macs > 0 && secs.valid ? Stat{s.macs / secs.median / 1e9, s.macs / secs.max / 1e9, s.macs / secs.min / 1e9, true} : Stat{};
     // GMAC/s over the int8 compute ceiling taken in the same round (the gemm figure to read).
     std::vector<double> compute_fracs;
-    if (const auto c = r.compute_gmacs.find(s.threads); c != r.compute_gmacs.end() && s.macs > 0)
-      for (std::size_t i = 0; i < a.seconds.size() && i < c->second.size(); ++i)
-        if (a.seconds[i] > 0 && c->second[i] > 0) compute_fracs.push_back(s.macs / a.seconds[i] / 1e9 / c->second[i]);
+    if (const std::vector<double> c = r.compute_of(a); s.macs > 0)
+      for (std::size_t i = 0; i < a.seconds.size() && i < c.size(); ++i)
+        if (a.seconds[i] > 0 && c[i] > 0) compute_fracs.push_back(s.macs / a.seconds[i] / 1e9 / c[i]);
     const Stat cfrac = stat_of(compute_fracs);
     const std::string oracle = s.control ? "—" : a.verified ? "exact" : "**FAILED**";
     if (!a.verified) rep.ok = false;
     md << "| " << s.name << (r.is_baseline(s.name) ? " (baseline)" : "") << " | " << (s.kernel.empty() ? "—" : s.kernel) << " | "
        << threads_cell(s.threads) << " | " << (s.bits_per_weight > 0 ? fixed(s.bits_per_weight, 3) : "—") << " | " << (s.bytes > 0 ? sig(s.bytes / 1e6) : "—") << " | "
-       << oracle << " | " << with_range(secs, "", 1e3) << " | " << (gw.valid ? sig(gw.median) : "—") << " | "
+       << oracle << " | " << with_range(secs, "", 1e3) << " | " << spread_cell(a.seconds) << " | " << (gw.valid ? sig(gw.median) : "—") << " | "
        << (s.bytes > 0 && gb.valid ? sig(gb.median) : "—") << " | " << (gm.valid ? sig(gm.median) : "—") << " | "
        << (cfrac.valid ? with_range(cfrac, "%", 100) : "—") << " | " << (frac.valid ? with_range(frac, "%", 100) : "—") << " | " << (speed.valid ? with_range(speed, "×") : "—") << " |\n";
     js << (ai ? ", " : "") << "{\"name\": " << json_string(s.name) << ", \"layout\": " << json_string(s.layout)
@@ -252,21 +340,25 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
        << ", \"failure\": " << json_string(a.failure) << ", \"bits_per_weight\": " << json_number(s.bits_per_weight)
        << ", \"bytes_per_call\": " << json_number(s.bytes) << ", \"weight_bytes_per_call\": " << json_number(s.weight_bytes)
        << ", \"weights_per_call\": " << json_number(s.weights) << ", \"macs_per_call\": " << json_number(s.macs)
-       << ", \"calls_per_sample\": " << a.reps << ", \"seconds_per_call\": " << stat_json(secs) << ", \"gbps\": " << stat_json(gb)
+       << ", \"calls_per_sample\": " << a.reps << ", \"seconds_per_call\": " << stat_json(secs)
+       << ", \"spread\": " << json_number(spread(a.seconds)) << ", \"gbps\": " << stat_json(gb)
        << ", \"gweights_per_s\": " << stat_json(gw) << ", \"gmacs_per_s\": " << stat_json(gm)
        << ", \"fraction_of_compute_ceiling\": " << stat_json(cfrac) << ", \"fraction_of_byte_bound\": " << stat_json(frac) << ", \"speedup_vs_baseline\": " << stat_json(speed) << "}";
     const auto speeds = r.speedups(a);
     const auto fracs = r.bound_fractions(a);
     const auto gbs = r.gbps(a);
-    const auto ceil_it = r.ceiling_gbps.find(s.threads);
-    const auto comp_it = r.compute_gmacs.find(s.threads);
+    const auto ceils = r.ceiling_of(a);
+    const auto comps = r.compute_of(a);
+    if (a.verified && s.name != (s.baseline.empty() ? r.baseline : s.baseline)) noise.ratio(s.name, speeds);
+    noise.fraction(s.name, "its fraction of the byte bound", fracs);
+    noise.fraction(s.name, "its fraction of the int8 compute ceiling", compute_fracs);
     for (std::size_t i = 0; i < a.seconds.size(); ++i)
       csv << run.index << "," << i << "," << s.name << "," << s.layout << "," << s.kernel << "," << s.threads << "," << s.options
           << "," << json_number(s.bits_per_weight) << "," << json_number(s.bytes) << "," << json_number(s.weights) << ","
           << json_number(s.macs) << "," << a.reps << "," << json_number(a.seconds[i]) << "," << json_number(gbs[i]) << ","
-          << (ceil_it != r.ceiling_gbps.end() ? json_number(ceil_it->second[i]) : "") << ","
+          << (i < ceils.size() ? json_number(ceils[i]) : "") << ","
           << (i < fracs.size() ? json_number(fracs[i]) : "") << "," << (i < speeds.size() ? json_number(speeds[i]) : "") << ","
-          << (comp_it != r.compute_gmacs.end() ? json_number(comp_it->second[i]) : "") << "\n";
+          << (i < comps.size() ? json_number(comps[i]) : "") << "\n";
     if (s.control) {
       if (speed.valid) control_rules.push_back({"no-weights control (" + sig(speed.median) + "×)", speed.median, speed.min, speed.max});
       continue;
@@ -282,10 +374,12 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
     thread_counts.push_back(a.setup.threads);
   }
   md << oversubscribed_note(thread_counts);
-  md << "\nms/call, of int8 ceiling, of byte bound and vs baseline: median over kept rounds [min–max]; of int8 ceiling = "
+  md << "\nms/call, of int8 ceiling, of byte bound and vs baseline: median over kept rounds [min–max]; " << spread_note()
+     << "; of int8 ceiling = "
         "GMAC/s / that round's int8 compute ceiling on the arm's thread count; of byte bound = bytes billed per call "
         "(weights + activations + outputs, each once) / time / that round's memory ceiling on the arm's thread count; "
-        "vs baseline = median of per-round time ratios (> 1 is faster).\n";
+     << ratio_note(r) << ".\n";
+  rep.warnings = std::move(noise.warnings);
 
   std::vector<RuleLine> ceilings;
   for (const auto& [n, v] : r.ceiling_gbps) {

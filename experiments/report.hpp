@@ -14,6 +14,43 @@ struct TimingResult;
 struct RunSpec;
 struct Stat;
 
+// Noise made visible. Every timed arm's table row shows its spread, the coefficient of variation
+// of its per-round seconds per call; the checks below become warnings after the run's table, in
+// summary.md and in summary.json (docs/experiments.md, "Noise").
+//
+// A paired ceiling whose (max - min) / median over the run's kept rounds exceeds this share: the
+// machine changed under the arms (a quiet machine holds its streaming read within a few percent;
+// a busy one can swing the same pair of arms from below 1x to over 20x).
+inline constexpr double kCeilingDriftShare = 0.10;
+// A fraction of a ceiling above this in any round: that ceiling was not an upper bound for the arm
+// (its bytes came partly from cache, or the ceiling measured low), so the figure is no fraction.
+inline constexpr double kFractionLimit = 1.0;
+
+// Sample standard deviation / mean; NaN for fewer than 2 values or a non-positive mean.
+double spread(const std::vector<double>& v);
+std::string spread_cell(const std::vector<double>& v);  // "4.1%", or "—" under 2 rounds
+
+struct NoiseWarning {
+  std::string check;  // "ceiling_drift", "ratio_crosses_one" or "fraction_over_100"
+  std::string arm;    // empty for a ceiling
+  std::string text;   // one sentence, with the numbers
+};
+
+// Collects the warnings of one run, check by check.
+struct NoiseChecks {
+  std::vector<NoiseWarning> warnings;
+  // `what` names the ceiling ("memory read ceiling on 2 threads").
+  void ceiling(const std::string& what, const std::vector<double>& per_round, const std::string& unit);
+  // Every paired ceiling of a timed run (memory read and int8 compute, per thread count).
+  void ceilings(const TimingResult& r);
+  // Per-round ratios of an arm against its baseline (1.0 both sides of the range: no winner).
+  void ratio(const std::string& arm, const std::vector<double>& per_round);
+  // Per-round fractions of a ceiling; `what` is the column ("decode bandwidth fraction").
+  void fraction(const std::string& arm, const std::string& what, const std::vector<double>& per_round);
+};
+std::string warnings_markdown(const std::vector<NoiseWarning>& w);  // "" when none
+std::string warnings_json(const std::vector<NoiseWarning>& w);      // a JSON array
+
 struct RunReport {
   std::string title;
   std::string markdown;                                    // table and notes
@@ -21,6 +58,7 @@ struct RunReport {
   std::string json;                                        // one JSON object
   std::vector<std::pair<std::string, std::string>> svgs;   // file suffix ("gbps.svg"), content
   bool ok = true;                                          // false: an arm failed verification
+  std::vector<NoiseWarning> warnings;                      // printed and written by the runner
 
   // Headline numbers of each verified arm (model kinds: tok_s, read_ceiling_fraction, perplexity,
   // max_logit_diff), for callers that put several runs side by side (ternlab quickstart).
@@ -46,6 +84,12 @@ std::string machine_json(const Machine& m);
 std::string machine_markdown(const Machine& m);
 
 RunReport report_timing(const RunSpec& run, const TimingResult& r);
+// Words every timed table shares: how the arms were ordered, the ratio column's header and note
+// (they say "separate passes" when the arms were not interleaved), and what the spread is.
+std::string arms_order_text(const TimingResult& r);
+std::string ratio_header(const TimingResult& r);
+std::string ratio_note(const TimingResult& r);
+std::string spread_note();
 
 // More threads than logical cores time-slice the arm: kept (thread counts are swept past the core
 // count on purpose) but flagged in the plan, the tables ("8 (> 2 cores)") and the JSON.

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "common/error.hpp"
+#include "common/strings.hpp"
 #include "experiments/config.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/run_context.hpp"
@@ -30,6 +31,14 @@ void write_file(const fs::path& p, const std::string& text) {
   f << text;
   f.close();
   if (!f) fail("cannot write ", p.string());
+}
+
+// The run's JSON object with its warnings added as the last member: every kind's report carries
+// them the same way without each kind writing them.
+std::string with_warnings(const std::string& json, const std::vector<NoiseWarning>& w) {
+  const std::size_t close = json.find_last_of('}');
+  if (close == std::string::npos) return json;
+  return json.substr(0, close) + ", \"warnings\": " + warnings_json(w) + json.substr(close);
 }
 
 std::string run_prefix(const RunSpec& r, std::size_t runs) {
@@ -110,6 +119,7 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
   std::string json = "{\"file\": " + json_string(path) + ", \"overrides\": [";
   for (std::size_t i = 0; i < opt.overrides.size(); ++i) json += (i ? ", " : "") + json_string(opt.overrides[i]);
   json += "], \"machine\": " + machine_json(machine) + ", \"runs\": [";
+  std::vector<std::pair<int, NoiseWarning>> all_warnings;
   for (const RunSpec& r : plan.runs) {
     const KindInfo& kind = find_kind(r.kind, r.at("kind"));
     out << "\nrun " << r.index + 1 << "/" << plan.runs.size() << ": " << r.name() << "\n" << std::flush;
@@ -122,13 +132,30 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
       write_file(temp.path / (prefix + suffix), svg);
       plots += "![" + suffix + "](" + prefix + suffix + ")\n";
     }
-    out << "\n" << rep.markdown;
+    const std::string noise = warnings_markdown(rep.warnings);
+    out << "\n" << rep.markdown << noise;
     for (const auto& [suffix, svg] : rep.svgs) out << "plot: " << prefix << suffix << "\n";
-    md += rep.markdown + "\n" + plots + "\n";
-    json += (r.index ? ", " : "") + rep.json;
+    md += rep.markdown + noise + "\n" + plots + "\n";
+    json += (r.index ? ", " : "") + with_warnings(rep.json, rep.warnings);
+    for (const NoiseWarning& w : rep.warnings) all_warnings.emplace_back(r.index, w);
     if (!rep.ok) outcome.exit_code = 1;
   }
+  // Every run's warnings again at the end, where a reader of the summary looks first.
+  json += "], \"warnings\": [";
+  std::string noise_md;
+  for (std::size_t i = 0; i < all_warnings.size(); ++i) {
+    const auto& [run, w] = all_warnings[i];
+    json += cat(i ? ", " : "", "{\"run\": ", run, ", \"check\": ", json_string(w.check), ", \"arm\": ", json_string(w.arm),
+                ", \"text\": ", json_string(w.text), "}");
+    noise_md += cat("- warning", plan.runs.size() > 1 ? cat(" (run ", run + 1, ")") : "", ": ", w.text, "\n");
+  }
   json += "]}\n";
+  if (!all_warnings.empty()) {
+    const std::string head = cat("## Noise warnings\n\n", all_warnings.size(), " warning", all_warnings.size() == 1 ? "" : "s",
+                                 " (thresholds in docs/experiments.md, \"Noise\"):\n\n");
+    md += head + noise_md;
+    out << "\n" << head << noise_md;
+  }
   write_file(temp.path / "summary.md", md);
   write_file(temp.path / "summary.json", json);
 

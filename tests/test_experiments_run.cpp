@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "experiments/measure.hpp"
 #include "experiments/progress.hpp"
 #include "experiments/report.hpp"
+#include "experiments/run_context.hpp"
 #include "experiments/runner.hpp"
 #include "kernels/dispatch.hpp"
 #include "layouts/registry.hpp"
@@ -135,6 +137,21 @@ fs::path write_config(const fs::path& dir, const std::string& text) {
 fs::path write_quick_config(const fs::path& dir, const std::string& kind, int rounds, const std::string& rest) {
   return write_config(dir, cat("kind = \"", kind, "\"\nrounds = ", rounds,
                                "\nwarmup = 0\nceiling_mib = 4\nsample_ms = 0.5\n", rest));
+}
+
+// A timing of two verified arms, one round each, for reports that only need a well-formed result.
+TimingResult quiet_timing() {
+  TimingResult r;
+  r.baseline = "a";
+  r.rounds = 1;
+  r.arms.resize(2);
+  r.arms[0].setup.name = "a";
+  r.arms[1].setup.name = "b";
+  for (ArmTiming& a : r.arms) {
+    a.verified = true;
+    a.seconds = {1};
+  }
+  return r;
 }
 
 RunOptions quiet(std::vector<std::string> overrides = {}) {
@@ -340,6 +357,171 @@ layout = ["pq2_0", "t2p"]
     CHECK(fs::exists(dir / "results"));
     CHECK(fs::is_empty(dir / "results"));
     fs::remove_all(dir);
+  }
+
+  TEST_CASE("spread is the coefficient of variation of the per-round times") {
+    CHECK(spread({1, 1, 1}) == 0.0);
+    CHECK(spread({1, 2, 3}) == doctest::Approx(0.5));  // standard deviation 1, mean 2
+    CHECK(spread({1, 3}) == doctest::Approx(std::sqrt(2.0) / 2));
+    CHECK(std::isnan(spread({5})));
+    CHECK(spread_cell({1, 2, 3}) == "50.0%");
+    CHECK(spread_cell({5}) == "—");
+  }
+
+  TEST_CASE("noise: each warning fires on a constructed case and none on a quiet one") {
+    RunSpec spec;
+    spec.file = "x.toml";
+    spec.kind = "gemv";
+    const auto warnings_of = [&](const TimingResult& r, const std::string& check) {
+      std::vector<NoiseWarning> found;
+      for (const NoiseWarning& w : report_timing(spec, r).warnings)
+        if (w.check == check) found.push_back(w);
+      return found;
+    };
+    // Quiet: ceilings within 3%, every ratio near 2 (above 1), fractions near 20% and 2%.
+    const auto quiet_run = [] {
+      TimingResult r;
+      r.baseline = "base";
+      r.rounds = 3;
+      r.arms.resize(2);
+      r.arms[0].setup.name = "base";
+      r.arms[0].verified = true;
+      r.arms[0].seconds = {1, 2, 3};
+      r.arms[1].setup.name = "fast";
+      r.arms[1].verified = true;
+      r.arms[1].setup.bytes = 1e9;
+      r.arms[1].setup.macs = 1e8;
+      r.arms[1].seconds = {0.5, 1.0, 1.5};
+      r.ceiling_gbps[1] = {10, 10.2, 9.9};
+      r.compute_gmacs[1] = {100, 101, 99};
+      return r;
+    };
+    const TimingResult quiet = quiet_run();
+    const RunReport rep = report_timing(spec, quiet);
+    CHECK(rep.warnings.empty());
+    CHECK(rep.markdown.find("| base (baseline) | — | 1 | — | — | exact | 2000 [1000–3000] | 50.0% |") != std::string::npos);
+    CHECK(rep.json.find("\"spread\": 0.5") != std::string::npos);
+
+    SUBCASE("a paired ceiling that moves by more than kCeilingDriftShare") {
+      TimingResult r = quiet_run();
+      r.ceiling_gbps[1] = {10, 12, 9.5};  // (12 - 9.5) / 10 = 25%
+      const auto w = warnings_of(r, "ceiling_drift");
+      REQUIRE(w.size() == 1);
+      CHECK(w[0].text.find("memory read ceiling on 1 thread moved by 25.0%") != std::string::npos);
+      r = quiet_run();
+      r.compute_gmacs[1] = {100, 80, 100};
+      REQUIRE(warnings_of(r, "ceiling_drift").size() == 1);
+      CHECK(warnings_of(r, "ceiling_drift")[0].text.find("int8 compute ceiling") != std::string::npos);
+      // Just under the limit: quiet.
+      r = quiet_run();
+      r.ceiling_gbps[1] = {10, 10 * (1 + kCeilingDriftShare * 0.9), 10};
+      CHECK(warnings_of(r, "ceiling_drift").empty());
+    }
+    SUBCASE("a ratio range that crosses 1.0") {
+      TimingResult r = quiet_run();
+      r.arms[1].seconds = {0.5, 2.5, 1.5};  // ratios 2, 0.8, 2
+      const auto w = warnings_of(r, "ratio_crosses_one");
+      REQUIRE(w.size() == 1);
+      CHECK(w[0].arm == "fast");
+      CHECK(w[0].text.find("0.800–2.00×") != std::string::npos);
+      // All rounds slower is a clear answer, not noise.
+      r.arms[1].seconds = {2, 4, 6};
+      CHECK(warnings_of(r, "ratio_crosses_one").empty());
+    }
+    SUBCASE("a fraction over 100%") {
+      TimingResult r = quiet_run();
+      r.arms[1].setup.bytes = 6e9;  // 12 GB/s against 10 in round 0: 120%
+      const auto w = warnings_of(r, "fraction_over_100");
+      REQUIRE(w.size() == 1);
+      CHECK(w[0].text.find("fraction of the byte bound reached 120%") != std::string::npos);
+      CHECK(w[0].text.find("not an upper bound") != std::string::npos);
+      r = quiet_run();
+      r.arms[1].setup.macs = 6e10;  // 120 GMAC/s against 100
+      REQUIRE(warnings_of(r, "fraction_over_100").size() == 1);
+      CHECK(warnings_of(r, "fraction_over_100")[0].text.find("int8 compute ceiling") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("noise warnings reach the printed output, summary.md and summary.json; a quiet run has none") {
+    // Kinds that report a constructed timing: no real timing noise decides the outcome.
+    const auto constructed = [](bool noisy) {
+      return [noisy](const RunSpec& run, RunContext&) {
+        TimingResult r;
+        r.baseline = "base";
+        r.rounds = 2;
+        r.arms.resize(2);
+        r.arms[0].setup.name = "base";
+        r.arms[0].verified = true;
+        r.arms[0].seconds = {1, 1};
+        r.arms[1].setup.name = "other";
+        r.arms[1].verified = true;
+        r.arms[1].setup.bytes = 1e9;
+        r.arms[1].seconds = noisy ? std::vector<double>{0.5, 2} : std::vector<double>{0.5, 0.5};
+        r.ceiling_gbps[1] = noisy ? std::vector<double>{1, 10} : std::vector<double>{10, 10};
+        return report_timing(run, r);
+      };
+    };
+    register_kind({"test-noisy", "reports constructed noisy rounds", common_keys(), {}, [](const RunSpec&) {}, constructed(true), nullptr});
+    register_kind({"test-quiet", "reports constructed quiet rounds", common_keys(), {}, [](const RunSpec&) {}, constructed(false), nullptr});
+    const fs::path dir = fresh_dir("noise");
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(write_config(dir, "kind = \"test-noisy\"\n").string(), quiet(), out);
+    const std::string md = read_text(fs::path(o.folder) / "summary.md"), json = read_text(fs::path(o.folder) / "summary.json");
+    for (const std::string* text : {&md, &o.markdown})
+      for (const char* part : {"**noise warnings (3):**", "## Noise warnings", "memory read ceiling on 1 thread moved by 164%",
+                               "arm 'other': its ratio against its baseline ranges over 0.500–2.00×",
+                               "arm 'other': its fraction of the byte bound reached 200%"})
+        CHECK_MESSAGE(text->find(part) != std::string::npos, part);
+    CHECK(out.str().find("## Noise warnings") != std::string::npos);
+    for (const char* check : {"ceiling_drift", "ratio_crosses_one", "fraction_over_100"}) {
+      const std::string member = cat("\"check\": \"", check, "\"");
+      const std::size_t first = json.find(member);
+      REQUIRE_MESSAGE(first != std::string::npos, check);
+      CHECK_MESSAGE(json.find(member, first + 1) != std::string::npos, check);  // in the run and in the top-level list
+    }
+    CHECK(json.find("{\"run\": 0, \"check\": \"ceiling_drift\"") != std::string::npos);
+    CHECK(std::count(json.begin(), json.end(), '{') == std::count(json.begin(), json.end(), '}'));
+
+    std::ostringstream quiet_out;
+    const RunOutcome q = run_experiment_file(write_config(dir, "kind = \"test-quiet\"\n").string(), quiet(), quiet_out);
+    const std::string qjson = read_text(fs::path(q.folder) / "summary.json");
+    CHECK(q.markdown.find("oise warnings") == std::string::npos);
+    CHECK(quiet_out.str().find("oise warnings") == std::string::npos);
+    CHECK(qjson.find("\"warnings\": []}], \"warnings\": []}") != std::string::npos);  // the run's and the top-level list
+    CHECK(qjson.find("\"check\"") == std::string::npos);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("passes of one arm each merge into one result marked not interleaved, each arm against its own ceilings") {
+    const auto pass = [](const std::string& name, std::vector<double> seconds, std::vector<double> ceiling) {
+      TimingResult p;
+      p.rounds = 2;
+      p.arms.resize(1);
+      p.arms[0].setup.name = name;
+      p.arms[0].setup.bytes = 1e9;
+      p.arms[0].verified = true;
+      p.arms[0].seconds = std::move(seconds);
+      p.ceiling_gbps[1] = std::move(ceiling);
+      return p;
+    };
+    std::vector<TimingResult> passes;
+    passes.push_back(pass("base", {1, 1}, {2, 2}));
+    passes.push_back(pass("arm", {0.5, 0.25}, {4, 8}));
+    const TimingResult r = merge_passes(std::move(passes), "base", "");
+    CHECK_FALSE(r.interleaved);
+    REQUIRE(r.arms.size() == 2);
+    CHECK(r.ceiling_gbps.at(1) == std::vector<double>{2, 2, 4, 8});  // every pass's rounds, in turn
+    CHECK(r.bound_fractions(r.arms[0]) == std::vector<double>{0.5, 0.5});   // 1 GB/s against its own 2
+    CHECK(r.bound_fractions(r.arms[1]) == std::vector<double>{0.5, 0.5});   // 2 and 4 GB/s against its own 4 and 8
+    CHECK(r.speedups(r.arms[1]) == std::vector<double>{2, 4});
+    RunSpec spec;
+    spec.file = "x.toml";
+    spec.kind = "gemv";
+    const RunReport rep = report_timing(spec, r);
+    CHECK(rep.markdown.find("arms NOT interleaved") != std::string::npos);
+    CHECK(rep.markdown.find("| vs baseline (separate passes) |") != std::string::npos);
+    CHECK(rep.json.find("\"interleaved\": false") != std::string::npos);
+    CHECK(report_timing(spec, quiet_timing()).json.find("\"interleaved\": true") != std::string::npos);
   }
 
   TEST_CASE("the progress bar stays silent when disabled and formats its ETA") {

@@ -8,12 +8,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <optional>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
 #include "common/strings.hpp"
 #include "experiments/config.hpp"
 #include "experiments/kinds.hpp"
+#include "experiments/memory.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run_context.hpp"
 #include "experiments/runner.hpp"
@@ -82,6 +85,21 @@ std::string read(const fs::path& p) {
   s << f.rdbuf();
   return s.str();
 }
+
+// Sets TERNLAB_MEMORY_LIMIT_MIB for one scope, then restores what was there.
+struct MemoryLimit {
+  std::optional<std::string> was;
+  explicit MemoryLimit(const char* mib) {
+    if (const char* v = std::getenv("TERNLAB_MEMORY_LIMIT_MIB")) was = v;
+    setenv("TERNLAB_MEMORY_LIMIT_MIB", mib, 1);
+  }
+  ~MemoryLimit() {
+    if (was)
+      setenv("TERNLAB_MEMORY_LIMIT_MIB", was->c_str(), 1);
+    else
+      unsetenv("TERNLAB_MEMORY_LIMIT_MIB");
+  }
+};
 
 }  // namespace
 
@@ -195,6 +213,111 @@ TEST_SUITE("model-kinds") {
     CHECK(baseline_of("t2p load=mmap") == "pq2_0 load=mmap");
     CHECK(baseline_of("t2p load=memory") == "pq2_0 load=memory");
     CHECK(baseline_of("pq2_0 load=memory") == "pq2_0 load=memory");
+  }
+
+  TEST_CASE("MemAvailable is read from /proc/meminfo's format") {
+    CHECK(parse_mem_available("MemTotal:       24684084 kB\nMemFree:        22928500 kB\nMemAvailable:   23067860 kB\n") ==
+          std::int64_t(23067860) * 1024);
+    CHECK(parse_mem_available("MemTotal:       24684084 kB\n") == -1);
+    CHECK(parse_mem_available("MemAvailable:   many kB\n") == -1);
+  }
+
+  TEST_CASE("arms that cannot fit together are refused in the plan, with each arm's estimate and the memory available") {
+    // Only planned: the mid preset's estimate comes from its hyperparameters, nothing is written.
+    const std::string mid = cat("kind = \"decode\"\npreset = \"mid\"\noutput = \"", (scratch() / "results").string(),
+                                "\"\nceiling_mib = 1\n[[arm]]\nlayout = [\"pq2_0\", \"ptq1_0\", \"t2x4\", \"t2p\"]\n");
+    {
+      MemoryLimit limit("1024");  // ~0.35 GiB per arm: four together need ~1.7 GiB, one at a time ~0.63
+      check_error([&] { load_plan_text(mid, "model.toml", {}); }, "model.toml:5: key 'arm[0]'", "the 4 arms cannot fit in memory together",
+                  "'pq2_0' 0.346 GiB", "'ptq1_0' 0.300 GiB", "'t2p' 0.346 GiB", "1.00 GiB available (TERNLAB_MEMORY_LIMIT_MIB=1024)",
+                  "arms = \"one-at-a-time\"", "(needs 0.6");
+      // A key given names itself.
+      check_error([&] { load_plan_text(mid, "model.toml", {"arms=interleaved"}); }, "--set arms=interleaved: key 'arms'", "cannot fit");
+      CHECK_NOTHROW(load_plan_text(mid, "model.toml", {"arms=one-at-a-time"}));
+      // The dry run prints the estimate.
+      const std::string path = write_toml("mid.toml", mid);
+      std::ostringstream out;
+      run_experiment_file(path, RunOptions{{"arms=one-at-a-time"}, true, 0}, out);
+      CHECK(out.str().find("memory (estimate): 'pq2_0' 0.346 GiB, 'ptq1_0' 0.300 GiB") != std::string::npos);
+      CHECK(out.str().find("one at a time, the largest arm 0.346 GiB") != std::string::npos);
+    }
+    {
+      MemoryLimit limit("300");
+      check_error([&] { load_plan_text(mid, "model.toml", {"arms=one-at-a-time"}); }, "--set arms=one-at-a-time: key 'arms'",
+                  "even one arm at a time needs more memory than there is", "0.293 GiB available");
+      // Interleaved, the way out is not offered where it would not fit either.
+      check_error([&] { load_plan_text(mid, "model.toml", {}); }, "cannot fit in memory together, nor one at a time",
+                  "one at a time would need 0.6");
+    }
+    {
+      MemoryLimit limit("lots");
+      check_error([&] { load_plan_text(mid, "model.toml", {}); }, "TERNLAB_MEMORY_LIMIT_MIB='lots'", "whole number of MiB");
+    }
+    check_error([&] { load_plan_text(mid, "model.toml", {"arms=sequential"}); }, "--set arms=sequential: key 'arms'", "interleaved or one-at-a-time");
+  }
+
+  TEST_CASE("the memory estimate covers what a loaded arm holds, and follows the layout's bits per weight") {
+    const std::string path = (scratch() / "tiny-estimate.gguf").string();
+    model::write_synthetic(model::find_preset("tiny"), path, {5, 142});
+    const Plan plan = load_plan_text(cat("kind = \"decode\"\nmodel = \"", path, "\"\nceiling_mib = 1\n[[arm]]\nlayout = [\"pq2_0\", \"ptq1_0\"]\n"),
+                                     "model.toml", {});
+    const std::string notes = describe(plan);
+    const auto estimate_of = [&](const std::string& arm) {
+      const std::size_t at = notes.find("'" + arm + "' ");
+      REQUIRE(at != std::string::npos);
+      return std::stod(notes.substr(at + arm.size() + 3)) * double(1 << 30);
+    };
+    const double pq2 = estimate_of("pq2_0"), ptq1 = estimate_of("ptq1_0");
+    CHECK(ptq1 < pq2);  // 1.6 bits per weight against 2.125
+    for (const char* layout : {"pq2_0", "ptq1_0"}) {
+      model::LoadOptions o;
+      o.layout = layout;
+      const auto m = model::Model::load(path, o);
+      INFO(layout);
+      CHECK(double(m->ternary_bytes_per_token()) < (std::string(layout) == "pq2_0" ? pq2 : ptq1));
+    }
+  }
+
+  TEST_CASE("one arm at a time: each arm loaded, checked, timed in its own pass and freed; the results say not interleaved") {
+    const std::string path = write_toml("one.toml", head("decode") + "tokens = 2\nbaseline = \"pq2_0\"\narms = \"one-at-a-time\"\n"
+                                                     "[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(path, RunOptions{{"rounds=2"}, false, 0}, out);
+    INFO(out.str());
+    CHECK(o.exit_code == 0);
+    CHECK(o.markdown.find("arms NOT interleaved (arms = \"one-at-a-time\")") != std::string::npos);
+    CHECK(o.markdown.find("| vs baseline (separate passes) |") != std::string::npos);
+    CHECK(o.markdown.find("round i of the baseline's pass and round i of the arm's pass") != std::string::npos);
+    CHECK(o.markdown.find("one arm's model at a time") != std::string::npos);
+    const std::string json = read(fs::path(o.folder) / "summary.json");
+    CHECK(json.find("\"interleaved\": false, \"arms\": \"one-at-a-time\", \"ratios\": \"separate passes\"") != std::string::npos);
+    const std::string csv = read(fs::path(o.folder) / "rounds.csv");
+    for (const char* layout : {"pq2_0", "t2p"})
+      for (int round = 0; round < 2; ++round) CHECK_MESSAGE(csv.find(cat(",tg2,", round, ",", layout, ",")) != std::string::npos, layout);
+    CHECK(o.markdown.find("FAILED") == std::string::npos);
+
+    // The same as interleaved says so.
+    const RunReport inter = run_text(head("decode") + "tokens = 2\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
+    CHECK(inter.markdown.find("arms interleaved in the order below") != std::string::npos);
+    CHECK(inter.json.find("\"interleaved\": true") != std::string::npos);
+
+    // speed times both phases per arm; an arm on other weights still fails against the baseline's kept tokens.
+    const RunReport speed = run_text(head("speed") + "prefill_tokens = 4\ndecode_tokens = 2\narms = \"one-at-a-time\"\n" + kAllLayouts);
+    CHECK(speed.ok);
+    CHECK(speed.arm_values.size() == 4);
+    CHECK(speed.markdown.find("pp4") != std::string::npos);
+    CHECK(speed.markdown.find("arms NOT interleaved") != speed.markdown.rfind("arms NOT interleaved"));  // in both tables
+    const RunReport bad = run_text(head("greedy") + "tokens = 6\nprompt_tokens = 4\narms = \"one-at-a-time\"\n[[arm]]\nlayout = \"pq2_0\"\n"
+                                   "[[arm]]\nname = \"other\"\nlayout = \"t2p\"\nmodel = \"" + other_weights() + "\"\n");
+    CHECK_FALSE(bad.ok);
+    CHECK(bad.markdown.find("**other failed verification and was not timed:** greedy token") != std::string::npos);
+    const RunReport ppl = run_text(head("perplexity") + "tokens = 20\nchunk = 8\narms = \"one-at-a-time\"\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
+    CHECK(ppl.ok);
+    REQUIRE(ppl.arm_values.size() == 2);
+    CHECK(ppl.arm_values[0].get("perplexity") == ppl.arm_values[1].get("perplexity"));
+    const RunReport prof = run_text(head("profile") + "prompt_tokens = 4\narms = \"one-at-a-time\"\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
+    CHECK(prof.ok);
+    CHECK(prof.json.find("\"total_ms\": {\"median\"") != std::string::npos);
   }
 
   TEST_CASE("bad input names the file, line and key before anything runs") {
