@@ -54,15 +54,28 @@ struct SlotMask {
   template <int T>
   static void accumulate(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
                          typename P::V (*c)[G]) {
+    constexpr bool kInPlace = requires(typename P::V a, typename P::Slots w, const std::uint8_t* xt) {
+      P::slot_dot_into(a, w, xt);
+    };
     for (int g = 0; g < G; ++g) {
-      for (int m = 0; m < M; ++m) {
+      // Vector 0 starts each accumulator, so every one is written before it is read (peeled, not
+      // a conditional inside the loop, which GCC cannot always see through).
+      const typename P::Slots w0 = P::extract(P::load(blk + p.vector_offset[g * M]));
+      for (int t = 0; t < T; ++t) {
+        const std::uint8_t* xt = x[t] + p.class_offset[g * M];
+        if constexpr (kInPlace)
+          c[t][g] = P::slot_dot_into(P::zero(), w0, xt);
+        else
+          c[t][g] = P::slot_dot(w0, xt);
+      }
+      for (int m = 1; m < M; ++m) {
         const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
         for (int t = 0; t < T; ++t) {
           const std::uint8_t* xt = x[t] + p.class_offset[g * M + m];
-          if constexpr (requires { P::slot_dot_into(c[t][g], w, xt); })  // accumulates in place
-            c[t][g] = P::slot_dot_into(m == 0 ? P::zero() : c[t][g], w, xt);
+          if constexpr (kInPlace)
+            c[t][g] = P::slot_dot_into(c[t][g], w, xt);
           else
-            c[t][g] = m == 0 ? P::slot_dot(w, xt) : P::slot_add(c[t][g], P::slot_dot(w, xt));
+            c[t][g] = P::slot_add(c[t][g], P::slot_dot(w, xt));
         }
       }
       for (int t = 0; t < T; ++t) c[t][g] = P::slot_widen(c[t][g]);
