@@ -39,11 +39,7 @@ KernelVariant arm_kernel(const ArmSpec& arm, const LayoutInfo& L, bool need_gemm
       fail_at(at, "ISA '", isa, "' is not supported on this CPU (", cpu_features().model, "; supported here: ",
               join(here | ranges::views::transform(isa_name)), ")");
   }
-  const auto choose = [&]() -> KernelVariant {
-    if (text == "best") return best_kernel(L).variant;
-    if (slash == std::string::npos) return best_kernel_of(L, text).variant;
-    return find_kernel(L, text);
-  };
+  const auto choose = [&]() -> KernelVariant { return select_kernel(L, text); };
   const KernelVariant k = at ? relocated(at, choose) : relocated(arm.at("layout"), choose);
   if (!k.gemv || (need_gemm && !k.gemm))
     fail_at(at ? at : arm.table, "kernel '", k.name(), "' for layout '", L.name, "' has no ", !k.gemv ? "gemv" : "gemm",

@@ -90,6 +90,19 @@ KernelChoice best_kernel_of(const LayoutInfo& layout, const std::string& strateg
   return best_kernel_of(layout, strategy, best_isa());
 }
 
+KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
+  if (text.empty() || text == "best") return best_kernel(layout).variant;
+  const auto slash = text.find('/');
+  if (slash == std::string::npos) return best_kernel_of(layout, text).variant;
+  const Isa isa = parse_isa(text.substr(slash + 1));
+  if (!isa_supported(isa))
+    fail("kernel '", text, "': ISA '", isa_name(isa), "' is not supported on this CPU (", feature_string(), ")");
+  if (!at_or_below(isa, best_isa()))
+    fail("kernel '", text, "': ISA '", isa_name(isa), "' is above the ISA ceiling ", isa_name(best_isa()),
+         " (--isa); name a variant at or below it");
+  return find_kernel(layout, text);
+}
+
 KernelVariant find_kernel(const LayoutInfo& layout, const std::string& name) {
   const std::vector<KernelVariant> all = kernels_for(layout);
   for (const KernelVariant& k : all)

@@ -35,6 +35,12 @@ KernelChoice best_kernel_of(const LayoutInfo& layout, const std::string& strateg
 // The variant called "strategy/isa" for this layout; throws listing the available ones.
 KernelVariant find_kernel(const LayoutInfo& layout, const std::string& name);
 
+// The one selector behind every `kernel` option (the model's --kernel, experiment arms, bench):
+// "" or "best" = best_kernel; a bare strategy ("slot-mask") = best_kernel_of; "strategy/isa" =
+// that variant, refused when the ISA is unknown, absent from this CPU or above the ISA ceiling
+// (the message names which). Each honours the process ceiling (set_isa_ceiling, CLI --isa).
+KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text);
+
 // y = W x for one token, row groups split statically over the pool's threads (ThreadPool::split,
 // so every thread gets whole row groups of the layout). Arguments are checked first.
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,

@@ -4,7 +4,6 @@
 #include "common/strings.hpp"
 #include "kernels/dispatch.hpp"
 
-#include <optional>
 
 namespace ternlab::model {
 
@@ -18,14 +17,7 @@ void TernaryLinear::apply(const Q8KBatch& x, float* y, ThreadPool& pool) const {
 }
 
 KernelVariant choose_kernel(const LayoutInfo& layout, const std::string& kernel) {
-  if (kernel.empty()) return best_kernel(layout).variant;  // the same selector as everywhere else
-  if (kernel.find('/') != std::string::npos) return find_kernel(layout, kernel);
-  // A bare strategy: its richest ISA here (kernels_for lists ISAs plainest first).
-  std::optional<KernelVariant> found;
-  for (const auto& k : kernels_for(layout))
-    if (k.strategy == kernel) found = k;
-  if (!found) return find_kernel(layout, kernel);  // throws, listing what is available
-  return *found;
+  return select_kernel(layout, kernel);  // the same selector as everywhere else, under the ISA ceiling
 }
 
 }  // namespace ternlab::model

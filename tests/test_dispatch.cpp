@@ -323,6 +323,29 @@ TEST_SUITE("dispatch") {
 #endif
   }
 
+  TEST_CASE("select_kernel, the one selector, honours the ISA ceiling for every form of kernel name") {
+    const IsaCeilingReset reset;
+    int refused = 0;
+    for (const LayoutInfo* L : all_layouts())
+      for (const KernelVariant& k : kernels_for(*L)) {
+        CAPTURE(L->name);
+        CAPTURE(k.name());
+        CHECK(select_kernel(*L, k.name()).name() == k.name());  // no ceiling: every listed variant
+        if (k.isa == "scalar") continue;
+        set_isa_ceiling(Isa::scalar);
+        test::check_error([&] { select_kernel(*L, k.name()); }, k.name(), "above the ISA ceiling scalar");
+        test::check_error([&] { select_kernel(*L, k.strategy); }, k.strategy, "ceiling");
+        CHECK(select_kernel(*L, "best").name() == "reference/scalar");
+        CHECK(select_kernel(*L, "").name() == "reference/scalar");
+        clear_isa_ceiling();
+        ++refused;
+      }
+    test::check_error([] { select_kernel(find_layout("t2p"), "slot-mask/avx9"); }, "avx9");
+#if defined(__x86_64__)
+    if (isa_supported(Isa::avx2)) CHECK(refused > 0);
+#endif
+  }
+
   TEST_CASE("best_kernel_of chooses within one strategy as best_kernel does across all") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
