@@ -55,7 +55,7 @@ std::vector<std::string> LayoutInfo::formulas() const {
     const auto coords = [](const Modes& ms) {
       std::vector<std::string> m;
       for (int i = 0; i < ms.n; ++i) m.push_back(cat(ms.m[std::size_t(i)].name, ":", ms.m[std::size_t(i)].extent));
-      return "(" + join(m) + ")";
+      return cat("(", join(m), ")");
     };
     // Terms by increasing stride (the fastest-moving coordinate first); stride 1 is left implicit.
     std::vector<std::pair<int, std::string_view>> byte_terms, slot_terms;
