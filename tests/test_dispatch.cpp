@@ -223,7 +223,11 @@ TEST_SUITE("dispatch") {
       };
       if (L->facts.natural_two_bit) add("unpack", false);
       if (L->facts.digit_planar) add("base3", false);
-      if (L->facts.slot_vectorizable) add("slot-mask", true);  // smmla: row pairs as stored, single rows zipped
+      // NEON's own plan decides; smmla takes row pairs as stored, or single rows zipped in pairs of
+      // units (t2w3's 3 rows: plain NEON only).
+      const auto prog = neon::slot_program(*L);
+      const bool smmla = prog.chunk_aligned && (prog.pairs || (prog.units % 2 == 0 && prog.shared_kbase));
+      if (L->facts.slot_vectorizable && prog.ok) add("slot-mask", smmla);
       // slot-mask/dotprod comes from the shared slot-mask template (kernels/strategies), which its
       // own tests pin; here it may or may not be present, but only where dotprod is.
       std::set<std::string> got = variant_names(*L);
