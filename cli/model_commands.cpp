@@ -1,6 +1,7 @@
 // `ternlab model synth|info|generate|bench` and `ternlab tokenize`: write synthetic Bonsai-format
 // files, inspect any GGUF, run the forward pass in any layout, and show tokenisation.
 #include <algorithm>
+#include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "model/experiments.hpp"
 #include "model/model.hpp"
 #include "model/sampler.hpp"
+#include "model/speculative.hpp"
 #include "model/synth.hpp"
 #include "model/tokenizer.hpp"
 
@@ -81,6 +83,11 @@ struct GenerateOptions {
   int n = 16, threads = 1;
   float temperature = 0, top_p = 1;
   std::uint64_t seed = 1;
+  // Speculative decoding (model/speculative.hpp); empty draft: none.
+  std::string draft, rollback = "ring";
+  int draft_len = 2, ngram = 3;
+  double corrupt = 0.5;
+  std::uint64_t draft_seed = 1;
 };
 
 // A progress bar on stderr for a model load (minutes at full size; silent off a terminal).
@@ -105,16 +112,19 @@ void run_generate(const GenerateOptions& o) {
   const auto tok = Tokenizer::from_gguf(m->file());
   const auto prompt = tok.encode(o.prompt);
   if (prompt.empty()) fail("the prompt encodes to no tokens");
+  if (!o.draft.empty()) check_draft_len(*m, o.draft_len, "--draft-len");
   Sampler sampler({o.temperature, o.top_p, o.seed});
   Session s = m->new_session();
   auto logits = m->forward(s, prompt);
   std::vector<std::int32_t> out;
+  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.n; ++i) {
     const auto next = sampler.sample(logits);
     out.push_back(next);
     if (next == tok.eos()) break;
     if (i + 1 < o.n) logits = m->forward(s, std::span(&next, 1));
   }
+  const double plain_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << "\n";
   if (lo.plan == PlanMode::measure)
     for (const std::string& n : m->kernel_notes()) std::cout << "  " << n << "\n";
@@ -123,6 +133,32 @@ void run_generate(const GenerateOptions& o) {
   std::cout << "\noutput tokens:";
   for (auto t : out) std::cout << " " << t;
   std::cout << "\ntext: " << o.prompt << tok.decode(out) << "\n";
+  if (o.draft.empty()) return;
+
+  // The plain run above is the reference: the oracle and controlled drafters replay it, and the
+  // speculative tokens must equal it.
+  DrafterOptions d;
+  d.name = o.draft;
+  d.ngram = o.ngram;
+  d.corrupt = o.corrupt;
+  d.seed = o.draft_seed;
+  d.continuation = out;
+  d.prompt_tokens = int(prompt.size());
+  auto drafter = make_drafter(d, m->config().n_vocab);
+  SpeculativeStats st;
+  const auto spec = generate_speculative(*m, prompt, o.n, *drafter, {o.draft_len, parse_rollback(o.rollback), tok.eos()},
+                                         &st);
+  if (spec != out) fail("speculative decoding with the ", o.draft, " drafter diverged from plain greedy decoding");
+  const double plain_tok_s = out.size() > 1 ? double(out.size() - 1) / plain_seconds : 0.0;
+  std::cout << std::fixed << std::setprecision(2) << "speculative: " << o.draft << " drafter, draft length "
+            << o.draft_len << ", rollback " << o.rollback << "; tokens identical to plain greedy decoding\n"
+            << "  acceptance " << st.accepted << "/" << st.drafted << " (" << 100.0 * st.acceptance() << "%), "
+            << st.tokens_per_pass() << " tokens per verification pass (" << st.passes << " passes, " << st.rollbacks
+            << " rollbacks)\n"
+            << "  decode tok/s (after the first token): " << st.decode_tok_s() << " with speculation, " << plain_tok_s
+            << " without (" << (plain_tok_s > 0 ? st.decode_tok_s() / plain_tok_s : 0.0) << "x)\n"
+            << std::setprecision(4) << "  seconds: draft " << st.draft_seconds << ", verify " << st.verify_seconds
+            << ", rollback " << st.rollback_seconds << " (speculative); decode " << plain_seconds << " (plain)\n";
 }
 
 struct BenchOptions {
@@ -176,6 +212,7 @@ void add_model_commands(CLI::App& app) {
 
   static std::string preset = "tiny", out, type = "pq2_0";
   static std::uint64_t seed = 2026;
+  static int layers = 0;
   auto* synth = model->add_subcommand("synth", "Write a synthetic model in the exact Bonsai GGUF format");
   std::vector<std::string> preset_names;
   for (const auto& p : synth_presets()) preset_names.push_back(p.name);
@@ -183,6 +220,8 @@ void add_model_commands(CLI::App& app) {
   synth->add_option("-o,--output", out, "Output .gguf path")->required();
   synth->add_option("--type", type, "Ternary tensor type: pq2_0 or ptq1_0")->capture_default_str();
   synth->add_option("--seed", seed, "Random seed")->capture_default_str();
+  synth->add_option("--layers", layers, "Layers (default: the preset's); the layer shapes stay the preset's")
+      ->check(CLI::PositiveNumber);
   synth->callback([] {
     if (type != "pq2_0" && type != "ptq1_0") fail("--type must be pq2_0 or ptq1_0, got '", type, "'");
     SynthOptions so{seed, type == "pq2_0" ? 142 : 143, {}};
@@ -191,9 +230,9 @@ void add_model_commands(CLI::App& app) {
       if (!bar) bar = std::make_unique<experiments::Progress>(std::int64_t(total));
       bar->step(cat("writing ", name, " (", done, "/", total, ")"));
     };
-    const auto bytes = write_synthetic(find_preset(preset), out, so);
+    const auto bytes = write_synthetic(layers ? with_layers(find_preset(preset), layers) : find_preset(preset), out, so);
     if (bar) bar->finish();
-    std::cout << "wrote " << out << ": preset " << preset << ", " << type << ", " << bytes << " bytes\n";
+    std::cout << "wrote " << out << ": preset " << preset << (layers ? cat(", ", layers, " layers") : "") << ", " << type << ", " << bytes << " bytes\n";
   });
 
   static std::string info_path;
@@ -217,7 +256,22 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("--load", g.mode, "Load mode: mmap or memory")->capture_default_str();
   gen->add_option("--plan", g.plan, "Kernel choice without --kernel: estimate (the ISA ladder) or measure (time the "
                                     "candidates on the output head once, kept in the wisdom file)")->capture_default_str();
-  gen->callback([] { run_generate(g); });
+  gen->add_option("--draft", g.draft, "Speculative decoding (greedy only) with this drafter: " + join(drafter_names()))
+      ->check([](const std::string& v) {
+        const auto& n = drafter_names();
+        return std::find(n.begin(), n.end(), v) != n.end() ? std::string()
+                                                           : cat("unknown drafter '", v, "' (known: ", join(n), ")");
+      });
+  gen->add_option("--draft-len", g.draft_len, "Drafts verified per pass (1 .. the gemm batch - 1)")->capture_default_str();
+  gen->add_option("--ngram", g.ngram, "prompt-lookup: longest n-gram matched")->capture_default_str();
+  gen->add_option("--corrupt", g.corrupt, "controlled: probability that a draft is replaced")->capture_default_str();
+  gen->add_option("--draft-seed", g.draft_seed, "junk, controlled: random seed")->capture_default_str();
+  gen->add_option("--rollback", g.rollback, "ring (states kept per draft) or recompute (re-run the accepted tokens)")
+      ->capture_default_str();
+  gen->callback([] {
+    if (!g.draft.empty() && g.temperature != 0) fail("--draft needs greedy decoding (--temperature 0)");
+    run_generate(g);
+  });
 
   static BenchOptions b;
   auto* bench = model->add_subcommand("bench", "Prefill/decode tok/s, perplexity and greedy tokens per layout");
