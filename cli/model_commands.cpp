@@ -161,6 +161,44 @@ void run_generate(const GenerateOptions& o) {
             << ", rollback " << st.rollback_seconds << " (speculative); decode " << plain_seconds << " (plain)\n";
 }
 
+struct VerifyCostOptions {
+  std::string path, layout, mode = "mmap";
+  int threads = 1, max_batch = 5, rounds = 3, prompt = 16;
+};
+
+// Verification and rollback costs per batch (model/speculative.hpp measure_verify_costs), and the
+// tokens per pass each batch needs to beat plain decoding.
+void run_verify_costs(const VerifyCostOptions& o) {
+  LoadOptions lo;
+  lo.layout = o.layout;
+  lo.threads = o.threads;
+  lo.mode = gguf::parse_mode(o.mode);
+  show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
+  auto m = Model::load(o.path, lo);
+  check_draft_len(*m, o.max_batch - 1 < 1 ? 1 : o.max_batch - 1, "--max-batch - 1");
+  const auto prompt = random_tokens(o.prompt, m->config().n_vocab, 7);
+  const VerifyCosts c = measure_verify_costs(*m, prompt, o.max_batch, o.rounds);
+  int gdn = 0;
+  for (int l = 0; l < m->config().n_layer; ++l) gdn += m->config().is_gdn(l);
+  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << ", " << o.threads
+            << " threads, " << m->config().n_layer << " layers (" << gdn << " Gated DeltaNet), hidden "
+            << m->config().n_embd << "; after a " << o.prompt << "-token prompt, median of " << o.rounds
+            << " interleaved rounds\n"
+            << "one ring slot (every GDN layer's conv window + recurrent state): " << std::fixed
+            << std::setprecision(2) << double(c.state_bytes) / double(1 << 20) << " MiB\n"
+            << std::right << std::setw(6) << "batch" << std::setw(8) << "drafts" << std::setw(13) << "forward ms"
+            << std::setw(12) << "x batch 1" << std::setw(16) << "ring copies ms" << std::setw(16) << "ring forward ms"
+            << std::setw(14) << "rollback ms" << std::setw(20) << "recompute keep 1 ms" << "\n";
+  const double one = c.forward_seconds[0];
+  const double slot = c.record_seconds.size() > 1 ? c.record_seconds[1] : 0.0;  // batch 2 records one slot
+  for (std::size_t i = 0; i < c.forward_seconds.size(); ++i)
+    std::cout << std::setw(6) << i + 1 << std::setw(8) << i << std::setprecision(2) << std::setw(13)
+              << 1e3 * c.forward_seconds[i] << std::setw(12) << c.forward_seconds[i] / one << std::setw(16)
+              << 1e3 * c.record_seconds[i] << std::setw(16) << 1e3 * c.ring_forward_seconds[i] << std::setw(14)
+              << 1e3 * c.rollback_seconds[i] << std::setw(20) << (i ? 1e3 * (slot + one) : 0.0) << "\n";
+  std::cout << "a pass of T tokens pays when it emits more than (forward ms / batch-1 forward ms) tokens on average\n";
+}
+
 struct BenchOptions {
   std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "estimate";
   int prompt = 64, decode = 32, threads = 1, ppl_tokens = 128;
@@ -202,6 +240,23 @@ void run_bench(const BenchOptions& o) {
   }
   std::cout << "peak resident memory: " << std::fixed << std::setprecision(2) << double(peak_rss_bytes()) / double(1 << 30)
             << " GiB (all layouts above, loaded one after another)\n";
+}
+
+void add_verify_costs_command(CLI::App* model) {
+  static VerifyCostOptions v;
+  auto* vc = model->add_subcommand("verify-costs",
+                                   "Speculative decoding's costs: forward time per verification batch, the state "
+                                   "ring's copies and rollback, recomputation");
+  vc->add_option("file", v.path, "GGUF file")->required();
+  vc->add_option("--layout", v.layout, "Repack every ternary tensor into this layout: " + layout_names());
+  vc->add_option("--threads", v.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
+  vc->add_option("--max-batch", v.max_batch, "Largest verification batch (drafts + 1)")->capture_default_str()
+      ->check(CLI::Range(2, 1 << 20));
+  vc->add_option("--rounds", v.rounds, "Interleaved rounds (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  vc->add_option("--prompt", v.prompt, "Prompt tokens before the measured passes")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  vc->add_option("--load", v.mode, "Load mode: mmap or memory")->capture_default_str();
+  vc->callback([] { run_verify_costs(v); });
 }
 
 }  // namespace
@@ -285,6 +340,7 @@ void add_model_commands(CLI::App& app) {
   bench->add_option("--plan", b.plan, "Kernel choice: estimate (the ISA ladder) or measure (time the candidates once, "
                                       "kept in the wisdom file)")->capture_default_str();
   bench->callback([] { run_bench(b); });
+  add_verify_costs_command(model);
 }
 
 void add_tokenize_command(CLI::App& app) {

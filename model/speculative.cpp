@@ -230,4 +230,52 @@ std::vector<std::int32_t> generate_speculative(Model& m, std::span<const std::in
   return out;
 }
 
+// --- costs --------------------------------------------------------------------------------------
+
+VerifyCosts measure_verify_costs(Model& m, std::span<const std::int32_t> prompt, int max_batch, int rounds) {
+  if (max_batch < 1 || max_batch > m.max_batch())
+    fail("verification batch ", max_batch, " outside 1 .. ", m.max_batch(), " (the gemm batch)");
+  if (rounds < 1) fail("rounds must be at least 1, got ", rounds);
+  if (prompt.empty()) fail("measure_verify_costs: empty prompt");
+  Session base = m.new_session();
+  m.forward(base, prompt);
+  const auto vocab = std::uint64_t(m.config().n_vocab);
+  std::vector<std::int32_t> batch;
+  for (int t = 0; t < max_batch; ++t) batch.push_back(std::int32_t((std::uint64_t(prompt[0]) + 7919u * std::uint64_t(t)) % vocab));
+  const auto B = std::size_t(max_batch);
+  std::vector<std::vector<double>> plain(B), ringed(B), record(B), back(B);
+  StateRing ring;
+  for (int r = 0; r < rounds; ++r)
+    for (std::size_t T = 1; T <= B; ++T) {  // interleaved: every batch size once per round
+      const auto tokens = std::span(batch).first(T);
+      Session s = base;
+      double t0 = now();
+      m.forward(s, tokens, true);
+      plain[T - 1].push_back(now() - t0);
+      s = base;
+      const double before = ring.record_seconds;
+      t0 = now();
+      m.forward(s, tokens, true, nullptr, &ring);
+      ringed[T - 1].push_back(now() - t0);
+      record[T - 1].push_back(ring.record_seconds - before);
+      t0 = now();
+      m.rollback(s, ring, 1);
+      back[T - 1].push_back(now() - t0);
+    }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  VerifyCosts c;
+  for (std::size_t i = 0; i < B; ++i) {
+    c.forward_seconds.push_back(median(plain[i]));
+    c.ring_forward_seconds.push_back(median(ringed[i]));
+    c.record_seconds.push_back(median(record[i]));
+    c.rollback_seconds.push_back(median(back[i]));
+  }
+  for (std::size_t l = 0; l < base.conv.size(); ++l)
+    c.state_bytes += (base.conv[l].size() + base.state[l].size()) * sizeof(float);
+  return c;
+}
+
 }  // namespace ternlab::model

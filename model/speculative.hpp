@@ -126,4 +126,15 @@ std::vector<std::int32_t> generate_speculative(Model& m, std::span<const std::in
                                                Drafter& drafter, const SpeculativeOptions& o,
                                                SpeculativeStats* stats = nullptr);
 
+// What verification and rollback cost on a model, per verification batch of T = 1 .. max_batch
+// tokens (T - 1 drafts), each the median over `rounds` interleaved rounds from the same state
+// (after `prompt`): a forward of T tokens without and with the ring recording, the ring's copies
+// alone, and a ring rollback to 1 kept token. Recomputation after keeping j tokens costs one
+// state copy (one ring slot) plus a forward of j tokens: forward_seconds[j - 1].
+struct VerifyCosts {
+  std::vector<double> forward_seconds, ring_forward_seconds, record_seconds, rollback_seconds;  // [T - 1]
+  std::uint64_t state_bytes = 0;  // one slot: every GDN layer's conv window and recurrent state
+};
+VerifyCosts measure_verify_costs(Model& m, std::span<const std::int32_t> prompt, int max_batch, int rounds);
+
 }  // namespace ternlab::model

@@ -128,20 +128,25 @@ TEST_SUITE("speculative") {
   TEST_CASE("every drafter and both rollbacks emit the plain greedy tokens") {
     auto m = Model::load(tiny_path());
     const int vocab = m->config().n_vocab;
-    const auto want = greedy(*m, kPrompt, kTokens);
+    // The synthetic model's text hardly repeats, so prompt lookup gets a prompt holding every even
+    // token id: about every other emitted token has occurred before and yields a draft.
+    std::vector<std::int32_t> lookup_prompt = kPrompt;
+    for (int t = 0; t < vocab; t += 2) lookup_prompt.push_back(t);
     for (const auto& name : drafter_names()) {
+      const auto& prompt = name == "prompt-lookup" ? lookup_prompt : kPrompt;
+      const auto want = greedy(*m, prompt, kTokens);
       for (const Rollback rb : {Rollback::ring, Rollback::recompute}) {
         for (int k = 1; k <= 5; ++k) {
-          INFO(name, " rollback ", rb == Rollback::ring ? "ring" : "recompute", " draft length ", k);
+          INFO(name, " rollback ", std::string(rb == Rollback::ring ? "ring" : "recompute"), " draft length ", k);
           DrafterOptions d;
           d.name = name;
           d.ngram = 2;
           d.continuation = want;
-          d.prompt_tokens = int(kPrompt.size());
+          d.prompt_tokens = int(prompt.size());
           d.corrupt = 0.3;
           auto drafter = make_drafter(d, vocab);
           SpeculativeStats st;
-          const auto got = generate_speculative(*m, kPrompt, kTokens, *drafter, {k, rb, -1}, &st);
+          const auto got = generate_speculative(*m, prompt, kTokens, *drafter, {k, rb, -1}, &st);
           CHECK(got == want);
           CHECK(st.tokens == kTokens);
           CHECK(st.drafted > 0);
@@ -168,7 +173,7 @@ TEST_SUITE("speculative") {
     for (const Rollback rb : {Rollback::ring, Rollback::recompute})
       for (int k = 1; k <= 5; ++k)
         for (int r = 0; r < k; ++r) {
-          INFO("draft length ", k, ", rejected draft ", r, ", ", rb == Rollback::ring ? "ring" : "recompute");
+          INFO("draft length ", k, ", rejected draft ", r, ", ", std::string(rb == Rollback::ring ? "ring" : "recompute"));
           RejectAtDrafter drafter(want, int(kPrompt.size()), r, vocab);
           SpeculativeStats st;
           CHECK(generate_speculative(*m, kPrompt, kTokens, drafter, {k, rb, -1}, &st) == want);
@@ -228,6 +233,25 @@ TEST_SUITE("speculative") {
       CHECK(w[i] != cont[i + 1]);
       CHECK((w[i] >= 0 && w[i] < 16));
     }
+  }
+
+  TEST_CASE("verify costs: an entry per batch, a slot's bytes from the config, the ring's copies inside its pass") {
+    auto m = Model::load(tiny_path());
+    const ModelConfig& c = m->config();
+    const VerifyCosts v = measure_verify_costs(*m, kPrompt, 3, 1);
+    CHECK(v.forward_seconds.size() == 3);
+    CHECK(v.record_seconds.size() == 3);
+    CHECK(v.record_seconds[0] == 0.0);  // a batch of 1 records no slot
+    for (std::size_t i = 1; i < 3; ++i) {
+      CHECK(v.record_seconds[i] > 0.0);
+      CHECK(v.record_seconds[i] < v.ring_forward_seconds[i]);
+    }
+    std::uint64_t per_layer = std::uint64_t(c.ssm_conv - 1) * std::uint64_t(c.conv_channels()) +
+                              std::uint64_t(c.ssm_v_heads) * std::uint64_t(c.ssm_state) * std::uint64_t(c.ssm_state);
+    int gdn = 0;
+    for (int l = 0; l < c.n_layer; ++l) gdn += c.is_gdn(l);
+    CHECK(v.state_bytes == per_layer * std::uint64_t(gdn) * 4u);
+    test::check_error([&] { measure_verify_costs(*m, kPrompt, m->max_batch() + 1, 1); }, "gemm batch");
   }
 
   TEST_CASE("bad input: draft length, drafter name, options, rollback") {
