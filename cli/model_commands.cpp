@@ -162,7 +162,7 @@ void run_generate(const GenerateOptions& o) {
 }
 
 struct VerifyCostOptions {
-  std::string path, layout, mode = "mmap";
+  std::string path, layout, mode = "mmap", clock = "wall";
   int threads = 1, max_batch = 5, rounds = 3, prompt = 16;
 };
 
@@ -177,13 +177,14 @@ void run_verify_costs(const VerifyCostOptions& o) {
   auto m = Model::load(o.path, lo);
   check_draft_len(*m, o.max_batch - 1 < 1 ? 1 : o.max_batch - 1, "--max-batch - 1");
   const auto prompt = random_tokens(o.prompt, m->config().n_vocab, 7);
-  const VerifyCosts c = measure_verify_costs(*m, prompt, o.max_batch, o.rounds);
+  if (o.clock != "wall" && o.clock != "cpu") fail("--clock must be wall or cpu, got '", o.clock, "'");
+  const VerifyCosts c = measure_verify_costs(*m, prompt, o.max_batch, o.rounds, o.clock == "cpu");
   int gdn = 0;
   for (int l = 0; l < m->config().n_layer; ++l) gdn += m->config().is_gdn(l);
   std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << ", " << o.threads
             << " threads, " << m->config().n_layer << " layers (" << gdn << " Gated DeltaNet), hidden "
             << m->config().n_embd << "; after a " << o.prompt << "-token prompt, median of " << o.rounds
-            << " interleaved rounds\n"
+            << " interleaved rounds, " << (o.clock == "cpu" ? "process CPU time" : "wall time") << "\n"
             << "one ring slot (every GDN layer's conv window + recurrent state): " << std::fixed
             << std::setprecision(2) << double(c.state_bytes) / double(1 << 20) << " MiB\n"
             << std::right << std::setw(6) << "batch" << std::setw(8) << "drafts" << std::setw(13) << "forward ms"
@@ -256,6 +257,8 @@ void add_verify_costs_command(CLI::App* model) {
   vc->add_option("--prompt", v.prompt, "Prompt tokens before the measured passes")->capture_default_str()
       ->check(CLI::PositiveNumber);
   vc->add_option("--load", v.mode, "Load mode: mmap or memory")->capture_default_str();
+  vc->add_option("--clock", v.clock, "wall, or cpu: this process's CPU time (all threads), which leaves out time "
+                                     "other jobs take on a shared machine")->capture_default_str();
   vc->callback([] { run_verify_costs(v); });
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 
 #include "common/error.hpp"
 #include "common/fp16.hpp"
@@ -223,11 +224,18 @@ std::vector<float> Model::embed(std::int32_t token) const {
 
 // --- forward ------------------------------------------------------------------------------------
 
+double seconds_now(bool cpu) {
+  if (!cpu) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
 void StateRing::record(int layer, int slot, const std::vector<float>& conv_now, const std::vector<float>& state_now) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = seconds_now(cpu_clock);
   conv[std::size_t(layer)][std::size_t(slot)].assign(conv_now.begin(), conv_now.end());
   state[std::size_t(layer)][std::size_t(slot)].assign(state_now.begin(), state_now.end());
-  record_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  record_seconds += seconds_now(cpu_clock) - t0;
 }
 
 void Model::rollback(Session& s, StateRing& ring, int keep) const {

@@ -75,8 +75,13 @@ struct StateRing {
   int slots = 0;  // tokens recorded: the call's first `slots` tokens
   std::vector<std::vector<std::vector<float>>> conv, state;  // [layer][slot]
   double record_seconds = 0;  // time spent copying states in, summed over calls
+  bool cpu_clock = false;     // record_seconds in process CPU time instead of wall time
   void record(int layer, int slot, const std::vector<float>& conv_now, const std::vector<float>& state_now);
 };
+
+// Seconds on the steady clock, or of this process's CPU time (all its threads) when `cpu`: on a
+// machine shared with other jobs, CPU time leaves out the time the scheduler gives them.
+double seconds_now(bool cpu);
 
 // Wall time per op kind, for one forward call (experiment hook).
 struct OpProfile {

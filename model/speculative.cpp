@@ -232,7 +232,8 @@ std::vector<std::int32_t> generate_speculative(Model& m, std::span<const std::in
 
 // --- costs --------------------------------------------------------------------------------------
 
-VerifyCosts measure_verify_costs(Model& m, std::span<const std::int32_t> prompt, int max_batch, int rounds) {
+VerifyCosts measure_verify_costs(Model& m, std::span<const std::int32_t> prompt, int max_batch, int rounds,
+                                 bool cpu_clock) {
   if (max_batch < 1 || max_batch > m.max_batch())
     fail("verification batch ", max_batch, " outside 1 .. ", m.max_batch(), " (the gemm batch)");
   if (rounds < 1) fail("rounds must be at least 1, got ", rounds);
@@ -245,6 +246,8 @@ VerifyCosts measure_verify_costs(Model& m, std::span<const std::int32_t> prompt,
   const auto B = std::size_t(max_batch);
   std::vector<std::vector<double>> plain(B), ringed(B), record(B), back(B);
   StateRing ring;
+  ring.cpu_clock = cpu_clock;
+  const auto now = [cpu_clock] { return seconds_now(cpu_clock); };
   for (int r = 0; r < rounds; ++r)
     for (std::size_t T = 1; T <= B; ++T) {  // interleaved: every batch size once per round
       const auto tokens = std::span(batch).first(T);

@@ -130,11 +130,13 @@ std::vector<std::int32_t> generate_speculative(Model& m, std::span<const std::in
 // tokens (T - 1 drafts), each the median over `rounds` interleaved rounds from the same state
 // (after `prompt`): a forward of T tokens without and with the ring recording, the ring's copies
 // alone, and a ring rollback to 1 kept token. Recomputation after keeping j tokens costs one
-// state copy (one ring slot) plus a forward of j tokens: forward_seconds[j - 1].
+// state copy (one ring slot) plus a forward of j tokens: forward_seconds[j - 1]. With `cpu_clock`
+// every time is process CPU time (seconds_now).
 struct VerifyCosts {
   std::vector<double> forward_seconds, ring_forward_seconds, record_seconds, rollback_seconds;  // [T - 1]
   std::uint64_t state_bytes = 0;  // one slot: every GDN layer's conv window and recurrent state
 };
-VerifyCosts measure_verify_costs(Model& m, std::span<const std::int32_t> prompt, int max_batch, int rounds);
+VerifyCosts measure_verify_costs(Model& m, std::span<const std::int32_t> prompt, int max_batch, int rounds,
+                                 bool cpu_clock = false);
 
 }  // namespace ternlab::model
