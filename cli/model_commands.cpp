@@ -112,6 +112,7 @@ void run_generate(const GenerateOptions& o) {
   const auto tok = Tokenizer::from_gguf(m->file());
   const auto prompt = tok.encode(o.prompt);
   if (prompt.empty()) fail("the prompt encodes to no tokens");
+  const Rollback rollback = parse_rollback(o.rollback);
   if (!o.draft.empty()) check_draft_len(*m, o.draft_len, "--draft-len");
   Sampler sampler({o.temperature, o.top_p, o.seed});
   Session s = m->new_session();
@@ -146,7 +147,7 @@ void run_generate(const GenerateOptions& o) {
   d.prompt_tokens = int(prompt.size());
   auto drafter = make_drafter(d, m->config().n_vocab);
   SpeculativeStats st;
-  const auto spec = generate_speculative(*m, prompt, o.n, *drafter, {o.draft_len, parse_rollback(o.rollback), tok.eos()},
+  const auto spec = generate_speculative(*m, prompt, o.n, *drafter, {o.draft_len, rollback, tok.eos()},
                                          &st);
   if (spec != out) fail("speculative decoding with the ", o.draft, " drafter diverged from plain greedy decoding");
   const double plain_tok_s = out.size() > 1 ? double(out.size() - 1) / plain_seconds : 0.0;
