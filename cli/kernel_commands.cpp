@@ -382,7 +382,10 @@ void add_kernel_commands(CLI::App& app) {
   list->add_option("--threads", ko.threads, "Threads the planner measures on")->capture_default_str();
   list->add_option("--layouts", ko.layouts, "Only these layouts")->delimiter(',');
   list->add_option("--wisdom", ko.wisdom, "Wisdom file (default: $TERNLAB_WISDOM or ~/.cache/ternlab/wisdom.toml)");
-  list->callback([] { list_kernels(ko); });
+  add_census_command(*list);
+  list->callback([list] {
+    if (!list->got_subcommand("census")) list_kernels(ko);
+  });
 
   auto* b = app.add_subcommand("bench", "Kernel benchmark: gemv/gemm per layout x strategy x ISA vs measured ceilings");
   static BenchOptions o;

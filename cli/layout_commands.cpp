@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "common/files.hpp"
 #include "common/strings.hpp"
+#include "layouts/byte_map.hpp"
 #include "layouts/matrix.hpp"
 #include "layouts/stock.hpp"
 
@@ -84,8 +86,19 @@ void add_layout_commands(CLI::App& app) {
   layout->require_subcommand(1);
   auto* show = layout->add_subcommand("show", "Print the byte map of one block (which row and weight each slot holds)");
   static std::string name;
+  static std::string svg_path;
   show->add_option("name", name, "Layout name (see `ternlab layouts`)")->required();
-  show->callback([] { show_layout(find_layout(name)); });
+  show->add_option("--svg", svg_path,
+                   "Also draw the byte map as an SVG figure into this file (bytes as columns, slots as rows, "
+                   "colour by row, weight index in each cell)");
+  show->callback([] {
+    const LayoutInfo& layout = find_layout(name);
+    show_layout(layout);
+    if (!svg_path.empty()) {
+      write_file_atomically(svg_path, byte_map_svg(layout));
+      std::cout << "\nbyte map figure: " << svg_path << "\n";
+    }
+  });
 }
 
 }  // namespace ternlab::cli
