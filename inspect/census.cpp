@@ -254,8 +254,10 @@ Function disassemble(const CodeAddress& at, bool x86) {
       ops = sp == std::string::npos ? "" : ops.substr(ops.find_first_not_of(" \t", sp));
     }
     if (mnemonic == "(bad)" || mnemonic.empty()) continue;
-    const auto cut = ops.find(" #");  // objdump's comments ("# 1234 <sym>")
-    if (x86 && cut != std::string::npos) ops = ops.substr(0, cut);
+    // objdump's comments: "# 1234 <sym>" in AT&T syntax, "// b.any" in AArch64's (where " #" is an immediate).
+    const auto cut = ops.find(x86 ? " #" : " //");
+    if (cut != std::string::npos) ops = ops.substr(0, cut);
+    while (!ops.empty() && (ops.back() == ' ' || ops.back() == '\t')) ops.pop_back();
     f.insns.push_back(classify(std::stoull(m[1], nullptr, 16), mnemonic, ops));
   }
   if (f.insns.empty()) fail("objdump showed no code at 0x", std::hex, at.address, " in ", at.file);

@@ -37,7 +37,7 @@ constexpr int kProbeMacs = 128;  // two 512-bit vpdpbusd
 #elif defined(__aarch64__)
 asm(R"(
   .text
-  .arch_extension dotprod
+  .arch armv8.2-a+dotprod
   .globl ternlab_census_probe
   .type ternlab_census_probe, %function
 ternlab_census_probe:
