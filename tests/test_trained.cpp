@@ -159,7 +159,7 @@ TEST_SUITE("trained") {
     REQUIRE(dict.size() > 1000);
     auto m = Model::load(trained("bonsai-kjv-py.gguf"), {});
     const auto tok = Tokenizer::from_gguf(m->file());
-    for (const char* name : {"heldout-prose.txt", "heldout-code.txt"}) {
+    for (const std::string name : {"heldout-prose.txt", "heldout-code.txt"}) {
       INFO(name);
       const auto ids = tok.encode(read_text(trained(name)));
       REQUIRE(ids.size() > 64);
@@ -210,5 +210,31 @@ TEST_SUITE("trained") {
     CHECK_THROWS_WITH_AS(all_logits(*m, too_long), doctest::Contains("qwen35.context_length"), Error);
     CHECK_THROWS_WITH_AS(all_logits(*m, std::vector<std::int32_t>{1, vocab}), doctest::Contains("token_embd.weight"),
                          Error);
+  }
+
+  TEST_CASE("trained model: a truncated or corrupt copy of the committed file is refused naming the file") {
+    const std::string bytes = read_text(trained("bonsai-kjv-py.gguf"));
+    const std::string path = (std::filesystem::temp_directory_path() / cat("ternlab-test-", getpid(), "-cut.gguf")).string();
+    const auto load_error = [&](const std::string& content) {
+      std::ofstream(path, std::ios::binary).write(content.data(), std::streamsize(content.size()));
+      std::string msg;
+      try {
+        Model::load(path, {});
+      } catch (const Error& e) {
+        msg = e.what();
+      }
+      std::filesystem::remove(path);
+      return msg;
+    };
+    for (std::size_t keep : {bytes.size() - 1, bytes.size() / 2, std::size_t(4096), std::size_t(20)}) {
+      INFO("kept ", keep, " of ", bytes.size(), " bytes");
+      const std::string msg = load_error(bytes.substr(0, keep));
+      CHECK_MESSAGE(msg.find(path) != std::string::npos, msg);
+    }
+    std::string bad_magic = bytes;
+    bad_magic[0] = 'X';
+    const std::string msg = load_error(bad_magic);
+    CHECK_MESSAGE(msg.find(path) != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("magic") != std::string::npos, msg);
   }
 }
