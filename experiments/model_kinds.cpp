@@ -102,7 +102,7 @@ struct ModelSource {
 };
 
 ModelSource model_source(const RunSpec& run) {
-  const Located m = run.at("model");
+  Located m = run.at("model");
   Located p = run.at("preset");
   // A model named on the command line replaces the file's preset (`--set model=real.gguf`), a preset the file's model;
   // both in one file, or both on the command line, are ambiguous.
