@@ -66,11 +66,11 @@ WORDS_PER_CORPUS = 2000  # words.txt: this many most frequent words of each trai
 EVAL_CHUNK = 64       # perplexity chunk (fresh state per chunk), = the training sequence length
 
 
-def validate(cfg: dict[str, Any]) -> None:
-    """A config that does not describe a valid Bonsai model is refused naming the field."""
+def validate(cfg: dict[str, Any], source: str) -> None:
+    """A config that does not describe a valid Bonsai model is refused naming the file and the field."""
     def need(ok: bool, field: str, why: str) -> None:
         if not ok:
-            raise SystemExit(f"train.py: config field '{field}' = {cfg.get(field)!r}: {why}")
+            raise SystemExit(f"train.py: {source}: field '{field}' = {cfg.get(field)!r}: {why}")
     B = cfg["block"]
     need(B > 0 and B & (B - 1) == 0, "block", "the Hadamard block must be a power of two")
     for f in ("hidden", "ffn"):
@@ -470,7 +470,7 @@ def main() -> int:
             if type(v) is not type(cfg[k]):
                 raise SystemExit(f"train.py: {args.config}: field '{k}' must be {type(cfg[k]).__name__}")
             cfg[k] = v
-    validate(cfg)
+    validate(cfg, str(args.config) if args.config else "the built-in config")
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
