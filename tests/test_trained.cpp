@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <set>
 #include <sstream>
 #include <string>
@@ -110,7 +111,7 @@ TEST_SUITE("trained") {
     }
 
     int layouts = 0, expected = 0;
-    std::vector<double> first;
+    double first_head = 0;
     for (const LayoutInfo* layout : all_layouts()) {
       LoadOptions o;
       o.layout = std::string(layout->name);
@@ -127,21 +128,25 @@ TEST_SUITE("trained") {
         MESSAGE("expected skip: layout ", layout->name, " (", layout->rows, " rows per block): ", std::string(e.what()));
         continue;
       }
-      const bool every_text = layouts++ == 0;
-      for (std::size_t i = 0; i < texts.size(); ++i) {
-        // The first layout scores every text; the others score the first and must give its exact value
-        // (every layout holds the same trits and scales, and the kernels promise bit-identical floats).
-        if (!every_text && i > 0) continue;
-        INFO("layout ", layout->name, ", text ", i);
-        const double ppl = perplexity(*m, texts[i], chunks[i]).value();
-        CHECK(std::fabs(ppl - want[i]) <= tol[i] * want[i]);
-        CHECK(ppl < uniform / 10);
-        if (every_text)
-          first.push_back(ppl);
-        else
-          CHECK(ppl == first[i]);
-        MESSAGE("layout ", layout->name, " text ", i, ": perplexity ", ppl, " (trainer ", want[i], ", tolerance ",
-                100 * tol[i], "%, uniform ", uniform, ")");
+      // The first layout (pq2_0, the file's own) scores both full texts against the trainer. Every other
+      // layout scores the first 256 tokens of the prose and must give pq2_0's value on them exactly: the
+      // layouts hold the same trits and scales and the kernels promise bit-identical floats, so each
+      // layout's full-text perplexity is pq2_0's. This keeps the suite short under sanitizers and qemu.
+      const std::span<const std::int32_t> head(texts[0].data(), std::min<std::size_t>(256, texts[0].size()));
+      const double head_ppl = perplexity(*m, head, chunks[0]).value();
+      INFO("layout ", layout->name);
+      if (layouts++ == 0) {
+        first_head = head_ppl;
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+          INFO("text ", i);
+          const double ppl = perplexity(*m, texts[i], chunks[i]).value();
+          CHECK(std::fabs(ppl - want[i]) <= tol[i] * want[i]);
+          CHECK(ppl < uniform / 10);
+          MESSAGE("layout ", layout->name, " text ", i, ": perplexity ", ppl, " (trainer ", want[i], ", tolerance ",
+                  100 * tol[i], "%, uniform ", uniform, ")");
+        }
+      } else {
+        CHECK(head_ppl == first_head);
       }
     }
     CHECK(layouts == expected);
