@@ -213,6 +213,15 @@ TEST_SUITE("trained") {
     REQUIRE(bytes.size() == 10 + hlen + logits.size() * 4);
     CHECK(std::memcmp(bytes.data() + 10 + hlen, logits.data(), logits.size() * 4) == 0);
 
+    // CSV: one row per position, shortest round-trip floats; a size that is not rows x cols is refused.
+    const std::vector<float> small = {1.0f, -0.5f, 3.25f, 1e-7f, 0.0f, 2.0f};
+    const std::string csv = path + ".csv";
+    write_csv_f32(csv, small, 2, 3);
+    CHECK(read_text(csv) == "1,-0.5,3.25\n1e-07,0,2\n");
+    std::filesystem::remove(csv);
+    CHECK_THROWS_WITH_AS(write_csv_f32(csv, small, 4, 2), doctest::Contains(csv.c_str()), Error);
+    CHECK_FALSE(std::filesystem::exists(csv));
+
     const std::uint32_t ctx = m->config().context_length;
     REQUIRE(ctx > 0);
     const std::vector<std::int32_t> too_long(ctx + 1, 10);
