@@ -1,15 +1,17 @@
-// `ternlab model synth|info|generate|bench` and `ternlab tokenize`: write synthetic Bonsai-format
+// `ternlab model synth|info|generate|logits|bench` and `ternlab tokenize`: write synthetic Bonsai-format
 // files, inspect any GGUF, run the forward pass in any layout, and show tokenisation.
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 
 #include "cli/commands.hpp"
 #include "common/error.hpp"
 #include "common/memory.hpp"
+#include "common/npy.hpp"
 #include "common/strings.hpp"
 #include "layouts/stock.hpp"
 #include "experiments/progress.hpp"
@@ -201,6 +203,70 @@ void run_verify_costs(const VerifyCostOptions& o) {
   std::cout << "a pass of T tokens pays when it emits more than (forward ms / batch-1 forward ms) tokens on average\n";
 }
 
+struct LogitsOptions {
+  std::string path, prompt, tokens, layout, kernel, mode = "mmap";
+  std::vector<std::string> out;
+  int threads = 1;
+};
+
+// "1, 2 3" -> {1, 2, 3}: ids separated by commas and/or spaces.
+std::vector<std::int32_t> parse_ids(const std::string& text) {
+  std::vector<std::int32_t> ids;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(cur, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != cur.size() || v < 0 || v > std::numeric_limits<std::int32_t>::max()) fail("--tokens: '", cur, "' is not a token id");
+    ids.push_back(std::int32_t(v));
+    cur.clear();
+  };
+  for (char ch : text) {
+    if (ch == ',' || ch == ' ' || ch == '\t' || ch == '\n') flush();
+    else cur += ch;
+  }
+  flush();
+  return ids;
+}
+
+void run_logits(const LogitsOptions& o) {
+  if (o.prompt.empty() == o.tokens.empty()) fail("model logits: give exactly one of --prompt TEXT and --tokens IDS");
+  for (const std::string& out : o.out)
+    if (!out.ends_with(".npy") && !out.ends_with(".csv"))
+      fail("model logits: --out ", out, ": the name must end in .npy or .csv (the format written)");
+  LoadOptions lo;
+  lo.layout = o.layout;
+  lo.kernel = o.kernel;
+  lo.threads = o.threads;
+  lo.mode = gguf::parse_mode(o.mode);
+  auto m = Model::load(o.path, lo);
+  std::vector<std::int32_t> ids;
+  if (!o.prompt.empty()) {
+    ids = Tokenizer::from_gguf(m->file()).encode(o.prompt);
+    if (ids.empty()) fail("model logits: the prompt encodes to no tokens");
+  } else {
+    ids = parse_ids(o.tokens);
+    if (ids.empty()) fail("model logits: --tokens holds no ids");
+  }
+  const auto logits = all_logits(*m, ids);
+  const std::int64_t rows = std::int64_t(ids.size()), cols = m->config().n_vocab;
+  for (const std::string& out : o.out) {
+    if (out.ends_with(".npy")) write_npy_f32(out, logits, rows, cols);
+    else write_csv_f32(out, logits, rows, cols);
+  }
+  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << "\n";
+  std::cout << "tokens:";
+  for (auto t : ids) std::cout << " " << t;
+  std::cout << "\nlogits: " << rows << " positions x " << cols << " vocab (float32; row t scores the token after token t)";
+  for (const std::string& out : o.out) std::cout << "\nwrote " << out;
+  std::cout << "\n";
+}
+
 struct BenchOptions {
   std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "estimate";
   int prompt = 64, decode = 32, threads = 1, ppl_tokens = 128;
@@ -331,6 +397,18 @@ void add_model_commands(CLI::App& app) {
     if (!g.draft.empty() && g.temperature != 0) fail("--draft needs greedy decoding (--temperature 0)");
     run_generate(g);
   });
+
+  static LogitsOptions lg;
+  auto* logits = model->add_subcommand("logits", "Every position's logits of a prompt (teacher forced) as .npy and/or CSV");
+  logits->add_option("file", lg.path, "GGUF file")->required();
+  logits->add_option("-p,--prompt", lg.prompt, "Prompt text (tokenised with the file's tokenizer)");
+  logits->add_option("--tokens", lg.tokens, "Token ids, separated by commas or spaces");
+  logits->add_option("--layout", lg.layout, "Repack every ternary tensor into this layout: " + layout_names());
+  logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
+  logits->add_option("--threads", lg.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
+  logits->add_option("--load", lg.mode, "Load mode: mmap or memory")->capture_default_str();
+  logits->add_option("-o,--out", lg.out, "Output file, .npy (float32 [positions, vocab]) or .csv; repeatable")->required();
+  logits->callback([] { run_logits(lg); });
 
   static BenchOptions b;
   auto* bench = model->add_subcommand("bench", "Prefill/decode tok/s, perplexity and greedy tokens per layout");

@@ -1,8 +1,9 @@
 // `ternlab quickstart`: the README's main job. (1) Packs one synthetic ternary matrix into every
 // layout, checks every kernel against the integer oracle and prints bytes per weight and a short
-// timing of each layout's best kernel. (2) Synthesizes the tiny Bonsai 2 model into a temporary
-// folder and runs the runner's prefill, decode and perplexity kinds with one arm per layout, side by
-// side: tok/s, decode bandwidth fraction and perplexity, which must be identical across layouts.
+// timing of each layout's best kernel. (2) Loads the small trained model committed in models/ (or, with
+// --preset, a synthetic one written to a temporary folder) and runs the runner's prefill, decode and
+// perplexity kinds with one arm per layout, side by side: tok/s, decode bandwidth fraction and
+// perplexity on held-out text, which must be identical across layouts.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -34,7 +35,10 @@ namespace {
 struct Options {
   std::int64_t rows = 1024, cols = 4096;
   int reps = 5;
-  std::string preset = "tiny";
+  // The trained model committed in models/ (tools/train); --preset NAME runs a synthetic one instead.
+  std::string model = "models/bonsai-kjv-py/bonsai-kjv-py.gguf";
+  std::string text = "models/bonsai-kjv-py/heldout-prose.txt";
+  std::string preset;
   int rounds = 3;
   bool kernels_only = false;
 };
@@ -63,9 +67,15 @@ int run_model_part(const Options& o) {
   std::vector<std::string> layouts;
   for (const LayoutInfo* L : all_layouts()) layouts.push_back(cat("\"", L->name, "\""));
   // One arm per layout, interleaved; small ceiling buffer and short samples keep this to seconds.
-  const std::string common = cat("preset = \"", o.preset, "\"\nseed = 2026\noutput = \"", dir.string(), "\"\nwarmup = 1\nceiling_mib = 256\nsample_ms = 5\nbaseline = \"pq2_0\"\n[[arm]]\nlayout = [",
+  const bool trained = o.preset.empty();
+  if (trained && !fs::is_regular_file(o.model))
+    fail("quickstart: no model file '", o.model, "' (run from the repository root, give --model PATH, or --preset tiny for a synthetic one)");
+  if (trained && !fs::is_regular_file(o.text)) fail("quickstart: no held-out text '", o.text, "' (give --text PATH)");
+  const std::string source = trained ? cat("model = \"", o.model, "\"\n") : cat("preset = \"", o.preset, "\"\n");
+  const std::string common = cat(source, "seed = 2026\noutput = \"", dir.string(), "\"\nwarmup = 1\nceiling_mib = 256\nsample_ms = 5\nbaseline = \"pq2_0\"\n[[arm]]\nlayout = [",
                                  join(layouts), "]\n");
-  std::cout << "\nmodel: the synthetic '" << o.preset << "' Bonsai 2 preset, every ternary weight repacked at load into each layout; "
+  std::cout << "\nmodel: " << (trained ? cat("the trained ", o.model, " (tools/train)") : cat("the synthetic '", o.preset, "' Bonsai 2 preset"))
+            << ", every ternary weight repacked at load into each layout; "
             << "one arm per layout, interleaved in " << o.rounds << " rounds after 1 warm-up, 1 thread; every arm's greedy tokens "
             << "checked against pq2_0 before timing.\n" << std::flush;
   std::ostringstream log;
@@ -75,7 +85,8 @@ int run_model_part(const Options& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto speed = run_kind(cat("kind = \"speed\"\nprefill_tokens = 64\ndecode_tokens = 32\nrounds = ", o.rounds, "\n") + common,
                                "quickstart speed", ctx);
-  const auto px = run_kind("kind = \"perplexity\"\ntokens = 256\nchunk = 64\nrounds = 1\n" + common, "quickstart perplexity", ctx);
+  const std::string px_source = trained ? cat("text = \"", o.text, "\"\ntokens = 512\nchunk = 64\n") : "tokens = 256\nchunk = 64\n";
+  const auto px = run_kind("kind = \"perplexity\"\nrounds = 1\n" + px_source + common, "quickstart perplexity", ctx);
   const double seconds = seconds_since(t0);
 
   std::map<std::string, const experiments::RunReport::ArmValues*> by_speed, by_px;
@@ -108,7 +119,9 @@ int run_model_part(const Options& o) {
   }
   std::cout << "\ntok/s: median over rounds; decode bandwidth fraction = ternary weight bytes per token / time per token / the memory "
                "read ceiling measured beside the arms each round (a tiny model's weights sit in cache, so it can pass 100%); "
-               "perplexity over 256 pseudo-random tokens in chunks of 64.\n";
+            << (trained ? cat("perplexity over the first 512 tokens of held-out text ", o.text, " in chunks of 64 (uniform guessing: the vocabulary size, ",
+                              "so lower means the model predicts the text).\n")
+                        : std::string("perplexity over 256 pseudo-random tokens in chunks of 64 (random weights: only the equality across layouts means something).\n"));
   std::cout << "perplexity " << (perplexities.size() == 1 ? "identical across layouts" : "DIFFERS across layouts")
             << "; max |logit difference| against pq2_0 over every greedy check: " << max_diff << "; model part took "
             << std::setprecision(1) << seconds << " s.\n";
@@ -177,7 +190,9 @@ void add_quickstart_command(CLI::App& app) {
   q->add_option("--rows", o.rows, "Weight rows")->capture_default_str()->check(CLI::PositiveNumber);
   q->add_option("--cols", o.cols, "Inner size (multiple of 256)")->capture_default_str()->check(CLI::PositiveNumber);
   q->add_option("--reps", o.reps, "Timed repetitions per kernel")->capture_default_str()->check(CLI::Range(1, 1000));
-  q->add_option("--preset", o.preset, "Synthetic model preset of the model part")->capture_default_str();
+  q->add_option("--model", o.model, "Model of the model part (the trained one committed in models/)")->capture_default_str();
+  q->add_option("--text", o.text, "Held-out text for the model part's perplexity")->capture_default_str();
+  q->add_option("--preset", o.preset, "Run a synthetic preset instead of --model (tiny, small, ...: for scale)");
   q->add_option("--rounds", o.rounds, "Kept rounds of the model part")->capture_default_str()->check(CLI::Range(1, 1000));
   q->add_flag("--kernels-only", o.kernels_only, "Skip the model part");
   q->callback([] {

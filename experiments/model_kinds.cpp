@@ -102,11 +102,12 @@ struct ModelSource {
 };
 
 ModelSource model_source(const RunSpec& run) {
-  const Located m = run.at("model");
+  Located m = run.at("model");
   Located p = run.at("preset");
-  // A model named on the command line replaces the file's preset (`--set model=real.gguf`);
+  // A model named on the command line replaces the file's preset (`--set model=real.gguf`), a preset the file's model;
   // both in one file, or both on the command line, are ambiguous.
   if (m && p && m.line == 0 && p.line != 0) p = Located{};
+  if (m && p && p.line == 0 && m.line != 0) m = Located{};  // and a preset on the command line the file's model
   if (m && p) fail_at(p, "give either 'model' (a GGUF file) or 'preset' (a synthetic model), not both");
   if (!m && !p)
     fail(run.file, ": kind '", run.kind, "' needs model = \"file.gguf\" or preset = \"tiny\" (presets: ", preset_names(), ")");
