@@ -50,6 +50,7 @@ std::string build_tiles(const LayoutInfo& L, SlotVectorPlan& p) {
   }
   for (int u = 0; u < p.tile_units; ++u)
     if (filled[u] != p.words_per_unit) return cat("row ", p.tile_unit[u].row_a, " has fewer than ", p.words_per_unit, " words");
+  if (p.tile_units * (p.tile_pairs ? 2 : 1) != L.rows) return cat("the words' units do not cover the ", L.rows, " rows once each");
   if (!p.tile_pairs) {
     if (p.tile_units % 2 != 0) return cat(p.tile_units, " single-row units do not pair up for zips");
     for (int u = 1; u < p.tile_units; ++u)

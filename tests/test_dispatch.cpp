@@ -267,9 +267,7 @@ TEST_SUITE("dispatch") {
 #if defined(__aarch64__)
     const std::set<std::string> names = variant_names(L);
     CHECK(names.count("slot-mask/neon") == 1);
-    // The pairs' words need different activations: more expansion classes than t2p's.
-    CHECK(neon_slot_plan(L).classes > neon_slot_plan(find_layout("t2p")).classes);
-    CHECK(smmla_why_not(L).empty());
+    CHECK(smmla_why_not(L).empty());  // row pairs on 8-weight chunks, whatever their k order
     if (isa_supported(Isa::i8mm)) CHECK(names.count("slot-mask/i8mm") == 1);
     CHECK(paths == int(names.size()));
 #else

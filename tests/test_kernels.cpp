@@ -76,8 +76,11 @@ TEST_SUITE("kernels") {
         CHECK(has(ks, "unpack/avx2") == L->facts.natural_two_bit);
         CHECK(has(ks, "base3/avx2") == L->facts.digit_planar);
       }
-      // The shared slot-mask template also instantiates the 16-byte NEON dotprod policy.
+      // The shared templates also instantiate the NEON policies, plain and dotprod alike.
       CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && whole_vectors(*L, 16)));
+      CHECK(has(ks, "slot-mask/neon") == (isa_supported(Isa::neon) && whole_vectors(*L, 16)));
+      CHECK(has(ks, "unpack/neon") == (isa_supported(Isa::neon) && L->facts.natural_two_bit));
+      CHECK(has(ks, "base3/neon") == (isa_supported(Isa::neon) && L->facts.digit_planar));
       if (isa_supported(Isa::avx512vnni)) {
         CHECK(has(ks, "slot-mask/avx512vnni") == whole_vectors(*L, 64));
         CHECK(has(ks, "unpack/avx512vnni") == L->facts.natural_two_bit);
@@ -108,6 +111,7 @@ TEST_SUITE("kernels") {
       const auto ks = kernels_for(L);
       if (isa_supported(Isa::avx2)) CHECK(has(ks, "slot-mask/avx2"));
       if (isa_supported(Isa::dotprod)) CHECK(has(ks, "slot-mask/dotprod"));
+      if (isa_supported(Isa::neon)) CHECK(has(ks, "slot-mask/neon"));
       for (const KernelVariant& k : test::checked_kernels_for(L)) {
         CAPTURE(k.name());
         CHECK(mismatches(k, L, 24, 768, 5) == 0);
