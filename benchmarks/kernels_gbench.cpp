@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     }
     for (const LayoutInfo* L : all_layouts())
       for (const KernelVariant& k : kernels_for(*L)) {
-        if (k.strategy == "reference") continue;  // hundreds of times slower: `ternlab bench --reference`
+        if (k.strategy == Strategy::reference) continue;  // hundreds of times slower: `ternlab bench --reference`
         for (int t : threads) {
           if (gemv.rows % L->rows == 0)
             benchmark::RegisterBenchmark(cat("gemv/", L->name, "/", k.name(), "/threads:", t).c_str(), gemv_bench, L, k,

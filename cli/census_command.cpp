@@ -53,7 +53,7 @@ void census(const CensusOptions& o) {
   std::cout << "\n";
   for (const LayoutInfo* L : layouts)
     for (const KernelVariant& k : kernels_for(*L)) {
-      if (k.isa == "scalar") continue;  // the reference kernels have no int8 vector loop to count
+      if (k.isa == Isa::scalar) continue;  // the reference kernels have no int8 vector loop to count
       const void* gemv = k.phases.rows ? reinterpret_cast<const void*>(k.phases.rows)
                                        : reinterpret_cast<const void*>(k.gemv);
       const std::pair<const char*, const void*> ops[] = {{"gemv", gemv},

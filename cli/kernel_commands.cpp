@@ -166,9 +166,8 @@ std::vector<Arm> make_arms(const BenchOptions& o, std::int64_t rows, std::int64_
   for (const LayoutInfo* L : all_layouts()) {
     if (!wanted(L->name) || rows % L->rows) continue;
     const auto w = std::make_shared<const PackedMatrix>(pack(m, *L));
-    for (const KernelVariant& k : kernels_for(*L)) {
-      if (k.strategy == "reference" && !o.with_reference) continue;
-      if (int(parse_isa(k.isa)) > int(best_isa()) && parse_isa(k.isa) != Isa::scalar) continue;
+    for (const KernelVariant& k : kernels_under_ceiling(*L)) {  // the selector's set: --isa honoured
+      if (k.strategy == Strategy::reference && !o.with_reference) continue;
       arms.push_back({std::string(L->name), k.name(), w->bytes.size(),
                       [w, k](ThreadPool& pool, const Acts& x, std::span<float> y, std::int64_t) {
                         run_gemv(pool, k, *w, x.q8, y);

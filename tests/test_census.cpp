@@ -99,7 +99,7 @@ TEST_SUITE("census") {
     int counted = 0;
     for (const LayoutInfo* L : all_layouts())
       for (const KernelVariant& k : kernels_for(*L)) {
-        if (k.isa == "scalar") continue;
+        if (k.isa == Isa::scalar) continue;
         CAPTURE(L->name);
         CAPTURE(k.name());
         const void* fn = k.phases.rows ? reinterpret_cast<const void*>(k.phases.rows)

@@ -76,8 +76,11 @@ TEST_SUITE("kernels") {
         CHECK(has(ks, "unpack/avx2") == L->facts.natural_two_bit);
         CHECK(has(ks, "base3/avx2") == L->facts.digit_planar);
       }
-      // The shared slot-mask template also instantiates the 16-byte NEON dotprod policy.
+      // The shared templates also instantiate the NEON policies, plain and dotprod alike.
       CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && whole_vectors(*L, 16)));
+      CHECK(has(ks, "slot-mask/neon") == (isa_supported(Isa::neon) && whole_vectors(*L, 16)));
+      CHECK(has(ks, "unpack/neon") == (isa_supported(Isa::neon) && L->facts.natural_two_bit));
+      CHECK(has(ks, "base3/neon") == (isa_supported(Isa::neon) && L->facts.digit_planar));
       if (isa_supported(Isa::avx512vnni)) {
         CHECK(has(ks, "slot-mask/avx512vnni") == whole_vectors(*L, 64));
         CHECK(has(ks, "unpack/avx512vnni") == L->facts.natural_two_bit);
@@ -108,6 +111,7 @@ TEST_SUITE("kernels") {
       const auto ks = kernels_for(L);
       if (isa_supported(Isa::avx2)) CHECK(has(ks, "slot-mask/avx2"));
       if (isa_supported(Isa::dotprod)) CHECK(has(ks, "slot-mask/dotprod"));
+      if (isa_supported(Isa::neon)) CHECK(has(ks, "slot-mask/neon"));
       for (const KernelVariant& k : test::checked_kernels_for(L)) {
         CAPTURE(k.name());
         CHECK(mismatches(k, L, 24, 768, 5) == 0);
@@ -132,8 +136,8 @@ TEST_SUITE("kernels") {
     if (isa_supported(Isa::avx512vnni)) {
       const auto gaps = kernel_gaps(find_layout("t2w3"));
       REQUIRE(gaps.size() == 1);
-      CHECK(gaps[0].strategy == "slot-mask");
-      CHECK(gaps[0].isa == "avx512vnni");
+      CHECK(gaps[0].strategy == Strategy::slot_mask);
+      CHECK(gaps[0].isa == Isa::avx512vnni);
       const auto notes = best_kernel(find_layout("t2w3")).notes;
       CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
         return n.find("slot-mask/avx512vnni: no kernel, its plan refuses the layout") != std::string::npos;
@@ -269,7 +273,7 @@ TEST_SUITE("kernels") {
       for (const std::string& n : c.notes) above |= n.find("unpack/avx2: passed over, above the ceiling scalar") == 0;
       CHECK(above);
     }
-    check_error([] { find_kernel(find_layout("t2p"), "unpack/avx2"); }, "no kernel 'unpack/avx2'", "t2p",
+    check_error([] { find_kernel(find_layout("t2p"), Strategy::unpack, Isa::avx2); }, "no kernel 'unpack/avx2'", "t2p",
                 "reference/scalar");
   }
 
@@ -310,16 +314,17 @@ TEST_SUITE("bad-input") {
     const Q8KBatch x = quantize_batch(make_float_activations(1, 256, 1).data(), 1, 256);
     std::vector<float> y(4);
     for (const KernelVariant& k : test::checked_kernels_for(find_layout("t2p")))
-      if (k.strategy == "slot-mask") {
+      if (k.strategy == Strategy::slot_mask) {
         CAPTURE(k.name());
         // slot-mask/i8mm runs the dotprod gemv, whose message names that variant: check the strategy.
-        check_error([&] { k.gemv(pq, x.row(0), y.data(), 0, 4); }, k.strategy + "/", "pq2_0", "not slot-vectorizable");
+        check_error([&] { k.gemv(pq, x.row(0), y.data(), 0, 4); }, cat(strategy_name(k.strategy), "/"), "pq2_0", "not slot-vectorizable");
         check_error([&] { k.gemm(pq, x, y.data(), 4, 0, 4); }, k.name(), "pq2_0");
       }
     for (const KernelVariant& k : test::checked_kernels_for(find_layout("pq2_0")))
-      if (k.strategy.starts_with("unpack")) check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
+      if (k.strategy == Strategy::unpack || k.strategy == Strategy::unpack_vecdot || k.strategy == Strategy::prism_neon)
+        check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
     for (const KernelVariant& k : test::checked_kernels_for(find_layout("ptq1_0")))
-      if (k.strategy == "base3") check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
+      if (k.strategy == Strategy::base3) check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
   }
 
   TEST_CASE("the thread-pool drivers check shapes, token counts and alignment before running") {
