@@ -18,6 +18,7 @@
 #include "cli/commands.hpp"
 #include "common/error.hpp"
 #include "common/strings.hpp"
+#include "common/table.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/measure.hpp"
 #include "kernels/peers/i2s.hpp"
@@ -29,11 +30,12 @@ namespace ternlab::cli {
 
 namespace {
 
-// The bench tables' header: layout, kernel and threads, then the figure columns (name, width).
-void print_header(std::initializer_list<std::pair<const char*, int>> figures) {
-  std::cout << std::left << std::setw(8) << "layout" << std::setw(26) << "kernel" << std::right << std::setw(4) << "thr";
-  for (const auto& [name, width] : figures) std::cout << std::setw(width) << name;
-  std::cout << "\n";
+// A bench table: layout, kernel and threads, then the figure columns, then the defect flag.
+Table bench_table(std::initializer_list<const char*> figures) {
+  std::vector<Column> c = {{"layout"}, {"kernel"}, {"thr", Align::right}};
+  for (const char* f : figures) c.push_back({f, Align::right});
+  c.push_back({""});
+  return Table(std::move(c));
 }
 
 void apply_isa(const std::string& isa) {
@@ -99,16 +101,16 @@ void list_kernels(const KernelsOptions& o) {
             << "; --isa lowers the ceiling, --plan measure times the candidates)\n";
   if (o.explain) {
     const PlanKey here = plan_key(**all_layouts().begin(), 0, 0, 1, 1);
-    int n = 0;
+    Table table({{"layout"}, {"op"}, {"shape", Align::right}, {"thr", Align::right}, {"ceiling"}, {"chosen"},
+                 {"rate", Align::right}, {"runners-up"}});
     for (const WisdomEntry& e : wisdom.entries())
-      if (e.key.cpu == here.cpu) {
-        if (n++ == 0) std::cout << "\nwisdom " << wisdom.path().string() << ", this CPU:\n";
-        std::cout << "  " << std::left << std::setw(8) << e.key.layout << std::setw(8) << e.key.op << e.key.rows << " x "
-                  << e.key.cols << ", " << e.key.threads << " thr, ceiling " << e.key.ceiling << ": " << e.variant
-                  << " (" << e.rate << (e.key.op == "gemv" ? " Gweights/s" : " GMAC/s")
-                  << (e.runners_up.empty() ? "" : "; " + e.runners_up) << ")\n";
-      }
-    if (n == 0) std::cout << "\nwisdom " << wisdom.path().string() << ": nothing measured on this CPU yet\n";
+      if (e.key.cpu == here.cpu)
+        table.add({e.key.layout, e.key.op, cat(e.key.rows, " x ", e.key.cols), cat(e.key.threads), e.key.ceiling, e.variant,
+                   cat(e.rate, e.key.op == "gemv" ? " Gweights/s" : " GMAC/s"), e.runners_up});
+    if (table.rows())
+      std::cout << "\nwisdom " << wisdom.path().string() << ", this CPU:\n" << table.text("  ");
+    else
+      std::cout << "\nwisdom " << wisdom.path().string() << ": nothing measured on this CPU yet\n";
   }
 }
 
@@ -218,7 +220,7 @@ double time_pass(F&& run, double min_seconds) {
 // from cache): flagged, never hidden.
 std::string defect_mark(const std::vector<double>& fractions) {
   const auto over = std::count_if(fractions.begin(), fractions.end(), [](double f) { return f > 1.0; });
-  return over ? cat("  CEILING DEFECT: ", over, " of ", fractions.size(), " passes above 100%") : "";
+  return over ? cat("CEILING DEFECT: ", over, " of ", fractions.size(), " passes above 100%") : "";
 }
 
 struct Row {
@@ -278,7 +280,7 @@ void bench(const BenchOptions& o) {
               << o.rounds << " rounds; ceiling = streaming read of " << o.ceiling_mib
               << " MiB beside each pass, the best of " << MemoryCeiling::loops().size()
               << " read loops (" << join(MemoryCeiling::loops(), "; ") << ")\n";
-    print_header({{"Gweights/s", 12}, {"GB/s", 9}, {"ceil GB/s", 11}, {"of ceil", 9}});
+    Table table = bench_table({"Gweights/s", "GB/s", "ceil GB/s", "of ceil"});
     for (std::size_t pi = 0; pi < pools.size(); ++pi) {
       ThreadPool& pool = *pools[pi];
       const std::vector<Row> res = interleaved_rounds(arms, o.rounds, [&](const Arm& a) {
@@ -293,14 +295,12 @@ void bench(const BenchOptions& o) {
         const Arm& a = arms[i];
         const double gw = median(res[i].rate);
         const double bpw = double(a.bytes) / (double(rows) * double(cols));
-        std::cout << std::left << std::setw(8) << a.layout << std::setw(26) << a.kernel << std::right
-                  << std::setw(4) << pool.size() << std::fixed << std::setprecision(1) << std::setw(12) << gw
-                  << std::setw(9) << gw * bpw << std::setw(11) << median(res[i].ceiling) << std::setw(8)
-                  << std::setprecision(0) << 100 * median(res[i].frac) << "%" << defect_mark(res[i].frac) << "\n";
+        table.add({a.layout, a.kernel, cat(pool.size()), fixed_text(gw, 1), fixed_text(gw * bpw, 1),
+                   fixed_text(median(res[i].ceiling), 1), fixed_text(100 * median(res[i].frac), 0) + "%", defect_mark(res[i].frac)});
         med[cat("gemv|", a.layout, "|", a.kernel, "|", pool.size())] = gw;
       }
     }
-    std::cout << "the read ceiling was set by:";
+    std::cout << table.text() << "the read ceiling was set by:";
     for (const auto& [loop, n] : ceiling_loops) std::cout << " " << loop << " (" << n << "x)";
     std::cout << "\n";
   }
@@ -318,7 +318,7 @@ void bench(const BenchOptions& o) {
       std::cout << "\ngemm " << rows << " x " << cols << " x " << tokens
                 << " columns (outputs verified), median of " << o.rounds
                 << " rounds; ceiling = int8 dot loop beside each pass\n";
-      print_header({{"GMAC/s", 10}, {"ceil GMAC/s", 12}, {"of ceil", 9}});
+      Table table = bench_table({"GMAC/s", "ceil GMAC/s", "of ceil"});
       for (std::size_t pi = 0; pi < pools.size(); ++pi) {
         ThreadPool& pool = *pools[pi];
         const std::vector<Row> res = interleaved_rounds(arms, o.rounds, [&](const Arm& a) {
@@ -329,19 +329,22 @@ void bench(const BenchOptions& o) {
         });
         for (std::size_t i = 0; i < arms.size(); ++i) {
           const Arm& a = arms[i];
-          std::cout << std::left << std::setw(8) << a.layout << std::setw(26) << a.kernel << std::right
-                    << std::setw(4) << pool.size() << std::fixed << std::setprecision(1) << std::setw(10)
-                    << median(res[i].rate) << std::setw(12) << median(res[i].ceiling) << std::setw(8)
-                    << std::setprecision(0) << 100 * median(res[i].frac) << "%" << defect_mark(res[i].frac) << "\n";
+          table.add({a.layout, a.kernel, cat(pool.size()), fixed_text(median(res[i].rate), 1), fixed_text(median(res[i].ceiling), 1),
+                     fixed_text(100 * median(res[i].frac), 0) + "%", defect_mark(res[i].frac)});
           med[cat("gemm", tokens, "|", a.layout, "|", a.kernel, "|", pool.size())] = median(res[i].rate);
         }
       }
+      std::cout << table.text();
     }
   }
 
   // The comparisons, from the medians above: every arm against the (tiled) unpack arm of
   // pq2_0 on the same ISA, threads and shape; pq2_0's unpack-vecdot line shows what tiling is worth.
+  const auto ratio_table = [] {
+    return Table({{"kind"}, {"layout"}, {"kernel"}, {"thr", Align::right}, {"ratio", Align::right}});
+  };
   std::cout << "\nratios to the stock pq2_0 unpack arm (same ISA, threads, shape):\n";
+  Table to_unpack = ratio_table();
   for (const auto& [key, rate] : med) {
     std::istringstream is(key);
     std::string kind, layout, kernel, thr;
@@ -350,22 +353,20 @@ void bench(const BenchOptions& o) {
     const std::string isa = kernel.substr(kernel.find('/') + 1);
     const auto base = med.find(cat(kind, "|pq2_0|unpack/", isa, "|", thr));
     if (base == med.end() || base->second <= 0) continue;
-    std::cout << "  " << std::left << std::setw(7) << kind << std::setw(8) << layout << std::setw(26) << kernel
-              << thr << " thr: " << std::fixed << std::setprecision(2) << rate / base->second << "x\n";
+    to_unpack.add({kind, layout, kernel, thr, fixed_text(rate / base->second, 2) + "x"});
   }
+  std::cout << to_unpack.text("  ");
   // Against the best peer arm (BitNet's I2_S) of the same kind, threads and shape.
-  bool header = false;
+  Table to_peer = ratio_table();
   for (const auto& [key, rate] : med) {
     std::istringstream is(key);
     std::string kind, layout, kernel, thr;
     std::getline(is, kind, '|'), std::getline(is, layout, '|'), std::getline(is, kernel, '|'), std::getline(is, thr);
     const auto peer = med.find(cat(kind, "|I2_S|bitnet-i2s/avx2|", thr));
     if (layout == "I2_S" || peer == med.end() || peer->second <= 0) continue;
-    if (!header) std::cout << "\nratios to the best peer arm (BitNet I2_S, same threads and shape):\n";
-    header = true;
-    std::cout << "  " << std::left << std::setw(7) << kind << std::setw(8) << layout << std::setw(26) << kernel
-              << thr << " thr: " << std::fixed << std::setprecision(2) << rate / peer->second << "x\n";
+    to_peer.add({kind, layout, kernel, thr, fixed_text(rate / peer->second, 2) + "x"});
   }
+  if (to_peer.rows()) std::cout << "\nratios to the best peer arm (BitNet I2_S, same threads and shape):\n" << to_peer.text("  ");
 }
 
 }  // namespace

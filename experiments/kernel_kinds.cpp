@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/strings.hpp"
+#include "common/table.hpp"
 #include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
@@ -387,12 +388,15 @@ RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
   const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
   RunReport rep;
   rep.title = run.name();
-  std::ostringstream csv, md, js;
-  csv << "run,arm,layout,kernel,tokens,rows,cols,weights,activations,result,detail\n";
+  std::ostringstream md;
+  rep.rows.file = "cases.csv";
+  rep.rows.columns = {"run", "arm", "layout", "kernel", "tokens", "rows", "cols", "weights", "activations", "result", "detail"};
   md << "### " << rep.title << "\n\nEvery arm's gemv (each token) and gemm (the batch) against the scalar integer oracle, "
      << "no tolerance: unit scales and activations whose every block quantises to d = 1. Row counts a layout cannot hold must be "
-     << "rejected with an error.\n\n| arm | kernel | cases | exact | rejected as expected | mismatches |\n|---|---|--:|--:|--:|--:|\n";
-  js << "{\"index\": " << run.index << ", \"name\": " << json_string(rep.title) << ", \"kind\": \"oracle\", \"arms\": [";
+     << "rejected with an error.\n\n";
+  Table table({{"arm"}, {"kernel"}, {"cases", Align::right}, {"exact", Align::right}, {"rejected as expected", Align::right},
+               {"mismatches", Align::right}});
+  Json js = {{"index", run.index}, {"name", rep.title}, {"kind", "oracle"}, {"sweep", sweep_json(run)}, {"arms", Json::array()}};
   std::vector<std::string> first_failures;
   for (std::size_t ai = 0; ai < run.arms.size(); ++ai) {
     const ArmSpec& a = run.arms[ai];
@@ -441,18 +445,15 @@ RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
                   first_failures.push_back(cat(a.name, " tokens=", tokens, " rows=", rows, " cols=", cols, " weights=", wf,
                                                " activations=", af, ": ", detail));
               }
-              csv << run.index << "," << a.name << "," << L.name << "," << k.name() << "," << tokens << "," << rows << "," << cols
-                  << "," << wf << "," << af << "," << result << "," << detail << "\n";
+              rep.rows.add({run.index, a.name, std::string(L.name), k.name(), tokens, rows, cols, wf, af, result, detail});
               ctx.progress.step("oracle " + a.name);
             }
-    md << "| " << a.name << " | " << k.name() << " | " << cases << " | " << exact << " | " << rejected << " | "
-       << (mismatched ? cat("**", mismatched, "**") : "0") << " |\n";
-    js << (ai ? ", " : "") << "{\"name\": " << json_string(a.name) << ", \"layout\": " << json_string(std::string(L.name))
-       << ", \"kernel\": " << json_string(k.name()) << ", \"cases\": " << cases << ", \"exact\": " << exact
-       << ", \"rejected_as_expected\": " << rejected << ", \"mismatches\": " << mismatched << "}";
+    table.add({a.name, k.name(), cat(cases), cat(exact), cat(rejected), mismatched ? cat("**", mismatched, "**") : "0"});
+    js["arms"].push_back(Json{{"name", a.name}, {"layout", std::string(L.name)}, {"kernel", k.name()}, {"cases", cases},
+                              {"exact", exact}, {"rejected_as_expected", rejected}, {"mismatches", mismatched}});
     if (mismatched) rep.ok = false;
   }
-  js << "]}";
+  md << table.markdown();
   md << "\ncases: tokens " << join(c.tokens | ranges::views::transform([](auto v) { return cat(v); })) << " x rows "
      << join(c.rows | ranges::views::transform([](auto v) { return cat(v); })) << " x cols "
      << join(c.cols | ranges::views::transform([](auto v) { return cat(v); })) << " x weights " << join(c.weights)
@@ -460,8 +461,7 @@ RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
   for (const std::string& f : first_failures) md << "\n- mismatch: " << f;
   if (!first_failures.empty()) md << "\n";
   rep.markdown = md.str();
-  rep.csv = csv.str();
-  rep.json = js.str();
+  rep.json = std::move(js);
   return rep;
 }
 
