@@ -20,6 +20,7 @@
 #include "kernels/cpu.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/oracle.hpp"
+#include "kernels/peers/i2s.hpp"
 #include "kernels/testdata.hpp"
 #include "layouts/stock.hpp"
 
@@ -28,6 +29,27 @@ namespace ternlab::experiments {
 namespace {
 
 constexpr std::int64_t kMaxDim = std::int64_t(1) << 20;
+
+// BitNet's I2_S format and AVX2 kernels (kernels/peers): an arm of layout "i2_s" in gemv and gemm
+// runs them beside the layouts, verified by the peer's own exact check (its activations are I8_S,
+// not q8_K, so the integer oracle of the layouts does not apply).
+constexpr const char* kPeerI2s = "i2_s";
+constexpr const char* kPeerI2sKernel = "bitnet-i2s/avx2";
+
+bool is_peer(const ArmSpec& arm) {
+  const Located at = arm.at("layout");
+  return at && at.node->is_string() && as_string(at) == kPeerI2s;
+}
+
+void validate_peer(const RunSpec& run, const ArmSpec& a) {
+  const Located at = a.at("layout");
+  if (!isa_supported(Isa::avx2))
+    fail_at(at, "the I2_S peer arm runs BitNet's AVX2 kernel, and this CPU (", cpu_features().model, ") has no AVX2");
+  if (const Located k = a.at("kernel"); k && as_string(k) != "best" && as_string(k) != kPeerI2sKernel)
+    fail_at(k, "the I2_S peer arm has one kernel, ", kPeerI2sKernel, " (or best); '", as_string(k), "' is not it");
+  if (arm_spawn(a)) fail_at(a.at("spawn"), "the I2_S peer arm runs on the persistent pool only (spawn = false)");
+  (void)run;
+}
 
 bool arm_spawn(const ArmSpec& arm) {
   const Located at = arm.at("spawn");
@@ -74,6 +96,10 @@ void validate_matrix_kind(const RunSpec& run, bool batch) {
   check_common(run);
   const Shape s = run_shape(run, batch);
   for (const ArmSpec& a : run.arms) {
+    if (is_peer(a)) {
+      validate_peer(run, a);
+      continue;
+    }
     const LayoutInfo& L = arm_layout(a);
     if (s.rows % L.rows != 0)
       fail_at(run.at("shape.rows"), s.rows, " rows cannot be packed as ", L.name, " (arm '", a.name, "'): rows must be a multiple of ", L.rows);
@@ -117,6 +143,43 @@ std::string compare_exact(const std::vector<float>& y, const std::vector<std::in
   return "";
 }
 
+// The I2_S arm on the run's weights (unit scales: I2_S's one per-tensor scale is 1) and the same
+// float activations quantised to I8_S.
+ArmSetup peer_arm(const ArmSpec& a, const MatrixData& data, const Shape& s, int threads, ThreadPool* pool, double act_bytes,
+                  double out_bytes) {
+  const auto w = std::make_shared<const peers::I2sMatrix>(peers::pack_i2s(data.weights, a.name));
+  const auto x = std::make_shared<const peers::I8sActs>(peers::quantize_i8s(data.acts.f.data(), s.tokens, s.cols));
+  auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
+  ArmSetup setup;
+  setup.name = a.name;
+  setup.layout = kPeerI2s;
+  setup.kernel = kPeerI2sKernel;
+  setup.threads = threads;
+  setup.options = "peer";
+  setup.weight_bytes = double(w->bytes.size());
+  setup.bits_per_weight = setup.weight_bytes * 8 / double(s.rows * s.cols);
+  setup.bytes = setup.weight_bytes + act_bytes + out_bytes;
+  setup.weights = double(s.rows * s.cols);
+  setup.macs = setup.weights * double(s.tokens);
+  const std::int64_t rows = s.rows;
+  if (s.tokens == 1)
+    setup.call = [=] { peers::run_i2s_gemv(*pool, *w, *x, y->data()); };
+  else
+    setup.call = [=] { peers::run_i2s_gemm(*pool, *w, *x, y->data(), rows); };
+  const auto call = setup.call;
+  setup.verify = [=] {
+    std::fill(y->begin(), y->end(), std::numeric_limits<float>::quiet_NaN());
+    call();
+    try {
+      peers::check_i2s(*w, *x, *y, rows);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  return setup;
+}
+
 RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
   const Shape s = run_shape(run, batch);
   const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
@@ -131,6 +194,12 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
   std::vector<ArmSetup> arms;
   std::set<int> thread_counts;
   for (const ArmSpec& a : run.arms) {
+    if (is_peer(a)) {
+      const int threads = arm_threads(run, a);
+      thread_counts.insert(threads);
+      arms.push_back(peer_arm(a, *data, s, threads, &ctx.pools.get(threads), act_bytes, out_bytes));
+      continue;
+    }
     const LayoutInfo& L = arm_layout(a);
     const KernelVariant k = arm_kernel(a, L, batch);
     const int threads = arm_threads(run, a);

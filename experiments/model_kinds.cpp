@@ -718,10 +718,15 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
     for (std::size_t k = 0; k < t.seconds.size(); ++k)
       rep.rows.add({run.index, label, k, a.name, a.layout, a.kernel, a.threads, a.load, n, t.seconds[k], toks[k],
                     t.setup.weight_bytes, cell_at(gbs, k), cell_at(ceils, k), cell_at(fracs, k), cell_at(speeds, k)});
-    if (t.verified) bars.push_back({a.name, tok.median, tok.min, tok.max, speed.valid ? sig(speed.median) + "× vs baseline" : ""});
     RunReport::ArmValues v{a.name, a.layout, {{prefix + "tok_s", tok.median}, {prefix + "speedup", speed.median}, {"max_logit_diff", a.max_logit_diff}}};
     if (frac.valid) v.values.emplace_back(prefix + "read_ceiling_fraction", frac.median);
     if (t.verified) rep.arm_values.push_back(std::move(v));
+  }
+  // The plot reads the arm rows just written, so it draws what summary.json says.
+  for (const Json& arm : js["arms"]) {
+    const Stat tok = stat_from(arm["tok_s"]), speed = stat_from(arm["speedup_vs_baseline"]);
+    if (arm["verified"] == true && tok.valid)
+      bars.push_back({arm["name"].get<std::string>(), tok.median, tok.min, tok.max, speed.valid ? sig(speed.median) + "× vs baseline" : ""});
   }
   md << table.markdown();
   md << arms_footer(m);
@@ -1053,8 +1058,10 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     arm["matmul_fraction_of_read_ceiling"] = stat_json(f);
     arm["speedup_vs_baseline"] = stat_json(sp);
     js["arms"].push_back(std::move(arm));
-    if (total.valid) bars.push_back({a.name, total.median * 1e3, total.min * 1e3, total.max * 1e3, ""});
   }
+  // The plot reads the arm rows just written, so it draws what summary.json says.
+  for (const Json& arm : js["arms"])
+    if (const Stat total = stat_from(arm["total_ms"]); total.valid) bars.push_back({arm["name"].get<std::string>(), total.median, total.min, total.max, ""});
   md << table.markdown() << arms_footer(m);
   md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
         "arm's thread count; "

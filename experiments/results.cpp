@@ -67,6 +67,13 @@ Json stat_json(const Stat& s) {
   return Json{{"median", json_number(s.median)}, {"min", json_number(s.min)}, {"max", json_number(s.max)}};
 }
 
+double number_of(const Json& j) { return j.is_number() ? j.get<double>() : std::nan(""); }
+
+Stat stat_from(const Json& j) {
+  if (!j.is_object()) return {};
+  return Stat{number_of(j.at("median")), number_of(j.at("min")), number_of(j.at("max")), true};
+}
+
 std::string json_text(const Json& j) { return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"; }
 
 }  // namespace ternlab::experiments

@@ -53,6 +53,10 @@ std::string csv_text(const Rows& r);
 // A number for JSON (null when not finite, as JSON has no NaN); a Stat as {median, min, max} or null.
 Json json_number(double v);
 Json stat_json(const Stat& s);
+// Read back: a number (NaN for null), a {median, min, max} object (invalid for null). Plots are
+// drawn from the rows through these, so a plot shows what summary.json says.
+double number_of(const Json& j);
+Stat stat_from(const Json& j);
 // A summary object as written to disk: indented, one trailing newline.
 std::string json_text(const Json& j);
 

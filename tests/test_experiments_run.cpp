@@ -8,14 +8,18 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "experiments/bench.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/progress.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run_context.hpp"
 #include "experiments/runner.hpp"
+#include "kernels/catalog.hpp"
+#include "kernels/cpu.hpp"
 #include "kernels/dispatch.hpp"
 #include "layouts/registry.hpp"
 #include "tests/support.hpp"
@@ -385,6 +389,60 @@ layout = ["pq2_0", "t2p"]
     const std::string t2p_best = best_kernel(find_layout("t2p")).variant.name();
     CHECK_MESSAGE(o.markdown.find(cat("| pq2_0 | ", pq2_best, " | 24 | 24 | 0 | 0 |")) != std::string::npos, o.markdown);
     CHECK_MESSAGE(o.markdown.find(cat("| t2p | ", t2p_best, " | 24 | 12 | 12 | 0 |")) != std::string::npos, o.markdown);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("ternlab bench is a front end: its configs run through the runner, the I2_S peer included, ratios read from summary.json") {
+    BenchSpec b;
+    b.threads = {1};
+    b.cols = {3};
+    b.layouts = {"pq2_0", "t2p", "i2_s"};
+    b.gemv_shape = b.gemm_shape = "128x256";
+    b.rounds = 1;
+    b.min_seconds = 1e-4;
+    b.ceiling_mib = 4;
+    const fs::path dir = fresh_dir("bench");
+    b.output = (dir / "results").string();
+    const std::vector<BenchConfig> configs = bench_configs(b);
+    REQUIRE(configs.size() == 2);
+    std::vector<Json> summaries;
+    for (const BenchConfig& c : configs) {
+      INFO(c.toml);
+      const bool gemm = c.kind == "gemm";
+      // Every variant of the two layouts this CPU runs (the reference only with --reference), then the peer where AVX2 is.
+      std::set<std::string> want;
+      for (const char* layout : {"pq2_0", "t2p"})
+        for (const KernelVariant& k : kernels_for(find_layout(layout)))
+          if (k.strategy != "reference" && isa_supported(parse_isa(k.isa)) && int(parse_isa(k.isa)) <= int(best_isa()) && k.gemv &&
+              (!gemm || k.gemm))
+            want.insert(cat(layout, " ", k.name()));
+      if (isa_supported(Isa::avx2)) want.insert("I2_S");
+      const Plan plan = load_plan_text(c.toml, "bench.toml", {});
+      REQUIRE(plan.runs.size() == 1);
+      std::set<std::string> got;
+      for (const ArmSpec& a : plan.runs[0].arms) got.insert(a.name);
+      CHECK(got == want);
+      const fs::path file = dir / (c.kind + ".toml");
+      std::ofstream(file) << c.toml;
+      std::ostringstream out;
+      const RunOutcome o = run_experiment_file(file.string(), quiet(), out);
+      CHECK_MESSAGE(o.exit_code == 0, out.str());
+      summaries.push_back(Json::parse(read_text(fs::path(o.folder) / "summary.json")));
+      const Json& run = summaries.back()["runs"][0];
+      CHECK(run["kind"] == c.kind);
+      for (const Json& arm : run["arms"]) {
+        CHECK_MESSAGE(arm["verified"] == true, arm["name"]);
+        if (arm["name"] == "I2_S") {
+          CHECK(arm["layout"] == "i2_s");
+          CHECK(arm["bits_per_weight"].get<double>() == doctest::Approx(2.0 + 32.0 * 8 / (128 * 256)));
+        }
+      }
+    }
+    const std::string ratios = bench_ratios(summaries);
+    CHECK(ratios.find("ratios to the stock pq2_0 unpack arm") != std::string::npos);
+    CHECK(ratios.find("gemm3") != std::string::npos);
+    CHECK((ratios.find("ratios to the best peer arm") != std::string::npos) == isa_supported(Isa::avx2));
+    check_error([&] { b.layouts = {"t2p", "nope"}; bench_configs(b); }, "nope");
     fs::remove_all(dir);
   }
 
