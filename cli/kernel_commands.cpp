@@ -20,6 +20,7 @@
 
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "common/shape.hpp"
 #include "common/strings.hpp"
 #include "common/table.hpp"
 #include "experiments/bench.hpp"
@@ -39,16 +40,6 @@ void apply_isa(const std::string& isa) {
   if (!isa.empty()) set_isa_ceiling(parse_isa(isa));
 }
 
-std::pair<std::int64_t, std::int64_t> parse_shape(const std::string& s) {
-  const auto x = s.find('x');
-  if (x == std::string::npos) fail("shape '", s, "' must read ROWSxCOLS, e.g. 32768x8192");
-  try {
-    return {std::stoll(s.substr(0, x)), std::stoll(s.substr(x + 1))};
-  } catch (const std::exception&) {
-    fail("shape '", s, "' must read ROWSxCOLS, e.g. 32768x8192");
-  }
-}
-
 struct KernelsOptions {
   std::string isa, plan = "estimate", shape = "32768x8192", wisdom;
   std::vector<std::string> layouts;
@@ -63,7 +54,7 @@ struct KernelsOptions {
 void list_kernels(const KernelsOptions& o) {
   apply_isa(o.isa);
   const PlanMode mode = parse_plan_mode(o.plan);
-  const auto [rows, cols] = parse_shape(o.shape);
+  const auto [rows, cols] = parse_shape(o.shape, "kernels --shape");
   if (o.tokens < 1) fail("kernels: --tokens must be at least 1");
   Wisdom wisdom(o.wisdom.empty() ? Wisdom::default_path() : std::filesystem::path(o.wisdom));
   std::cout << "cpu: " << cpu_features().model << " (" << feature_string() << "), ceiling " << isa_name(best_isa())

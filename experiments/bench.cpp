@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include "common/error.hpp"
+#include "common/shape.hpp"
 #include "common/strings.hpp"
 #include "common/table.hpp"
 #include "kernels/catalog.hpp"
@@ -17,15 +18,6 @@ namespace ternlab::experiments {
 namespace {
 
 constexpr const char* kPeer = "i2_s";
-
-std::pair<std::int64_t, std::int64_t> parse_shape(const std::string& s) {
-  const auto x = s.find('x');
-  try {
-    if (x != std::string::npos) return {std::stoll(s.substr(0, x)), std::stoll(s.substr(x + 1))};
-  } catch (const std::exception&) {
-  }
-  fail("bench: shape '", s, "' must read ROWSxCOLS, e.g. 32768x8192");
-}
 
 // A TOML string, quoted and escaped by toml++.
 std::string quoted(const std::string& s) {
@@ -58,7 +50,7 @@ std::vector<BenchConfig> bench_configs(const BenchSpec& o) {
   for (const std::string kind : {"gemv", "gemm"}) {
     if (o.only != "all" && o.only != kind) continue;
     const bool gemm = kind == "gemm";
-    const auto [rows, cols] = parse_shape(gemm ? o.gemm_shape : o.gemv_shape);
+    const auto [rows, cols] = parse_shape(gemm ? o.gemm_shape : o.gemv_shape, gemm ? "bench --gemm" : "bench --gemv");
     for (const std::string& name : o.layouts)
       if (name != kPeer) {
         const LayoutInfo& L = find_layout(name);  // throws naming the known layouts

@@ -38,17 +38,7 @@ constexpr const char* kPeerI2sKernel = "bitnet-i2s/avx2";
 
 bool is_peer(const ArmSpec& arm) {
   const Located at = arm.at("layout");
-  return at && at.node->is_string() && as_string(at) == kPeerI2s;
-}
-
-void validate_peer(const RunSpec& run, const ArmSpec& a) {
-  const Located at = a.at("layout");
-  if (!isa_supported(Isa::avx2))
-    fail_at(at, "the I2_S peer arm runs BitNet's AVX2 kernel, and this CPU (", cpu_features().model, ") has no AVX2");
-  if (const Located k = a.at("kernel"); k && as_string(k) != "best" && as_string(k) != kPeerI2sKernel)
-    fail_at(k, "the I2_S peer arm has one kernel, ", kPeerI2sKernel, " (or best); '", as_string(k), "' is not it");
-  if (arm_spawn(a)) fail_at(a.at("spawn"), "the I2_S peer arm runs on the persistent pool only (spawn = false)");
-  (void)run;
+  return at && as_string(at) == kPeerI2s;
 }
 
 bool arm_spawn(const ArmSpec& arm) {
@@ -92,12 +82,21 @@ Shape run_shape(const RunSpec& run, bool batch) {
   return s;
 }
 
+void validate_peer(const ArmSpec& a) {
+  const Located at = a.at("layout");
+  if (!isa_supported(Isa::avx2))
+    fail_at(at, "the I2_S peer arm runs BitNet's AVX2 kernel, and this CPU (", cpu_features().model, ") has no AVX2");
+  if (const Located k = a.at("kernel"); k && as_string(k) != "best" && as_string(k) != kPeerI2sKernel)
+    fail_at(k, "the I2_S peer arm has one kernel, ", kPeerI2sKernel, " (or best); '", as_string(k), "' is not it");
+  if (arm_spawn(a)) fail_at(a.at("spawn"), "the I2_S peer arm runs on the persistent pool only (spawn = false)");
+}
+
 void validate_matrix_kind(const RunSpec& run, bool batch) {
   check_common(run);
   const Shape s = run_shape(run, batch);
   for (const ArmSpec& a : run.arms) {
     if (is_peer(a)) {
-      validate_peer(run, a);
+      validate_peer(a);
       continue;
     }
     const LayoutInfo& L = arm_layout(a);

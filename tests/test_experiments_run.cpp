@@ -45,7 +45,7 @@ std::string svg_problem(const std::string& s) {
     for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
     return n;
   };
-  if (count("<text ") != count("</text>")) return cat(count("<text "), " <text> but ", count("</text>"), " </text>");
+  if (count("<text") != count("</text>")) return cat(count("<text"), " <text> but ", count("</text>"), " </text>");
   for (std::size_t at = s.find('&'); at != std::string::npos; at = s.find('&', at + 1)) {
     const std::string rest = s.substr(at + 1, 6);
     bool known = rest.rfind("#", 0) == 0;
