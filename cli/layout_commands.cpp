@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "common/error.hpp"
+#include "common/table.hpp"
 #include "common/files.hpp"
 #include "common/strings.hpp"
 #include "layouts/byte_map.hpp"
@@ -16,17 +18,11 @@ namespace ternlab::cli {
 namespace {
 
 void print_layouts() {
-  std::cout << std::left << std::setw(8) << "layout" << std::right << std::setw(6) << "bits" << std::setw(12)
-            << "block" << std::setw(7) << "bytes" << "  " << std::left << std::setw(36) << "strategies"
-            << "properties\n";
-  for (const LayoutInfo* L : all_layouts()) {
-    std::ostringstream geom;
-    geom << L->rows << "x" << L->k;
-    std::cout << std::left << std::setw(8) << L->name << std::right << std::fixed << std::setprecision(3)
-              << std::setw(6) << L->bits_per_weight() << std::setw(12) << geom.str() << std::setw(7)
-              << L->block_bytes() << "  " << std::left << std::setw(36) << join(L->strategies())
-              << join(L->properties()) << "\n";
-  }
+  Table table({{"layout"}, {"bits", Align::right}, {"block", Align::right}, {"bytes", Align::right}, {"strategies"}, {"properties"}});
+  for (const LayoutInfo* L : all_layouts())
+    table.add({std::string(L->name), fixed_text(L->bits_per_weight(), 3), cat(L->rows, "x", L->k), cat(L->block_bytes()),
+               join(L->strategies()), join(L->properties())});
+  std::cout << table.text();
 }
 
 // One line per byte: which row and weight each slot holds. Scale bytes name their row.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "common/table.hpp"
 #include "common/error.hpp"
 #include "common/memory.hpp"
 #include "common/npy.hpp"
@@ -273,9 +274,9 @@ struct BenchOptions {
 };
 
 void run_bench(const BenchOptions& o) {
-  std::cout << std::left << std::setw(8) << "layout" << std::setw(26) << "kernel" << std::right << std::setw(12)
-            << "pp tok/s" << std::setw(12) << "tg tok/s" << std::setw(12) << "MB/token" << std::setw(12) << "ppl"
-            << "  greedy tokens\n";
+  Table table({{"layout"}, {"kernel"}, {"pp tok/s", Align::right}, {"tg tok/s", Align::right}, {"MB/token", Align::right},
+               {"ppl", Align::right}, {"greedy tokens"}});
+  std::vector<std::string> skipped;
   std::stringstream names(o.layouts);
   std::string name;
   while (std::getline(names, name, ',')) {
@@ -289,7 +290,7 @@ void run_bench(const BenchOptions& o) {
     try {
       m = Model::load(o.path, lo);
     } catch (const Error& e) {
-      std::cout << std::left << std::setw(8) << name << "skipped: " << e.what() << "\n";
+      skipped.push_back(cat(name, ": ", e.what()));
       continue;
     }
     const auto prompt = random_tokens(o.prompt, m->config().n_vocab, 7);
@@ -297,15 +298,13 @@ void run_bench(const BenchOptions& o) {
     const auto text = random_tokens(o.ppl_tokens, m->config().n_vocab, 11);
     const Perplexity p = perplexity(*m, text, 64);
     const auto g = greedy(*m, std::span(prompt).first(8), 8);
-    // Every figure is preceded by a space: a value wider than its column never runs into the last.
-    std::cout << std::left << std::setw(8) << name << std::setw(26) << m->kernel().name() << std::right << std::fixed
-              << std::setprecision(1) << ' ' << std::setw(11) << s.prefill_tok_s() << ' ' << std::setw(11)
-              << s.decode_tok_s() << std::setprecision(2) << ' ' << std::setw(11)
-              << double(m->ternary_bytes_per_token()) / 1e6 << std::setprecision(4) << ' ' << std::setw(11) << p.value()
-              << "  ";
-    for (auto t : g) std::cout << t << " ";
-    std::cout << "\n";
+    std::vector<std::string> tokens;
+    for (auto t : g) tokens.push_back(cat(t));
+    table.add({name, m->kernel().name(), fixed_text(s.prefill_tok_s(), 1), fixed_text(s.decode_tok_s(), 1),
+               fixed_text(double(m->ternary_bytes_per_token()) / 1e6, 2), fixed_text(p.value(), 4), join(tokens, " ")});
   }
+  std::cout << table.text();
+  for (const std::string& s : skipped) std::cout << "skipped " << s << "\n";
   std::cout << "peak resident memory: " << std::fixed << std::setprecision(2) << double(peak_rss_bytes()) / double(1 << 30)
             << " GiB (all layouts above, loaded one after another)\n";
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "common/table.hpp"
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "experiments/config.hpp"
@@ -100,23 +101,23 @@ int run_model_part(const Options& o) {
     os << std::fixed << std::setprecision(digits) << it->second->get(key) * scale;
     return os.str();
   };
-  std::cout << "\n| layout | bits/w | pp64 tok/s | tg32 tok/s | tg32 vs pq2_0 | decode bandwidth fraction | perplexity | max \\|Δlogit\\| |\n"
-            << "|---|--:|--:|--:|--:|--:|--:|--:|\n";
+  Table table({{"layout"}, {"bits/w", Align::right}, {"pp64 tok/s", Align::right}, {"tg32 tok/s", Align::right},
+               {"tg32 vs pq2_0", Align::right}, {"decode bandwidth fraction", Align::right}, {"perplexity", Align::right},
+               {"max |Δlogit|", Align::right}});
   std::set<std::string> perplexities;
   double max_diff = 0;
   const bool all_ok = speed.ok && px.ok;
   for (const LayoutInfo* L : all_layouts()) {
     const std::string arm(L->name);
-    std::ostringstream bits;
-    bits << std::fixed << std::setprecision(3) << L->bits_per_weight();
     const std::string ppl = cell(by_px, arm, "perplexity", 1, 4);
     perplexities.insert(ppl);
     for (const auto* m : {&by_speed, &by_px})
       if (const auto it = m->find(arm); it != m->end()) max_diff = std::max(max_diff, it->second->get("max_logit_diff"));
-    std::cout << "| " << arm << " | " << bits.str() << " | " << cell(by_speed, arm, "prefill_tok_s", 1, 1) << " | " << cell(by_speed, arm, "decode_tok_s", 1, 1)
-              << " | " << cell(by_speed, arm, "decode_speedup", 1, 2) << "× | " << cell(by_speed, arm, "decode_read_ceiling_fraction", 100, 1) << "% | "
-              << ppl << " | " << cell(by_px, arm, "max_logit_diff", 1, 3) << " |\n";
+    table.add({arm, fixed_text(L->bits_per_weight(), 3), cell(by_speed, arm, "prefill_tok_s", 1, 1), cell(by_speed, arm, "decode_tok_s", 1, 1),
+               cell(by_speed, arm, "decode_speedup", 1, 2) + "×", cell(by_speed, arm, "decode_read_ceiling_fraction", 100, 1) + "%", ppl,
+               cell(by_px, arm, "max_logit_diff", 1, 3)});
   }
+  std::cout << "\n" << table.markdown();
   std::cout << "\ntok/s: median over rounds; decode bandwidth fraction = ternary weight bytes per token / time per token / the memory "
                "read ceiling measured beside the arms each round (a tiny model's weights sit in cache, so it can pass 100%); "
             << (trained ? cat("perplexity over the first 512 tokens of held-out text ", o.text, " in chunks of 64 (uniform guessing: the vocabulary size, ",
@@ -140,9 +141,8 @@ int run_quickstart(const Options& o) {
   const Q8KBatch x = quantize_batch(a.f.data(), 1, o.cols);
   const std::vector<std::int64_t> want = oracle_int(w, a.i8, 1);
 
-  std::cout << std::left << std::setw(8) << "layout" << std::setw(22) << "kernel" << std::right << std::setw(10)
-            << "bits/w" << std::setw(12) << "MB" << std::setw(9) << "oracle" << std::setw(12) << "gemv ms"
-            << std::setw(12) << "Gweights/s" << std::setw(10) << "GB/s" << "\n";
+  Table table({{"layout"}, {"kernel"}, {"bits/w", Align::right}, {"MB", Align::right}, {"oracle", Align::right},
+               {"gemv ms", Align::right}, {"Gweights/s", Align::right}, {"GB/s", Align::right}});
   int failures = 0, checked = 0;
   for (const LayoutInfo* L : all_layouts()) {
     if (o.rows % L->rows != 0) continue;
@@ -166,13 +166,12 @@ int run_quickstart(const Options& o) {
       std::nth_element(times.begin(), times.begin() + o.reps / 2, times.end());
       const double t = times[std::size_t(o.reps / 2)];
       const double weights = double(o.rows) * double(o.cols);
-      std::cout << std::left << std::setw(8) << L->name << std::setw(22) << k.name() << std::right << std::fixed
-                << std::setprecision(3) << std::setw(10) << L->bits_per_weight() << std::setprecision(2)
-                << std::setw(12) << double(p.bytes.size()) / 1e6 << std::setw(9) << (exact ? "exact" : "FAIL")
-                << std::setprecision(3) << std::setw(12) << t * 1e3 << std::setw(12) << weights / t / 1e9
-                << std::setw(10) << double(p.bytes.size()) / t / 1e9 << "\n";
+      table.add({std::string(L->name), k.name(), fixed_text(L->bits_per_weight(), 3), fixed_text(double(p.bytes.size()) / 1e6, 2),
+                 exact ? "exact" : "FAIL", fixed_text(t * 1e3, 3), fixed_text(weights / t / 1e9, 3),
+                 fixed_text(double(p.bytes.size()) / t / 1e9, 3)});
     }
   }
+  std::cout << table.text();
   std::cout << "\n" << checked << " kernels checked against the oracle; each layout's best kernel (dispatch) timed: median of "
             << o.reps << " single-threaded gemv calls after one verified call.\n";
   if (failures) {
