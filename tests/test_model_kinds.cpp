@@ -183,12 +183,18 @@ TEST_SUITE("model-kinds") {
 
   TEST_CASE("configs/model-*.toml validate, and model-tiny.toml runs on the micro preset") {
     int files = 0;
-    for (const auto& e : fs::directory_iterator(TERNLAB_SOURCE_DIR "/configs"))
-      if (e.path().filename().string().rfind("model-", 0) == 0) {
-        INFO(e.path().string());
-        CHECK_NOTHROW(load_plan(e.path().string(), {}));
-        ++files;
-      }
+    {
+      // The configs name files relative to the repository root, where the docs run them.
+      const fs::path was = fs::current_path();
+      fs::current_path(TERNLAB_SOURCE_DIR);
+      for (const auto& e : fs::directory_iterator("configs"))
+        if (e.path().filename().string().rfind("model-", 0) == 0) {
+          INFO(e.path().string());
+          CHECK_NOTHROW(load_plan(e.path().string(), {}));
+          ++files;
+        }
+      fs::current_path(was);
+    }
     CHECK(files >= 5);
     std::ostringstream out;
     const RunOutcome o = run_experiment_file(TERNLAB_SOURCE_DIR "/configs/model-tiny.toml",
