@@ -5,13 +5,13 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <unordered_map>
 
@@ -41,9 +41,19 @@ int x86_vector_bytes(const std::string& ops) {
   return 0;
 }
 
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// A SIMD&FP register as an operand: "v3.16b", "q0", "d7" (not "x1", "w2", nor "ld1" inside a name).
 bool mentions_aarch64_vector(const std::string& ops) {
-  static const std::regex v(R"((^|[^a-z0-9_])(v[0-9]+\.|q[0-9]+\b|d[0-9]+\b))");
-  return std::regex_search(ops, v);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const char c = ops[i];
+    if ((c != 'v' && c != 'q' && c != 'd') || (i > 0 && is_word_char(ops[i - 1]))) continue;
+    std::size_t j = i + 1;
+    while (j < ops.size() && std::isdigit(static_cast<unsigned char>(ops[j]))) ++j;
+    if (j == i + 1) continue;
+    if (c == 'v' ? j < ops.size() && ops[j] == '.' : j == ops.size() || !is_word_char(ops[j])) return true;
+  }
+  return false;
 }
 
 // AT&T syntax: the destination is the last operand, a source with "(" is memory.
@@ -175,12 +185,16 @@ struct Function {
   std::vector<unsigned long long> calls;
 };
 
-// Hex address just before " <" in a branch or call's operands ("12340 <f+0x20>", "x1, 12340 <f>").
+// The hex address before the trailing "<symbol>" of a branch or call's operands ("12340 <f+0x20>",
+// "x1, 12340 <f>").
 bool branch_target(const std::string& ops, unsigned long long& target) {
-  static const std::regex t(R"(([0-9a-f]+) <.*>\s*$)");
-  std::smatch m;
-  if (!std::regex_search(ops, m, t)) return false;
-  target = std::stoull(m[1], nullptr, 16);
+  if (ops.empty() || ops.back() != '>') return false;
+  const std::size_t open = ops.find(" <");
+  if (open == std::string::npos || open == 0) return false;
+  std::size_t begin = open;
+  while (begin > 0 && std::isxdigit(static_cast<unsigned char>(ops[begin - 1]))) --begin;
+  if (begin == open || (begin > 0 && ops[begin - 1] != ' ' && ops[begin - 1] != ',')) return false;
+  target = std::stoull(ops.substr(begin, open - begin), nullptr, 16);
   return true;
 }
 
@@ -233,32 +247,43 @@ Function disassemble(const CodeAddress& at, bool x86) {
       << " --stop-address=0x" << at.address + size << " " << shell_quote(at.file)
       << " 2>&1";
   const std::string text = run_capture(cmd.str());
-  static const std::regex header(R"(^[0-9a-f]+ <(.*)>:$)");
-  static const std::regex line(R"(^\s*([0-9a-f]+):\s+(\S+)\s*(.*?)\s*$)");
-  static const std::regex prefix(R"(^(bnd|notrack|rep|repz|repe|repnz|repne|lock|data16|cs|ds)$)");
   Function f;
   std::istringstream in(text);
   int headers = 0;
   for (std::string l; std::getline(in, l);) {
-    std::smatch m;
-    if (std::regex_match(l, m, header)) {
+    // "0000000000012340 <name>:" opens a function; "   12340:\tmnemonic operands" is an instruction.
+    if (!l.empty() && std::isxdigit(static_cast<unsigned char>(l[0])) && l.ends_with(">:")) {
+      const std::size_t open = l.find(" <");
+      if (open == std::string::npos) continue;
       if (++headers > 1) break;
-      f.name = m[1];
+      f.name = l.substr(open + 2, l.size() - open - 4);
       continue;
     }
-    if (headers != 1 || !std::regex_match(l, m, line)) continue;
-    std::string mnemonic = m[2], ops = m[3];
-    if (std::regex_match(mnemonic, prefix)) {
-      const std::size_t sp = ops.find_first_of(" \t");
-      mnemonic = ops.substr(0, sp);
-      ops = sp == std::string::npos ? "" : ops.substr(ops.find_first_not_of(" \t", sp));
+    if (headers != 1) continue;
+    std::istringstream words(l);
+    std::string address, mnemonic;
+    if (!(words >> address >> mnemonic) || address.size() < 2 || address.back() != ':') continue;
+    address.pop_back();
+    if (address.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+    std::string ops;
+    std::getline(words, ops);
+    const auto trim = [](std::string& t) {
+      t.erase(0, t.find_first_not_of(" \t"));
+      while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.pop_back();
+    };
+    trim(ops);
+    if (is_one_of(mnemonic, {"bnd", "notrack", "rep", "repz", "repe", "repnz", "repne", "lock", "data16", "cs", "ds"})) {
+      std::istringstream rest(ops);
+      rest >> mnemonic;
+      std::getline(rest, ops);
+      trim(ops);
     }
     if (mnemonic == "(bad)" || mnemonic.empty()) continue;
     // objdump's comments: "# 1234 <sym>" in AT&T syntax, "// b.any" in AArch64's (where " #" is an immediate).
     const auto cut = ops.find(x86 ? " #" : " //");
     if (cut != std::string::npos) ops = ops.substr(0, cut);
-    while (!ops.empty() && (ops.back() == ' ' || ops.back() == '\t')) ops.pop_back();
-    f.insns.push_back(classify(std::stoull(m[1], nullptr, 16), mnemonic, ops));
+    trim(ops);
+    f.insns.push_back(classify(std::stoull(address, nullptr, 16), mnemonic, ops));
   }
   if (f.insns.empty()) fail("objdump showed no code at 0x", std::hex, at.address, " in ", at.file);
   const unsigned long long lo = f.insns.front().address, hi = f.insns.back().address;
