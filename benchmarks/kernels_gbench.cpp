@@ -22,7 +22,7 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/measure.hpp"
 #include "kernels/testdata.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 
 namespace {
 

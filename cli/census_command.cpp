@@ -8,7 +8,7 @@
 #include "inspect/census.hpp"
 #include "kernels/catalog.hpp"
 #include "kernels/cpu.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 
 namespace ternlab::cli {
 

@@ -30,7 +30,7 @@
 #include "kernels/peers/i2s.hpp"
 #include "kernels/planner.hpp"
 #include "kernels/testdata.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 
 namespace ternlab::cli {
 

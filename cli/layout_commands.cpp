@@ -11,7 +11,7 @@
 #include "common/strings.hpp"
 #include "layouts/byte_map.hpp"
 #include "layouts/matrix.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 
 namespace ternlab::cli {
 

@@ -14,7 +14,7 @@
 #include "common/memory.hpp"
 #include "common/npy.hpp"
 #include "common/strings.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 #include "experiments/progress.hpp"
 #include "model/experiments.hpp"
 #include "model/model.hpp"

@@ -27,7 +27,7 @@
 #include "kernels/catalog.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/testdata.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 
 namespace ternlab::cli {
 

@@ -12,7 +12,7 @@
 #include "kernels/catalog.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/cpu.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 
 namespace ternlab::experiments {
 

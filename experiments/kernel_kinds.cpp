@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <ranges>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -22,7 +23,7 @@
 #include "kernels/oracle.hpp"
 #include "kernels/peers/i2s.hpp"
 #include "kernels/testdata.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 
 namespace ternlab::experiments {
 
@@ -522,9 +523,9 @@ RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
     if (mismatched) rep.ok = false;
   }
   md << table.markdown();
-  md << "\ncases: tokens " << join(c.tokens | ranges::views::transform([](auto v) { return cat(v); })) << " x rows "
-     << join(c.rows | ranges::views::transform([](auto v) { return cat(v); })) << " x cols "
-     << join(c.cols | ranges::views::transform([](auto v) { return cat(v); })) << " x weights " << join(c.weights)
+  md << "\ncases: tokens " << join(c.tokens | std::views::transform([](auto v) { return cat(v); })) << " x rows "
+     << join(c.rows | std::views::transform([](auto v) { return cat(v); })) << " x cols "
+     << join(c.cols | std::views::transform([](auto v) { return cat(v); })) << " x weights " << join(c.weights)
      << " x activations " << join(c.acts) << "\n";
   for (const std::string& f : first_failures) md << "\n- mismatch: " << f;
   if (!first_failures.empty()) md << "\n";

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <ranges>
 #include <vector>
 
 #include "common/error.hpp"
@@ -20,10 +21,10 @@ int strategy_rank(Strategy s) {
   return int(std::size(kStrategyPreference));
 }
 
-std::string isa_names(const std::vector<Isa>& isas) { return join(isas | ranges::views::transform(isa_name)); }
+std::string isa_names(const std::vector<Isa>& isas) { return join(isas | std::views::transform(isa_name)); }
 
 std::string variant_names(const std::vector<KernelVariant>& all) {
-  return join(all | ranges::views::transform([](const KernelVariant& k) { return k.name(); }));
+  return join(all | std::views::transform([](const KernelVariant& k) { return k.name(); }));
 }
 
 KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strategy> only_strategy) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <ranges>
 #include <vector>
 
 #include "common/error.hpp"
@@ -220,7 +221,7 @@ ComputeCeiling int8_compute_ceiling(ThreadPool& pool) { return int8_compute_ceil
 std::string int8_compute_instruction(Isa ceiling) {
   const std::vector<DotLoop> loops = dot_loops(ceiling);
   if (loops.size() == 1) return loops.front().instruction;
-  return "best of " + join(loops | ranges::views::transform([](const DotLoop& l) { return std::string(l.instruction); }));
+  return "best of " + join(loops | std::views::transform([](const DotLoop& l) { return std::string(l.instruction); }));
 }
 std::string int8_compute_instruction() { return int8_compute_instruction(best_isa()); }
 

@@ -1,6 +1,7 @@
 #include "layouts/registry.hpp"
 
 #include <algorithm>
+#include <ranges>
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
@@ -30,7 +31,7 @@ void detail::add_layout(const LayoutInfo* info) {
 std::span<const LayoutInfo* const> all_layouts() { return registry(); }
 
 std::string layout_names() {
-  return join(registry() | ranges::views::transform([](const LayoutInfo* l) { return l->name; }));
+  return join(registry() | std::views::transform([](const LayoutInfo* l) { return l->name; }));
 }
 
 const LayoutInfo& find_layout(std::string_view name) {

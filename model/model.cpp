@@ -8,7 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/fp16.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 
 namespace ternlab::model {
 

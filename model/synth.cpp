@@ -7,7 +7,7 @@
 #include "common/fp16.hpp"
 #include "common/strings.hpp"
 #include "layouts/matrix.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 #include "model/tokenizer.hpp"
 
 namespace ternlab::model {

@@ -7,7 +7,7 @@
 #include "common/fp16.hpp"
 #include "kernels/q8k.hpp"
 #include "layouts/matrix.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 
 namespace ternlab::test {
 

@@ -11,8 +11,6 @@
 #include "common/error.hpp"
 #include "kernels/catalog.hpp"
 #include "layouts/registry.hpp"
-#include "layouts/stock.hpp"
-#include "ternlab_test_layouts.hpp"  // every header in tests/layouts/ (tests/CMakeLists.txt)
 
 namespace ternlab::test {
 

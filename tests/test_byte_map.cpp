@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "layouts/byte_map.hpp"
-#include "layouts/stock.hpp"
+#include "layouts/registry.hpp"
 
 using namespace ternlab;
 namespace fs = std::filesystem;

@@ -5,8 +5,7 @@
 
 #include "inspect/census.hpp"
 #include "kernels/catalog.hpp"
-#include "layouts/stock.hpp"
-#include "ternlab_test_layouts.hpp"
+#include "layouts/registry.hpp"
 
 using namespace ternlab;
 using inspect::InsnClass;

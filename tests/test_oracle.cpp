@@ -61,7 +61,11 @@ TEST_SUITE("oracle") {
       for (std::int64_t rows : {group, 2 * group, 3 * group})
         for (std::int64_t cols : {128, 256, 512, 1024, 5120, 17408})
           for (std::int64_t tokens : {1, 2, 3, 4, 5, 7, 8, 64}) {
-            if (tokens == 64 && cols == 17408 && rows != group) continue;  // keeps the sanitizer run short
+            // The model's inner sizes on one row group, at the batch widths that reach each tile
+            // path (gemv, a padded leftover, a tile plus one, full tiles): every other width
+            // there would repeat the small sizes' paths at 10-100 times their cost (qemu, ASan).
+            const bool model_size = cols >= 5120;
+            if (model_size && (rows != group || (tokens != 1 && tokens != 3 && tokens != 5 && tokens != 64))) continue;
             CAPTURE(L->name);
             CAPTURE(rows);
             CAPTURE(cols);
