@@ -72,6 +72,8 @@ void validate_model_kind(const RunSpec& run);
 std::string memory_notes(const RunSpec& run);
 // Tokens one session of a `speculative` run holds at most (speculative_kind.cpp).
 std::int64_t speculative_context_tokens(const RunSpec& run);
+// The ring slots (GDN state copies) it holds at most: its longest draft.
+std::int64_t speculative_ring_slots(const RunSpec& run);
 
 // The arms as planned, nothing loaded (the synthetic preset is written once if missing).
 ModelArms plan_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n);

@@ -287,11 +287,15 @@ RunMemory estimate_memory(const RunSpec& run) {
       }
     }
     const model::ModelConfig& c = *s.config;
-    std::int64_t session = 0;
+    std::int64_t session = 0, gdn = 0;
     for (int l = 0; l < c.n_layer; ++l)
-      session += c.is_gdn(l) ? 4 * (std::int64_t(c.ssm_conv - 1) * c.conv_channels() + std::int64_t(c.ssm_v_heads) * c.ssm_state * c.ssm_state)
-                             : 4 * 2 * ctx * std::int64_t(c.n_head_kv) * c.head_dim;
-    e.sessions = 2 * session;
+      if (c.is_gdn(l))
+        gdn += 4 * (std::int64_t(c.ssm_conv - 1) * c.conv_channels() + std::int64_t(c.ssm_v_heads) * c.ssm_state * c.ssm_state);
+      else
+        session += 4 * 2 * ctx * std::int64_t(c.n_head_kv) * c.head_dim;
+    e.sessions = 2 * (session + gdn);
+    // Speculative decoding's ring: one copy of every GDN layer's states per draft.
+    if (run.kind == "speculative") e.sessions += speculative_ring_slots(run) * gdn;
     const std::int64_t width = std::max({c.n_embd, c.n_ff, c.conv_channels(), 2 * c.attn_dim()});
     const std::int64_t logit_rows = run.kind == "perplexity" ? run.integer("chunk", 64, 2, 1 << 20) : 1;
     e.scratch = 4 * chunk * 8 * width + 4 * std::int64_t(c.n_vocab) * (logit_rows + verify);

@@ -156,6 +156,12 @@ std::int64_t speculative_context_tokens(const RunSpec& run) {
   return prompt + run.integer("tokens", 32, 2, kMaxTokens) + max_batch(run);
 }
 
+std::int64_t speculative_ring_slots(const RunSpec& run) {
+  int most = 0;
+  for (const Point& p : grid(run)) most = std::max(most, p.draft_len);
+  return most;
+}
+
 namespace {
 
 RunReport run_speculative(const RunSpec& run, RunContext& ctx) {
