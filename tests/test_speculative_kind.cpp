@@ -87,7 +87,8 @@ TEST_SUITE("speculative") {
         const Json& corrupted = point(rep, arm, "controlled", k, 1.0);
         CHECK(corrupted["drafted"].get<int>() > 0);
         CHECK(corrupted["accepted"] == 0);
-        CHECK(corrupted["rollbacks"] == corrupted["passes"]);
+        // Every pass with drafts rolls back; the last token's pass has no room for drafts.
+        CHECK(corrupted["rollbacks"].get<int>() == corrupted["passes"].get<int>() - 1);
         // Seeded random drafts over 260 tokens: this draw accepts none.
         const Json& junk = point(rep, arm, "junk", k);
         CHECK(junk["drafted"].get<int>() > 0);
