@@ -101,11 +101,13 @@ TEST_SUITE("speculative") {
     CHECK(rep.svgs.front().second.find("pq2_0 k=3") != std::string::npos);
   }
 
-  TEST_CASE("kind speculative: an arm whose greedy tokens differ from the baseline's fails and is never timed") {
+  TEST_CASE("kind speculative: an arm whose greedy tokens differ from the baseline's fails and is never timed (arms one at a time)") {
     const std::string other = (scratch() / "micro-other.gguf").string();
     model::write_synthetic(model::find_preset("micro"), other, {99, 142});
-    const RunReport rep = run_text(head() + "[speculate]\ndrafter = \"oracle\"\n[[arm]]\nlayout = \"pq2_0\"\n[[arm]]\nname = \"other\"\n"
-                                            "layout = \"pq2_0\"\nmodel = \"" + other + "\"\n");
+    const RunReport rep = run_text(head() + "arms = \"one-at-a-time\"\n[speculate]\ndrafter = \"oracle\"\n[[arm]]\nlayout = \"pq2_0\"\n"
+                                            "[[arm]]\nname = \"other\"\nlayout = \"pq2_0\"\nmodel = \"" + other + "\"\n");
+    CHECK(point(rep, "pq2_0", "oracle", 2)["identical"] == true);
+    CHECK(rep.json["interleaved"] == false);
     CHECK_FALSE(rep.ok);
     CHECK(rep.markdown.find("other failed verification and was not timed") != std::string::npos);
     CHECK(point(rep, "other", "oracle", 2)["identical"] == false);
