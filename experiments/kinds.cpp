@@ -17,6 +17,7 @@ void register_builtin_kinds();
 
 void register_kernel_kinds();  // kernel_kinds.cpp
 void register_model_kinds();   // model_kinds.cpp
+void register_speculative_kind();  // speculative_kind.cpp
 
 std::vector<KeySpec> common_keys() {
   return {
@@ -89,6 +90,7 @@ void register_builtin_kinds() {
   static const bool once = [] {
     register_kernel_kinds();
     register_model_kinds();
+    register_speculative_kind();
     return true;
   }();
   (void)once;

@@ -2,7 +2,8 @@
 // sections whose arrays form a grid inside one run, a validation that runs for the whole plan before
 // anything is measured, and the run itself. The kernel kinds (bandwidth, gemv, gemm, oracle) are
 // in kernel_kinds.cpp; the model kinds (prefill, decode, speed, perplexity, greedy, profile) in
-// model_kinds.cpp, the same way, sharing the arm helpers of arms.hpp.
+// model_kinds.cpp, the same way, sharing the arm helpers of arms.hpp; speculative (speculative
+// decoding against plain decode) in speculative_kind.cpp, sharing the model arms of model_arms.hpp.
 #pragma once
 
 #include <cstdint>

@@ -27,6 +27,7 @@
 #include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
+#include "experiments/model_arms.hpp"
 #include "experiments/run_context.hpp"
 #include "model/config.hpp"
 #include "model/experiments.hpp"
@@ -47,6 +48,8 @@ std::string preset_names() {
   for (const auto& p : model::synth_presets()) n.push_back(p.name);
   return join(n);
 }
+
+}  // namespace
 
 // --- keys and validation ------------------------------------------------------------------------
 
@@ -85,16 +88,6 @@ std::vector<KeySpec> with(std::vector<KeySpec> k, const std::vector<KeySpec>& ex
 }
 
 std::uint64_t run_seed(const RunSpec& run) { return std::uint64_t(run.integer("seed", 2026, 0, kMaxSeed)); }
-
-// Where the run's model lives: the `model` file, or the cache path of the synthetic `preset`.
-struct ModelSource {
-  std::string path;
-  std::string preset;  // empty for a file
-  std::uint64_t seed = 0;
-  std::string describe() const {
-    return preset.empty() ? cat("model ", path) : cat("synthetic preset ", preset, " (seed ", seed, ", ", path, ")");
-  }
-};
 
 ModelSource model_source(const RunSpec& run) {
   Located m = run.at("model");
@@ -147,6 +140,8 @@ bool one_at_a_time(const RunSpec& run) {
   if (v != "interleaved" && v != "one-at-a-time") fail_at(at, "'", v, "' is not an arm schedule (interleaved or one-at-a-time)");
   return v == "one-at-a-time";
 }
+
+namespace {
 
 // --- memory -------------------------------------------------------------------------------------
 
@@ -220,6 +215,7 @@ std::int64_t context_tokens(const RunSpec& run) {
   if (run.kind == "perplexity") n = std::max(n, run.integer("chunk", 64, 2, 1 << 20));
   if (run.kind == "greedy") n = std::max(n, run.integer("prompt_tokens", 8, 1, 1 << 20) + run.integer("tokens", 16, 1, 1 << 20));
   if (run.kind == "profile") n = std::max(n, run.integer("prompt_tokens", 16, 1, 1 << 20) + 1);
+  if (run.kind == "speculative") n = std::max(n, speculative_context_tokens(run));
   return n;
 }
 
@@ -291,11 +287,15 @@ RunMemory estimate_memory(const RunSpec& run) {
       }
     }
     const model::ModelConfig& c = *s.config;
-    std::int64_t session = 0;
+    std::int64_t session = 0, gdn = 0;
     for (int l = 0; l < c.n_layer; ++l)
-      session += c.is_gdn(l) ? 4 * (std::int64_t(c.ssm_conv - 1) * c.conv_channels() + std::int64_t(c.ssm_v_heads) * c.ssm_state * c.ssm_state)
-                             : 4 * 2 * ctx * std::int64_t(c.n_head_kv) * c.head_dim;
-    e.sessions = 2 * session;
+      if (c.is_gdn(l))
+        gdn += 4 * (std::int64_t(c.ssm_conv - 1) * c.conv_channels() + std::int64_t(c.ssm_v_heads) * c.ssm_state * c.ssm_state);
+      else
+        session += 4 * 2 * ctx * std::int64_t(c.n_head_kv) * c.head_dim;
+    e.sessions = 2 * (session + gdn);
+    // Speculative decoding's ring: one copy of every GDN layer's states per draft.
+    if (run.kind == "speculative") e.sessions += speculative_ring_slots(run) * gdn;
     const std::int64_t width = std::max({c.n_embd, c.n_ff, c.conv_channels(), 2 * c.attn_dim()});
     const std::int64_t logit_rows = run.kind == "perplexity" ? run.integer("chunk", 64, 2, 1 << 20) : 1;
     e.scratch = 4 * chunk * 8 * width + 4 * std::int64_t(c.n_vocab) * (logit_rows + verify);
@@ -336,6 +336,8 @@ void check_memory(const RunSpec& run) {
           available_text(m.available), "; keep fewer arms, or set arms = \"one-at-a-time\" to load, measure and free each arm in ",
           "turn (needs ", gib_text(double(one.needed())), "; marked not interleaved: its ratios compare separate passes)");
 }
+
+}  // namespace
 
 std::string memory_notes(const RunSpec& run) {
   if (run.arms.empty()) return "";
@@ -392,32 +394,6 @@ void ensure_model(const ModelSource& src, std::ostream& log) {
   }
   fs::rename(partial, src.path);
 }
-
-struct ModelArm {
-  std::string name, layout, kernel, load, path;
-  std::string baseline;  // the arm its ratios are taken against
-  int threads = 1;
-  double bits_per_weight = 0;
-  std::unique_ptr<Model> model;
-  std::string failure;  // non-empty: not timed
-  std::vector<std::int32_t> tokens;
-  double max_logit_diff = 0;
-  int first_difference = -1;  // greedy step where the tokens first differ
-};
-
-struct ModelArms {
-  ModelSource source;
-  std::vector<ModelArm> arms;
-  std::size_t baseline = 0;          // the greedy check's reference: every arm against this one
-  Baselines ratios;                  // each arm's baseline for the ratios (matched per sweep point)
-  bool interleaved = true;           // false: arms = "one-at-a-time"
-  int prompt_len = 8, check_tokens = 4;
-  std::vector<std::int32_t> prompt;  // the greedy check's prompt
-  std::vector<std::vector<float>> base_logits;  // the baseline's, kept for the arms checked after it
-  std::optional<model::ModelConfig> config;     // the baseline's, kept after its model is freed
-  int vocab = 0;
-  std::uint64_t ternary_bytes = 0;   // of the baseline's model, per decoded token
-};
 
 // The arms as planned, nothing loaded: names, layouts, kernels, threads, load modes and files.
 ModelArms plan_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n) {
@@ -498,9 +474,6 @@ void check_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i)
   }
   ctx.progress.step("greedy check " + a.name);
 }
-
-// What a kind times of one loaded and checked arm: one setup per phase (speed: pp, then tg).
-using Prepare = std::function<std::vector<ArmSetup>(std::size_t, ModelArm&)>;
 
 // Loads, checks and times the arms; returns one TimingResult per phase. Interleaved (the default):
 // every arm loaded and checked, then each phase times all of them round by round. One at a time:
@@ -631,6 +604,8 @@ std::int64_t model_units(const RunSpec& run, int rounds, int warmup) {
   MeasureOptions o = measure_options(run, rounds, warmup);
   return std::int64_t(2 * run.arms.size()) + measure_units(run.arms.size(), o);
 }
+
+namespace {
 
 // --- prefill and decode -------------------------------------------------------------------------
 

@@ -518,4 +518,58 @@ std::string svg_scatter(const std::string& title, const std::string& xlabel, con
   return s.str();
 }
 
+
+std::string svg_lines(const std::string& title, const std::string& xlabel, const std::string& ylabel, const std::vector<LineSeries>& series,
+                      const std::vector<RuleLine>& rules) {
+  const int w = 940, h = 520, left = 80, right = 240, top = 44, bottom_margin = 60;
+  const int plot_w = w - left - right, plot_h = h - top - bottom_margin, bottom = h - bottom_margin;
+  double x1 = 0, y1 = 0;
+  for (const LineSeries& l : series)
+    for (const ScatterPoint& p : l.points) {
+      x1 = std::max(x1, p.x);
+      y1 = std::max(y1, p.ymax);
+    }
+  for (const RuleLine& r : rules) y1 = std::max(y1, r.value);
+  x1 = x1 > 0 ? x1 * 1.05 : 1;
+  y1 = y1 > 0 ? y1 * 1.1 : 1;
+  const auto X = [&](double v) { return left + plot_w * v / x1; };
+  const auto Y = [&](double v) { return bottom - plot_h * v / y1; };
+  std::ostringstream s;
+  s << svg_head(w, h, title);
+  s << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\"" << plot_h << "\" fill=\"none\" stroke=\"#999\"/>\n";
+  for (double t : linear_ticks(y1))
+    s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(t), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(t), 1)
+      << "\" stroke=\"#eee\"/>\n<text x=\"" << left - 6 << "\" y=\"" << fixed(Y(t) + 4, 1) << "\" text-anchor=\"end\" fill=\"#555\">"
+      << sig(t) << "</text>\n";
+  for (double t : linear_ticks(x1))
+    s << "<line x1=\"" << fixed(X(t), 1) << "\" y1=\"" << bottom << "\" x2=\"" << fixed(X(t), 1) << "\" y2=\"" << bottom + 5
+      << "\" stroke=\"#555\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\" fill=\"#555\">"
+      << sig(t) << "</text>\n";
+  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml(xlabel) << "</text>\n";
+  s << "<text x=\"18\" y=\"" << top + plot_h / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " << top + plot_h / 2 << ")\">"
+    << xml(ylabel + " (point: median over kept rounds; whisker: min–max)") << "</text>\n";
+  for (const RuleLine& r : rules)
+    s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(r.value), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(r.value), 1)
+      << "\" stroke=\"#888\" stroke-dasharray=\"6 3\"/>\n<text x=\"" << left + 6 << "\" y=\"" << fixed(Y(r.value) - 4, 1)
+      << "\" fill=\"#555\">" << xml(r.label) << "</text>\n";
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    std::vector<ScatterPoint> pts = series[i].points;
+    std::sort(pts.begin(), pts.end(), [](const ScatterPoint& a, const ScatterPoint& b) { return a.x < b.x; });
+    const char* color = kPalette[i % 10];
+    s << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"";
+    for (const ScatterPoint& p : pts) s << fixed(X(p.x), 1) << "," << fixed(Y(p.y), 1) << " ";
+    s << "\"/>\n";
+    for (const ScatterPoint& p : pts)
+      s << "<line x1=\"" << fixed(X(p.x), 1) << "\" y1=\"" << fixed(Y(p.ymin), 1) << "\" x2=\"" << fixed(X(p.x), 1) << "\" y2=\""
+        << fixed(Y(p.ymax), 1) << "\" stroke=\"" << color << "\"/>\n<circle cx=\"" << fixed(X(p.x), 1) << "\" cy=\"" << fixed(Y(p.y), 1)
+        << "\" r=\"4\" fill=\"" << color << "\"><title>" << xml(series[i].label + " " + p.label + ": " + sig(p.x) + ", " + sig(p.y)) << "</title></circle>\n";
+    const int ly = top + 10 + 20 * int(i);
+    s << "<line x1=\"" << left + plot_w + 14 << "\" y1=\"" << ly - 4 << "\" x2=\"" << left + plot_w + 38 << "\" y2=\"" << ly - 4
+      << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 44 << "\" y=\"" << ly << "\">"
+      << xml(series[i].label) << "</text>\n";
+  }
+  s << "</svg>\n";
+  return s.str();
+}
+
 }  // namespace ternlab::experiments

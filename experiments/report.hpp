@@ -130,4 +130,13 @@ std::string svg_scatter(const std::string& title, const std::string& xlabel, con
                         const std::vector<ScatterPoint>& points, const std::function<double(double)>& curve,
                         const std::string& curve_label, const std::vector<RuleLine>& rules);
 
+// One line per series through its points (sorted by x), whiskers from ymin to ymax, linear axes
+// from 0; `rules` are horizontal references (the speculative kind: 1x, no speedup).
+struct LineSeries {
+  std::string label;
+  std::vector<ScatterPoint> points;
+};
+std::string svg_lines(const std::string& title, const std::string& xlabel, const std::string& ylabel, const std::vector<LineSeries>& series,
+                      const std::vector<RuleLine>& rules);
+
 }  // namespace ternlab::experiments

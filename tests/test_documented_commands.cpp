@@ -168,6 +168,8 @@ std::vector<std::string> small_sizes(const std::string& kind, const std::string&
   if (kind == "prefill" || kind == "decode" || kind == "perplexity" || kind == "greedy") s.push_back("tokens=8");
   if (kind == "speed") s.insert(s.end(), {"prefill_tokens=8", "decode_tokens=4"});
   if (kind == "profile" || kind == "greedy") s.push_back("prompt_tokens=4");
+  if (kind == "speculative")
+    s.insert(s.end(), {"verify_tokens=2", "tokens=8", "prompt_tokens=4", "speculate.draft_len=2", "speculate.corrupt=0.5"});
   return s;
 }
 
@@ -271,8 +273,9 @@ TEST_SUITE("experiments-docs") {
         FAIL_CHECK("planning failed: ", std::string(e.what()));
         continue;
       }
-      // 2. Run, unless documented as a dry run or sized for the full model (never synthesized here).
-      if (c.opt.dry_run || d.text.find("bonsai-27b") != std::string::npos) continue;
+      // 2. Run, unless documented as a dry run or sized for the full model (never synthesized here),
+      // on the command line or in the file.
+      if (c.opt.dry_run || d.text.find("bonsai-27b") != std::string::npos || plan.runs.front().string("preset", "") == "bonsai-27b") continue;
       RunOptions opt = c.opt;
       const auto small = small_sizes(plan.runs.front().kind, (out / "results").string());
       opt.overrides.insert(opt.overrides.end(), small.begin(), small.end());

@@ -1,0 +1,102 @@
+// The arms of the model kinds (model_kinds.cpp), shared with the kinds that live in their own files
+// (speculative_kind.cpp): where the model comes from, one loaded Model per arm, the greedy check of
+// every arm against the baseline arm before anything is timed, and the report pieces they share.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/strings.hpp"
+#include "experiments/arms.hpp"
+#include "experiments/config.hpp"
+#include "experiments/measure.hpp"
+#include "experiments/results.hpp"
+#include "model/config.hpp"
+#include "model/model.hpp"
+
+namespace ternlab::experiments {
+
+struct RunContext;
+struct TimingResult;
+
+// Where the run's model lives: the `model` file, or the cache path of the synthetic `preset`.
+struct ModelSource {
+  std::string path;
+  std::string preset;  // empty for a file
+  std::uint64_t seed = 0;
+  std::string describe() const {
+    return preset.empty() ? cat("model ", path) : cat("synthetic preset ", preset, " (seed ", seed, ", ", path, ")");
+  }
+};
+
+struct ModelArm {
+  std::string name, layout, kernel, load, path;
+  std::string baseline;  // the arm its ratios are taken against
+  int threads = 1;
+  double bits_per_weight = 0;
+  std::unique_ptr<model::Model> model;
+  std::string failure;  // non-empty: not timed
+  std::vector<std::int32_t> tokens;
+  double max_logit_diff = 0;
+  int first_difference = -1;  // greedy step where the tokens first differ
+};
+
+struct ModelArms {
+  ModelSource source;
+  std::vector<ModelArm> arms;
+  std::size_t baseline = 0;          // the greedy check's reference: every arm against this one
+  Baselines ratios;                  // each arm's baseline for the ratios (matched per sweep point)
+  bool interleaved = true;           // false: arms = "one-at-a-time"
+  int prompt_len = 8, check_tokens = 4;
+  std::vector<std::int32_t> prompt;  // the greedy check's prompt
+  std::vector<std::vector<float>> base_logits;  // the baseline's, kept for the arms checked after it
+  std::optional<model::ModelConfig> config;     // the baseline's, kept after its model is freed
+  int vocab = 0;
+  std::uint64_t ternary_bytes = 0;   // of the baseline's model, per decoded token
+};
+
+// The keys every model kind accepts (model or preset, load, rounds, arms, ...).
+std::vector<KeySpec> model_keys();
+std::vector<KeySpec> with(std::vector<KeySpec> k, const std::vector<KeySpec>& extra);
+std::uint64_t run_seed(const RunSpec& run);
+ModelSource model_source(const RunSpec& run);
+// The common model keys, every arm and the memory estimate, before anything loads.
+void validate_model_kind(const RunSpec& run);
+// The memory estimate against the memory available, for the printed plan.
+std::string memory_notes(const RunSpec& run);
+// Tokens one session of a `speculative` run holds at most (speculative_kind.cpp).
+std::int64_t speculative_context_tokens(const RunSpec& run);
+// The ring slots (GDN state copies) it holds at most: its longest draft.
+std::int64_t speculative_ring_slots(const RunSpec& run);
+
+// The arms as planned, nothing loaded (the synthetic preset is written once if missing).
+ModelArms plan_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n);
+// Loads arm i (a load error fails that arm only).
+void load_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i);
+// The greedy check of arm i against the baseline arm, which must be checked first.
+void check_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i);
+
+// What a kind times of one loaded and checked arm: one setup per phase (speed: pp, then tg).
+using Prepare = std::function<std::vector<ArmSetup>(std::size_t, ModelArm&)>;
+std::vector<TimingResult> run_arms(const RunSpec& run, RunContext& ctx, ModelArms& m, const std::vector<MeasureOptions>& phases,
+                                   const Prepare& prepare);
+
+// Report pieces: the greedy-check cell, the model line, the failed arms and memory after a table,
+// the ceilings of a timed result, the JSON heads of a run and an arm, an arm's ArmSetup without a call.
+std::string check_cell(const ModelArm& a, bool is_baseline);
+std::string model_line(const ModelArms& m);
+std::string arms_footer(const ModelArms& m);
+std::string ceilings_text(const TimingResult& r);
+Json arm_json_head(const ModelArm& a);
+Json run_json_head(const RunSpec& run, const std::string& title, const ModelArms& m);
+ArmSetup setup_of(const ModelArm& a);
+// Progress units of a model run: loading and checking each arm, then measuring them.
+std::int64_t model_units(const RunSpec& run, int rounds, int warmup);
+
+}  // namespace ternlab::experiments
