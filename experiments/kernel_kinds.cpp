@@ -559,7 +559,8 @@ RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
   md << "\ncases: tokens " << join(c.tokens | ranges::views::transform([](auto v) { return cat(v); })) << " x rows "
      << join(c.rows | ranges::views::transform([](auto v) { return cat(v); })) << " x cols "
      << join(c.cols | ranges::views::transform([](auto v) { return cat(v); })) << " x weights " << join(c.weights)
-     << " x activations " << join(c.acts) << "\n";
+     << " x activations " << join(c.acts) << (c.forced.size() > 1 || c.forced.front() != "every-block" ? " x forced_max " + join(c.forced) : "")
+     << "\n";
   for (const std::string& f : first_failures) md << "\n- mismatch: " << f;
   if (!first_failures.empty()) md << "\n";
   rep.markdown = md.str();
