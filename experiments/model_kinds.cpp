@@ -1273,14 +1273,16 @@ FaultSample fault_sample(const RunSpec& run, const ModelArm& arm, bool drop, int
 RunReport run_faults(const RunSpec& run, RunContext& ctx) {
   const int n_tokens = int(run.integer("tokens", 8, 2, 1 << 16));
   const int rounds = int(run.integer("rounds", 3, 1, 100000));
+  const int warmup = int(run.integer("warmup", 0, 0, 100000));
   const bool drop = run.boolean("drop_cache", true);
   ModelArms m = plan_arms(run, ctx, 1, 1);
   // Rounds alternate the arm order, so neither load mode always runs on a cache the other warmed.
   std::vector<std::vector<FaultSample>> samples(m.arms.size());
-  for (int r = 0; r < rounds; ++r)
+  for (int r = 0; r < warmup + rounds; ++r)
     for (std::size_t j = 0; j < m.arms.size(); ++j) {
       const std::size_t i = r % 2 ? m.arms.size() - 1 - j : j;
-      samples[i].push_back(fault_sample(run, m.arms[i], drop, n_tokens));
+      FaultSample sample = fault_sample(run, m.arms[i], drop, n_tokens);
+      if (r >= warmup || !sample.failure.empty()) samples[i].push_back(std::move(sample));
       ctx.progress.step("faults " + m.arms[i].name);
     }
   // Verified: every arm's greedy tokens, every round, equal the baseline's first round.
@@ -1300,7 +1302,8 @@ RunReport run_faults(const RunSpec& run, RunContext& ctx) {
                                                                         "(posix_fadvise DONTNEED), "
                                                                       : "as the page cache stands, ")
      << "then " << n_tokens << " greedy decode tokens from an empty context; wall time and page faults (getrusage RUSAGE_SELF, "
-     << "all threads) of the load, the first token and the later ones. " << rounds << " rounds, arm order reversed every other "
+     << "all threads) of the load, the first token and the later ones. " << rounds << " rounds kept after " << warmup
+     << " warm-up, arm order reversed every other "
      << "round; cells are medians over rounds. Every arm's tokens checked against the baseline '" << m.arms[m.baseline].name << "'.\n\n";
   Table table({{"arm"}, {"layout"}, {"load"}, {"thr", Align::right}, {"tokens"}, {"cached at load", Align::right},
                {"load ms", Align::right}, {"load minor", Align::right}, {"load major", Align::right}, {"1st token ms", Align::right},
@@ -1391,7 +1394,9 @@ void register_model_kinds() {
   register_kind({"faults", "page faults and wall time of the load, the first decoded token and later ones, per load mode (mmap, memory)",
                  with(keys, {{"tokens", Type::integer, true, "greedy decode tokens after the load (default 8; at least 2)"},
                              {"drop_cache", Type::boolean, true, "evict the file from the page cache before each load (default true)"}}),
-                 {}, validate_model_kind, run_faults, [](const RunSpec& r) { return std::int64_t(r.arms.size()) * r.integer("rounds", 3, 1, 100000); }});
+                 {}, validate_model_kind, run_faults, [](const RunSpec& r) {
+                   return std::int64_t(r.arms.size()) * (r.integer("rounds", 3, 1, 100000) + r.integer("warmup", 0, 0, 100000));
+                 }});
 }
 
 }  // namespace ternlab::experiments
