@@ -18,7 +18,17 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <atomic>
+#include <chrono>
+#include <cstring>
 
 #include "common/memory.hpp"
 #include "experiments/memory.hpp"
@@ -29,8 +39,10 @@
 #include "experiments/measure.hpp"
 #include "experiments/model_arms.hpp"
 #include "experiments/run_context.hpp"
+#include "kernels/thread_pool.hpp"
 #include "model/config.hpp"
 #include "model/experiments.hpp"
+#include "model/sampler.hpp"
 #include "model/synth.hpp"
 #include "model/tokenizer.hpp"
 
@@ -122,6 +134,22 @@ gguf::LoadMode arm_load(const RunSpec& run, const ArmSpec& arm) {
   if (const Located at = arm.at("load")) return load_mode(at);
   if (const Located at = run.at("load")) return load_mode(at);
   return gguf::LoadMode::mmap;
+}
+
+// The profile kind's barrier detour: a competing busy thread (or none), and pinned pool workers.
+const std::vector<std::string> kDisturbances = {"none", "busy", "busy-niced"};
+
+std::string arm_disturbance(const ArmSpec& a) {
+  const Located at = a.at("disturb");
+  if (!at) return "none";
+  const std::string v = as_string(at);
+  if (std::find(kDisturbances.begin(), kDisturbances.end(), v) == kDisturbances.end())
+    fail_at(at, "'", v, "' is not a disturbance (", join(kDisturbances), ")");
+  return v;
+}
+bool arm_pins_workers(const ArmSpec& a) {
+  const Located at = a.at("pin_workers");
+  return at ? as_boolean(at) : false;
 }
 
 std::string arm_model_path(const ArmSpec& arm, const ModelSource& src) {
@@ -367,7 +395,18 @@ void validate_model_kind(const RunSpec& run) {
     run.integer("prefill_tokens", 64, 1, 1 << 20);
     run.integer("decode_tokens", 32, 1, 1 << 20);
   }
-  if (run.kind == "profile") run.integer("prompt_tokens", 16, 1, 1 << 20);
+  if (run.kind == "profile") {
+    run.integer("prompt_tokens", 16, 1, 1 << 20);
+    for (const ArmSpec& a : run.arms) {
+      if (arm_disturbance(a) != "none" && arm_threads(run, a) < 2)
+        fail_at(a.at("disturb"), "a disturbance needs at least 2 threads (it competes with the last pool thread)");
+      arm_pins_workers(a);
+    }
+  }
+  if (run.kind == "faults") {
+    run.integer("tokens", 8, 2, 1 << 16);
+    run.boolean("drop_cache", true);
+  }
   if (run.kind == "perplexity") {
     run.integer("tokens", 256, 2, std::int64_t(1) << 30);
     run.integer("chunk", 64, 2, 1 << 20);
@@ -915,6 +954,38 @@ RunReport run_greedy(const RunSpec& run, RunContext& ctx) {
 
 // --- profile ------------------------------------------------------------------------------------
 
+// A competing busy thread on one CPU, the barrier detour's disturbance: created once per arm before
+// anything is timed, it spins only while that arm's calls run and sleeps otherwise. Niced to 19 it
+// is the same load with the model at the higher priority (the blog's fix, from the other side).
+class BusyThread {
+ public:
+  BusyThread(int cpu, bool niced) : thread_([this, cpu, niced] { loop(cpu, niced); }) {}
+  ~BusyThread() {
+    stop_.store(true, std::memory_order_release);
+    set(true);
+    thread_.join();
+  }
+  BusyThread(const BusyThread&) = delete;
+  BusyThread& operator=(const BusyThread&) = delete;
+  void set(bool on) {
+    on_.store(on, std::memory_order_release);
+    if (on) on_.notify_all();
+  }
+
+ private:
+  void loop(int cpu, bool niced) {
+    pin_current_thread(cpu);
+    if (niced) setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 19);
+    while (!stop_.load(std::memory_order_acquire)) {
+      on_.wait(false, std::memory_order_acquire);
+      for (volatile std::uint64_t n = 0; on_.load(std::memory_order_relaxed) && !stop_.load(std::memory_order_relaxed);) n = n + 1;
+    }
+  }
+  std::atomic<bool> on_{false}, stop_{false};
+  std::thread thread_;  // last: starts after the flags exist
+};
+
+
 RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   const int prompt_len = int(run.integer("prompt_tokens", 16, 1, 1 << 20));
   const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
@@ -933,6 +1004,11 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     auto p = std::make_shared<Profiled>();
     if (a.model && a.failure.empty()) {
       Model* model = a.model.get();
+      // Worker t on CPU t; the calling thread (t = 0) stays free, as it also runs the other arms.
+      if (arm_pins_workers(run.arms[i])) model->pool().run([](int t) {
+          if (t > 0) pin_current_thread(t);
+        });
+      const std::string disturb = arm_disturbance(run.arms[i]);
       p->snapshot = model->new_session();
       model->forward(p->snapshot, std::span(prompt.data(), std::size_t(prompt_len)));
       const std::int32_t next = prompt.back();
@@ -943,6 +1019,15 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
         model->forward(session, std::span(&next, 1), false, &prof);
         p->calls.push_back(prof);
       };
+      if (disturb != "none") {
+        // On the last pool thread's CPU: the one a pinned worker cannot leave.
+        auto busy = std::make_shared<BusyThread>(a.threads - 1, disturb == "busy-niced");
+        s.call = [call = std::move(s.call), busy] {
+          busy->set(true);
+          call();
+          busy->set(false);
+        };
+      }
     }
     profiled[i] = p;
     return std::vector<ArmSetup>{std::move(s)};
@@ -961,7 +1046,8 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   md << ceilings_text(r);
   std::vector<Column> columns = {{"arm"}, {"layout"}, {"kernel"}, {"thr", Align::right}, {"greedy check"}};
   for (int op = 0; op < kOps; ++op) columns.push_back({model::OpProfile::name(op), Align::right});
-  for (const char* c : {"total ms", "spread", "matmul GB/s", "matmul of read ceiling"}) columns.push_back({c, Align::right});
+  for (const char* c : {"total ms", "tok/s", "matmul share", "spread", "matmul GB/s", "matmul of read ceiling"})
+    columns.push_back({c, Align::right});
   columns.push_back({ratio_header(r), Align::right});
   Table table(std::move(columns));
   NoiseChecks noise;
@@ -1011,25 +1097,32 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       arm["ms"][model::OpProfile::name(op)] = stat_json(s);
     }
     const std::vector<double> tot = totals(i), base_totals = totals(m.ratios.of[i]);
-    std::vector<double> gbps, frac, speed;
+    std::vector<double> gbps, frac, speed, toks, share;
     const std::vector<double> ceils = r.ceiling_of(t);
     for (std::size_t k = 0; k < per_round[i].size(); ++k) {
       const double mm = per_round[i][k][model::OpProfile::matmul];
+      toks.push_back(1 / tot[k]);
+      share.push_back(mm / tot[k]);
       gbps.push_back(t.setup.weight_bytes / mm / 1e9);
       if (k < ceils.size()) frac.push_back(gbps.back() / ceils[k]);
       if (k < base_totals.size()) speed.push_back(base_totals[k] / tot[k]);
       for (int op = 0; op < kOps; ++op)
         rep.rows.add({run.index, k, a.name, a.layout, a.kernel, a.threads, model::OpProfile::name(op), per_round[i][k][std::size_t(op)]});
     }
-    const Stat total = stat_of(tot), g = stat_of(gbps), f = stat_of(frac), sp = stat_of(speed);
+    const Stat total = stat_of(tot), g = stat_of(gbps), f = stat_of(frac), sp = stat_of(speed), ts = stat_of(toks),
+               sh = stat_of(share);
     if (t.verified && m.ratios.of[i] != i) noise.ratio(a.name, speed);
     noise.fraction(a.name, "its matmul fraction of the read ceiling", frac);
-    for (std::string c : {with_range(total, "", 1e3), spread_cell(tot), g.valid ? sig(g.median) : "—", with_range(f, "%", 100),
+    for (std::string c : {with_range(total, "", 1e3), ts.valid ? sig(ts.median) : "—", with_range(sh, "%", 100), spread_cell(tot), g.valid ? sig(g.median) : "—", with_range(f, "%", 100),
                           with_range(sp, "×")})
       cells.push_back(std::move(c));
     table.add(std::move(cells));
     arm["total_ms"] = stat_json(Stat{total.median * 1e3, total.min * 1e3, total.max * 1e3, total.valid});
     arm["spread"] = json_number(spread(tot));
+    arm["tok_s"] = stat_json(ts);
+    arm["matmul_share"] = stat_json(sh);
+    arm["disturb"] = arm_disturbance(run.arms[i]);
+    arm["pin_workers"] = arm_pins_workers(run.arms[i]);
     arm["matmul_gbps"] = stat_json(g);
     arm["matmul_fraction_of_read_ceiling"] = stat_json(f);
     arm["speedup_vs_baseline"] = stat_json(sp);
@@ -1049,11 +1142,200 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   return rep;
 }
 
+// --- faults -------------------------------------------------------------------------------------
+
+struct FaultCount {
+  long minor = 0, major = 0;
+};
+// Process-wide (every pool thread's faults count): RUSAGE_SELF.
+FaultCount faults_now() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return {u.ru_minflt, u.ru_majflt};
+}
+
+// The fraction of the file's pages in the page cache (mincore over a mapping that touches none), or
+// -1 when the file cannot be mapped.
+double cached_fraction(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  double out = -1;
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    const auto size = std::size_t(st.st_size);
+    void* p = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      const auto page = std::size_t(sysconf(_SC_PAGESIZE));
+      std::vector<unsigned char> in((size + page - 1) / page);
+      if (mincore(p, size, in.data()) == 0) {
+        std::size_t n = 0;
+        for (unsigned char c : in) n += c & 1u;
+        out = double(n) / double(in.size());
+      }
+      munmap(p, size);
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+// Asks the kernel to evict the file's clean pages (no root needed; it may keep pages another process
+// maps or that are dirty, so the fraction left is measured, never assumed).
+void drop_page_cache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, ": cannot open to drop its page cache (", std::strerror(errno), ")");
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+// One arm, one round: load, the first decoded token, the later ones; wall time and page faults of each.
+struct FaultSample {
+  double cached_before_load = -1;  // page-cache fraction of the file after the drop (or as found)
+  double load_s = 0, first_s = 0, later_s = 0;  // later: per token
+  FaultCount load, first, later;                 // later: summed over the later tokens
+  std::vector<std::int32_t> tokens;
+  std::string failure;
+};
+
+FaultSample fault_sample(const RunSpec& run, const ModelArm& arm, bool drop, int n_tokens) {
+  using clock = std::chrono::steady_clock;
+  const auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  const auto minus = [](FaultCount a, FaultCount b) { return FaultCount{a.minor - b.minor, a.major - b.major}; };
+  FaultSample s;
+  if (drop) drop_page_cache(arm.path);
+  s.cached_before_load = cached_fraction(arm.path);
+  model::LoadOptions o;
+  o.layout = arm.layout;
+  o.kernel = arm.kernel;
+  o.mode = gguf::parse_mode(arm.load);
+  o.threads = arm.threads;
+  o.prefill_chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
+  FaultCount f0 = faults_now();
+  auto t0 = clock::now();
+  std::unique_ptr<Model> model;
+  try {
+    model = Model::load(arm.path, o);
+  } catch (const Error& e) {
+    s.failure = cat("load: ", e.what());
+    return s;
+  }
+  auto t1 = clock::now();
+  FaultCount f1 = faults_now();
+  s.load_s = secs(t0, t1);
+  s.load = minus(f1, f0);
+  model::Session session = model->new_session();
+  std::int32_t next = model::random_tokens(1, model->config().n_vocab, run_seed(run) + 5).front();
+  for (int i = 0; i < n_tokens; ++i) {
+    const FaultCount fa = faults_now();
+    const auto ta = clock::now();
+    const std::vector<float> logits = model->forward(session, std::span(&next, 1));
+    const auto tb = clock::now();
+    const FaultCount d = minus(faults_now(), fa);
+    next = model::argmax(logits);
+    s.tokens.push_back(next);
+    if (i == 0) {
+      s.first_s = secs(ta, tb);
+      s.first = d;
+    } else {
+      s.later_s += secs(ta, tb) / (n_tokens - 1);
+      s.later.minor += d.minor;
+      s.later.major += d.major;
+    }
+  }
+  return s;
+}
+
+RunReport run_faults(const RunSpec& run, RunContext& ctx) {
+  const int n_tokens = int(run.integer("tokens", 8, 2, 1 << 16));
+  const int rounds = int(run.integer("rounds", 3, 1, 100000));
+  const int warmup = int(run.integer("warmup", 0, 0, 100000));
+  const bool drop = run.boolean("drop_cache", true);
+  ModelArms m = plan_arms(run, ctx, 1, 1);
+  // Rounds alternate the arm order, so neither load mode always runs on a cache the other warmed.
+  std::vector<std::vector<FaultSample>> samples(m.arms.size());
+  for (int r = 0; r < warmup + rounds; ++r)
+    for (std::size_t j = 0; j < m.arms.size(); ++j) {
+      const std::size_t i = r % 2 ? m.arms.size() - 1 - j : j;
+      FaultSample sample = fault_sample(run, m.arms[i], drop, n_tokens);
+      if (r >= warmup || !sample.failure.empty()) samples[i].push_back(std::move(sample));
+      ctx.progress.step("faults " + m.arms[i].name);
+    }
+  // Verified: every arm's greedy tokens, every round, equal the baseline's first round.
+  const std::vector<std::int32_t>& want = samples[m.baseline].front().tokens;
+  for (std::size_t i = 0; i < m.arms.size(); ++i)
+    for (const FaultSample& s : samples[i]) {
+      if (!s.failure.empty() && m.arms[i].failure.empty()) m.arms[i].failure = s.failure;
+      if (s.failure.empty() && s.tokens != want && m.arms[i].failure.empty())
+        m.arms[i].failure = cat("greedy tokens differ from the baseline '", m.arms[m.baseline].name, "'");
+    }
+
+  RunReport rep;
+  rep.title = run.name();
+  std::ostringstream md;
+  md << "### " << rep.title << "\n\n" << m.source.describe() << "\n\n";
+  md << "kind faults: per arm and round, the model loaded " << (drop ? "after asking the kernel to drop the file from the page cache "
+                                                                        "(posix_fadvise DONTNEED), "
+                                                                      : "as the page cache stands, ")
+     << "then " << n_tokens << " greedy decode tokens from an empty context; wall time and page faults (getrusage RUSAGE_SELF, "
+     << "all threads) of the load, the first token and the later ones. " << rounds << " rounds kept after " << warmup
+     << " warm-up, arm order reversed every other "
+     << "round; cells are medians over rounds. Every arm's tokens checked against the baseline '" << m.arms[m.baseline].name << "'.\n\n";
+  Table table({{"arm"}, {"layout"}, {"load"}, {"thr", Align::right}, {"tokens"}, {"cached at load", Align::right},
+               {"load ms", Align::right}, {"load minor", Align::right}, {"load major", Align::right}, {"1st token ms", Align::right},
+               {"1st minor", Align::right}, {"1st major", Align::right}, {"later ms/token", Align::right},
+               {"later minor/token", Align::right}, {"later major/token", Align::right}});
+  rep.rows.columns = {"run", "round", "arm", "layout", "load", "threads", "cached_at_load", "load_seconds", "load_minor", "load_major",
+                      "first_seconds", "first_minor", "first_major", "later_seconds_per_token", "later_minor_per_token",
+                      "later_major_per_token"};
+  Json js = {{"index", run.index}, {"name", rep.title}, {"kind", run.kind}, {"model", m.source.path}, {"preset", m.source.preset},
+             {"seed", m.source.seed}, {"baseline", m.arms[m.baseline].name}, {"tokens", n_tokens}, {"rounds", rounds},
+             {"drop_cache", drop}, {"sweep", sweep_json(run)}, {"arms", Json::array()}};
+  const double later_n = double(n_tokens - 1);
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    const ModelArm& a = m.arms[i];
+    if (!a.failure.empty()) rep.ok = false;
+    std::map<std::string, std::vector<double>> v;
+    for (std::size_t r = 0; r < samples[i].size(); ++r) {
+      const FaultSample& s = samples[i][r];
+      if (!s.failure.empty()) continue;
+      const std::vector<std::pair<std::string, double>> cells = {
+          {"cached_at_load", s.cached_before_load}, {"load_ms", s.load_s * 1e3}, {"load_minor", double(s.load.minor)},
+          {"load_major", double(s.load.major)}, {"first_ms", s.first_s * 1e3}, {"first_minor", double(s.first.minor)},
+          {"first_major", double(s.first.major)}, {"later_ms", s.later_s * 1e3}, {"later_minor", s.later.minor / later_n},
+          {"later_major", s.later.major / later_n}};
+      for (const auto& [k, x] : cells) v[k].push_back(x);
+      rep.rows.add({run.index, std::int64_t(r), a.name, a.layout, a.load, a.threads, s.cached_before_load, s.load_s,
+                    std::int64_t(s.load.minor), std::int64_t(s.load.major), s.first_s, std::int64_t(s.first.minor),
+                    std::int64_t(s.first.major), s.later_s, s.later.minor / later_n, s.later.major / later_n});
+    }
+    Json arm = arm_json_head(a);
+    std::vector<std::string> row = {a.name, a.layout, a.load, threads_cell(a.threads), a.failure.empty() ? "= baseline" : "**FAILED**"};
+    for (const char* k : {"cached_at_load", "load_ms", "load_minor", "load_major", "first_ms", "first_minor", "first_major", "later_ms",
+                          "later_minor", "later_major"}) {
+      const Stat st = stat_of(v[k]);
+      arm[k] = stat_json(st);
+      row.push_back(!st.valid ? "—" : std::string(k) == "cached_at_load" ? (st.median < 0 ? "?" : cat(fixed_text(100 * st.median, 0), "%")) : sig(st.median));
+    }
+    table.add(std::move(row));
+    js["arms"].push_back(std::move(arm));
+  }
+  md << table.markdown();
+  for (const ModelArm& a : m.arms)
+    if (!a.failure.empty()) md << "\n- " << a.name << ": " << a.failure;
+  md << "\ncached at load: the fraction of the file's pages in the page cache just before the load (mincore); "
+     << (drop ? "above 0% means the drop did not take (pages mapped elsewhere or the kernel kept them). " : "")
+     << "A major fault read the page from disk, a minor one found it in memory. The loader copies every tensor out of the "
+        "file (the embedding table too) and releases the mapping's pages, so tokens after the load fault no page of the file.\n";
+  rep.markdown = md.str();
+  rep.json = std::move(js);
+  return rep;
+}
+
 }  // namespace
 
 void register_model_kinds() {
   const std::vector<KeySpec> keys = model_keys();
-  for (const char* kind : {"prefill", "decode", "speed", "perplexity", "greedy", "profile"}) register_plan_notes(kind, memory_notes);
+  for (const char* kind : {"prefill", "decode", "speed", "perplexity", "greedy", "profile", "faults"}) register_plan_notes(kind, memory_notes);
   register_kind({"prefill", "pp N: prompt tokens/s of a whole model per arm (layout x kernel x threads x load)",
                  with(keys, {{"tokens", Type::integer, true, "prompt length (default 64)"}}), {}, validate_model_kind,
                  [](const RunSpec& r, RunContext& c) { return run_speed(r, c, false); },
@@ -1077,8 +1359,19 @@ void register_model_kinds() {
                              {"prompt_tokens", Type::integer, true, "pseudo-random prompt length (default 8)"}}),
                  {}, validate_model_kind, run_greedy, [](const RunSpec& r) { return std::int64_t(2 * r.arms.size()); }});
   register_kind({"profile", "per-op wall time of one decode token (matmul, quantize, Hadamard, GDN, attention, norms, other)",
-                 with(keys, {{"prompt_tokens", Type::integer, true, "context before the profiled token (default 16)"}}), {},
+                 with(keys, {{"prompt_tokens", Type::integer, true, "context before the profiled token (default 16)"},
+                             {"arm.disturb", Type::string, true,
+                              "none (default), busy (a competing busy thread on the last pool thread's CPU while the arm runs) "
+                              "or busy-niced (the same at nice 19)"},
+                             {"arm.pin_workers", Type::boolean, true, "pin the model's pool worker t to CPU t (default false)"}}),
+                 {},
                  validate_model_kind, run_profile, [](const RunSpec& r) { return model_units(r, 5, 1); }});
+  register_kind({"faults", "page faults and wall time of the load, the first decoded token and later ones, per load mode (mmap, memory)",
+                 with(keys, {{"tokens", Type::integer, true, "greedy decode tokens after the load (default 8; at least 2)"},
+                             {"drop_cache", Type::boolean, true, "evict the file from the page cache before each load (default true)"}}),
+                 {}, validate_model_kind, run_faults, [](const RunSpec& r) {
+                   return std::int64_t(r.arms.size()) * (r.integer("rounds", 3, 1, 100000) + r.integer("warmup", 0, 0, 100000));
+                 }});
 }
 
 }  // namespace ternlab::experiments

@@ -23,7 +23,8 @@ TernaryMatrix make_weights(std::int64_t rows, std::int64_t cols, std::uint64_t s
   return m;
 }
 
-UnitActivations make_unit_activations(std::int64_t tokens, std::int64_t cols, std::uint64_t seed, ActFill fill) {
+UnitActivations make_unit_activations(std::int64_t tokens, std::int64_t cols, std::uint64_t seed, ActFill fill,
+                                      ForcedMax forced) {
   UnitActivations a;
   a.f.resize(std::size_t(tokens * cols));
   a.i8.resize(a.f.size());
@@ -42,7 +43,7 @@ UnitActivations make_unit_activations(std::int64_t tokens, std::int64_t cols, st
         a.i8[std::size_t(t * cols + b0 + j)] = std::int8_t(v);
       }
       // One -127 per block makes it the first element of greatest magnitude: the scale is exactly 1.
-      if (fill != ActFill::zero) a.i8[std::size_t(t * cols + b0 + std::int64_t(rng() % std::uint64_t(n)))] = -127;
+      if (fill != ActFill::zero && (forced == ForcedMax::every_block || b0 == 0)) a.i8[std::size_t(t * cols + b0 + std::int64_t(rng() % std::uint64_t(n)))] = -127;
     }
   for (std::size_t i = 0; i < a.f.size(); ++i) a.f[i] = float(a.i8[i]);
   return a;

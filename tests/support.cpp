@@ -1,5 +1,6 @@
 #include "tests/support.hpp"
 
+#include "common/error.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/x86_kernels.hpp"
 
@@ -11,6 +12,38 @@ std::vector<KernelVariant> checked_kernels_for(const LayoutInfo& L) {
   if (isa_supported(Isa::avx2)) detail::add_avx512vnni_emulated_kernels(L, ks);
 #endif
   return ks;
+}
+
+// Shell words: single and double quotes, backslash escapes; a '#' starting a word ends the line.
+std::vector<std::string> shell_words(const std::string& s) {
+  std::vector<std::string> w;
+  std::string cur;
+  bool in_word = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == ' ' || c == '\t') {
+      if (in_word) w.push_back(cur);
+      cur.clear();
+      in_word = false;
+    } else if (c == '#' && !in_word) {
+      break;
+    } else if (c == '\'') {
+      const std::size_t end = s.find('\'', i + 1);
+      if (end == std::string::npos) fail("unterminated ' in: ", s);
+      cur += s.substr(i + 1, end - i - 1);
+      i = end;
+      in_word = true;
+    } else if (c == '"') {
+      for (++i; i < s.size() && s[i] != '"'; ++i) cur += s[i] == '\\' && i + 1 < s.size() ? s[++i] : s[i];
+      if (i >= s.size()) fail("unterminated \" in: ", s);
+      in_word = true;
+    } else {
+      cur += c == '\\' && i + 1 < s.size() ? s[++i] : c;
+      in_word = true;
+    }
+  }
+  if (in_word) w.push_back(cur);
+  return w;
 }
 
 }  // namespace ternlab::test

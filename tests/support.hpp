@@ -38,4 +38,8 @@ std::vector<KernelVariant> checked_kernels_for(const LayoutInfo& L);
 // the layout, and `n` itself for every power-of-two block height (a 3-row layout gets 48 for 16).
 inline std::int64_t whole_rows(const LayoutInfo& L, std::int64_t n) { return std::lcm(n, std::int64_t(L.rows)); }
 
+// A documented command line split as a shell would: single and double quotes, backslash escapes;
+// a '#' starting a word ends the line (a comment).
+std::vector<std::string> shell_words(const std::string& s);
+
 }  // namespace ternlab::test

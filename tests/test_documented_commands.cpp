@@ -81,38 +81,6 @@ std::vector<Documented> commands_in(const fs::path& file) {
   return out;
 }
 
-// Shell words: single and double quotes, backslash escapes; a '#' starting a word ends the line.
-std::vector<std::string> words(const std::string& s) {
-  std::vector<std::string> w;
-  std::string cur;
-  bool in_word = false;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == ' ' || c == '\t') {
-      if (in_word) w.push_back(cur);
-      cur.clear();
-      in_word = false;
-    } else if (c == '#' && !in_word) {
-      break;
-    } else if (c == '\'') {
-      const std::size_t end = s.find('\'', i + 1);
-      if (end == std::string::npos) fail("unterminated ' in: ", s);
-      cur += s.substr(i + 1, end - i - 1);
-      i = end;
-      in_word = true;
-    } else if (c == '"') {
-      for (++i; i < s.size() && s[i] != '"'; ++i) cur += s[i] == '\\' && i + 1 < s.size() ? s[++i] : s[i];
-      if (i >= s.size()) fail("unterminated \" in: ", s);
-      in_word = true;
-    } else {
-      cur += c == '\\' && i + 1 < s.size() ? s[++i] : c;
-      in_word = true;
-    }
-  }
-  if (in_word) w.push_back(cur);
-  return w;
-}
-
 struct Command {
   std::string file;
   RunOptions opt;
@@ -170,6 +138,7 @@ std::vector<std::string> small_sizes(const std::string& kind, const std::string&
   if (kind == "profile" || kind == "greedy") s.push_back("prompt_tokens=4");
   if (kind == "speculative")
     s.insert(s.end(), {"verify_tokens=2", "tokens=8", "prompt_tokens=4", "speculate.draft_len=2", "speculate.corrupt=0.5"});
+  if (kind == "faults") s.insert(s.end(), {"preset=tiny", "tokens=3"});
   return s;
 }
 
@@ -206,9 +175,9 @@ TEST_SUITE("experiments-docs") {
                                   << "x = \"build/ternlab run not-a-comment.toml\"\n";
     const auto a = commands_in(dir / "a.md");
     REQUIRE(a.size() == 3);
-    CHECK(words(a[0].text) == std::vector<std::string>{"build/ternlab", "run", "configs/tiny.toml"});
+    CHECK(test::shell_words(a[0].text) == std::vector<std::string>{"build/ternlab", "run", "configs/tiny.toml"});
     CHECK(a[0].error.empty());
-    CHECK(words(a[1].text) == std::vector<std::string>{"build/ternlab", "run", "configs/x.toml", "--set", "a=[\"p\", \"q\"]", "--set", "b=1"});
+    CHECK(test::shell_words(a[1].text) == std::vector<std::string>{"build/ternlab", "run", "configs/x.toml", "--set", "a=[\"p\", \"q\"]", "--set", "b=1"});
     CHECK(a[1].error == "--set b=1: ... bad");
     CHECK(a[2].text == "build/ternlab run configs/y.toml --dry-run");
     const auto b = commands_in(dir / "b.toml");
@@ -250,7 +219,7 @@ TEST_SUITE("experiments-docs") {
         skips_found.push_back(skip->first);
         continue;
       }
-      const Command c = parse(words(d.text));
+      const Command c = parse(test::shell_words(d.text));
       std::ostringstream log;
       if (!d.error.empty()) {
         std::string got;

@@ -3,11 +3,13 @@
 // and nothing half-written when a run fails.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -389,6 +391,40 @@ layout = ["pq2_0", "t2p"]
     const std::string t2p_best = best_kernel(find_layout("t2p")).variant.name();
     CHECK_MESSAGE(o.markdown.find(cat("| pq2_0 | ", pq2_best, " | 24 | 24 | 0 | 0 |")) != std::string::npos, o.markdown);
     CHECK_MESSAGE(o.markdown.find(cat("| t2p | ", t2p_best, " | 24 | 12 | 12 | 0 |")) != std::string::npos, o.markdown);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("the oracle kind's first-256 generator fails past the first 256 values only, as spurious, and the correct one nowhere") {
+    const fs::path dir = fresh_dir("forced-max");
+    const fs::path cfg = write_config(dir, R"(kind = "oracle"
+[cases]
+tokens = [1, 2]
+rows = [4]
+cols = [256, 512]
+weights = ["random"]
+activations = ["random", "constant"]
+forced_max = ["first-256", "every-block"]
+[[arm]]
+layout = "t2p"
+)");
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(cfg.string(), quiet(), out);
+    // Spurious failures are the generator's, not the kernel's: the run passes.
+    CHECK(o.exit_code == 0);
+    const Json json = Json::parse(read_text(fs::path(o.folder) / "summary.json"));
+    const Json& arm = json["runs"][0]["arms"][0];
+    CHECK(arm["cases"] == 16);
+    CHECK(arm["mismatches"] == 0);
+    // Random activations past the first 256 values get a scale of amax/127 != 1 (no -127 forced
+    // there, and the random fill never draws one); a constant -127 pins every block anyway.
+    CHECK(arm["spurious"] == 2);
+    CHECK(arm["exact"] == 14);
+    std::map<std::pair<std::string, int>, int> failing;
+    for (const Json& g : json["runs"][0]["by_generator"]) failing[{g["forced_max"].get<std::string>(), g["cols"].get<int>()}] = g["failing"].get<int>();
+    CHECK(failing == std::map<std::pair<std::string, int>, int>{
+                         {{"every-block", 256}, 0}, {{"every-block", 512}, 0}, {{"first-256", 256}, 0}, {{"first-256", 512}, 2}});
+    const auto cases = read_csv(read_text(fs::path(o.folder) / "cases.csv"));
+    CHECK(std::count_if(cases.begin(), cases.end(), [](const auto& row) { return row.size() > 10 && row[10] == "spurious"; }) == 2);
     fs::remove_all(dir);
   }
 
