@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "common/table.hpp"
+#include "common/xml.hpp"
 #include "common/strings.hpp"
 #include "kernels/measure.hpp"
 #include "experiments/config.hpp"
@@ -44,20 +45,6 @@ std::string fixed(double v, int digits) {
   return os.str();
 }
 
-std::string xml(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
 // 1-2-5 ticks covering [0, hi].
 std::vector<double> linear_ticks(double hi) {
   const double raw = hi / 5;
@@ -74,7 +61,7 @@ std::string svg_head(int w, int h, const std::string& title) {
   return cat("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", w,
              "\" height=\"", h, "\" viewBox=\"0 0 ", w, " ", h, "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
              "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"", w / 2,
-             "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">", xml(title), "</text>\n");
+             "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">", xml_escape(title), "</text>\n");
 }
 
 }  // namespace
@@ -378,7 +365,7 @@ std::string svg_bars(const std::string& title, const std::string& unit, const st
       << "\" stroke=\"#e5e5e5\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 16 << "\" text-anchor=\"middle\" fill=\"#555\">"
       << sig(t) << "</text>\n";
   }
-  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 34 << "\" text-anchor=\"middle\">" << xml(unit)
+  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 34 << "\" text-anchor=\"middle\">" << xml_escape(unit)
     << " (bar: median over kept rounds; whisker: min–max)</text>\n";
   for (std::size_t i = 0; i < rules.size(); ++i)  // ranges first, under the bars
     s << "<rect x=\"" << fixed(X(rules[i].min), 1) << "\" y=\"" << top << "\" width=\""
@@ -387,13 +374,13 @@ std::string svg_bars(const std::string& title, const std::string& unit, const st
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const BarItem& b = bars[i];
     const int y = top + row * int(i);
-    s << "<text x=\"" << left - 8 << "\" y=\"" << y + row / 2 + 4 << "\" text-anchor=\"end\">" << xml(b.label) << "</text>\n";
+    s << "<text x=\"" << left - 8 << "\" y=\"" << y + row / 2 + 4 << "\" text-anchor=\"end\">" << xml_escape(b.label) << "</text>\n";
     s << "<rect x=\"" << left << "\" y=\"" << y + 5 << "\" width=\"" << fixed(X(b.median) - left, 1) << "\" height=\"" << row - 10
       << "\" fill=\"" << kPalette[i % 10] << "\"/>\n";
     s << "<line x1=\"" << fixed(X(b.min), 1) << "\" y1=\"" << y + row / 2 << "\" x2=\"" << fixed(X(b.max), 1) << "\" y2=\""
       << y + row / 2 << "\" stroke=\"black\" stroke-width=\"1.5\"/>\n";
-    s << "<text x=\"" << left + plot_w + 10 << "\" y=\"" << y + row / 2 + 4 << "\" fill=\"#333\">" << sig(b.median) << " " << xml(unit)
-      << (b.note.empty() ? "" : " · " + xml(b.note)) << "</text>\n";
+    s << "<text x=\"" << left + plot_w + 10 << "\" y=\"" << y + row / 2 + 4 << "\" fill=\"#333\">" << sig(b.median) << " " << xml_escape(unit)
+      << (b.note.empty() ? "" : " · " + xml_escape(b.note)) << "</text>\n";
   }
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const RuleLine& r = rules[i];
@@ -402,7 +389,7 @@ std::string svg_bars(const std::string& title, const std::string& unit, const st
     const int ly = bottom + 52 + 18 * int(i);
     s << "<line x1=\"" << left << "\" y1=\"" << ly - 4 << "\" x2=\"" << left + 24 << "\" y2=\"" << ly - 4 << "\" stroke=\"" << color_of(i)
       << "\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n<text x=\"" << left + 30 << "\" y=\"" << ly << "\">"
-      << xml(r.label + ": " + sig(r.value) + " " + unit + " [" + sig(r.min) + "–" + sig(r.max) + "], band: min–max over rounds") << "</text>\n";
+      << xml_escape(r.label + ": " + sig(r.value) + " " + unit + " [" + sig(r.min) + "–" + sig(r.max) + "], band: min–max over rounds") << "</text>\n";
   }
   s << "</svg>\n";
   return s.str();
@@ -470,8 +457,8 @@ std::string svg_scatter(const std::string& title, const std::string& xlabel, con
       << "\" stroke=\"#555\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\" fill=\"#555\">"
       << sig(t) << "</text>\n";
   }
-  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml(xlabel) << "</text>\n";
-  s << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml(ylabel) << "</text>\n";
+  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml_escape(xlabel) << "</text>\n";
+  s << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(ylabel) << "</text>\n";
   // The byte-bound curve.
   s << "<polyline fill=\"none\" stroke=\"#555\" stroke-width=\"1.5\" stroke-dasharray=\"7 4\" points=\"";
   for (int i = 0; i <= 60; ++i) {
@@ -500,7 +487,7 @@ std::string svg_scatter(const std::string& title, const std::string& xlabel, con
   // Legend on the right: one entry per point (labels would collide where arms share a layout).
   int ly = top + 8;
   const auto legend = [&](const std::string& mark, const std::string& text) {
-    s << mark << "<text x=\"" << left + plot_w + 34 << "\" y=\"" << ly + 4 << "\">" << xml(text) << "</text>\n";
+    s << mark << "<text x=\"" << left + plot_w + 34 << "\" y=\"" << ly + 4 << "\">" << xml_escape(text) << "</text>\n";
     ly += 18;
   };
   for (std::size_t i = 0; i < points.size(); ++i)

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "experiments/bench.hpp"
+#include "experiments/html.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/progress.hpp"
@@ -641,5 +642,115 @@ layout = ["pq2_0", "t2p"]
     CHECK(Progress::format_seconds(5) == "5s");
     CHECK(Progress::format_seconds(65) == "1:05");
     CHECK(Progress::format_seconds(3725) == "1h02");
+  }
+}
+
+// The HTML pages: each results folder's index.html, `ternlab report`'s comparison page, their bad
+// input, and a killed run's temporary folder. (tests/browser/report_page.sh opens both pages in
+// Chromium.)
+namespace {
+
+std::size_t count_of(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + what.size())) ++n;
+  return n;
+}
+
+void write_json(const fs::path& p, const Json& j) { std::ofstream(p) << json_text(j); }
+
+}  // namespace
+
+TEST_SUITE("experiments-run") {
+  TEST_CASE("the Markdown of a summary becomes HTML tables, lists and inline plots") {
+    const std::string html = markdown_html("# t <1>\n\n| arm | ms |\n|---|--:|\n| a\\|b | 1.5 |\n| c | 2 |\n\nnote **bold** `x<y`\n- w1\n- w2\n![p](p.svg)\n",
+                                           [](const std::string& f) { return "<figure class=\"plot\">" + f + "</figure>\n"; });
+    CHECK(html.find("<h1>t &lt;1&gt;</h1>") != std::string::npos);
+    CHECK(count_of(html, "<tr>") == 3);  // header + 2 rows
+    CHECK(html.find("<td>a|b</td><td class=\"num\">1.5</td>") != std::string::npos);
+    CHECK(html.find("<strong>bold</strong> <code>x&lt;y</code>") != std::string::npos);
+    CHECK(count_of(html, "<li>") == 2);
+    CHECK(html.find("<figure class=\"plot\">p.svg</figure>") != std::string::npos);
+    CHECK(inline_svg("<?xml version=\"1.0\"?>\n<svg a=\"1\"></svg>\n") == "<svg a=\"1\"></svg>\n");
+  }
+
+  TEST_CASE("every results folder holds index.html; ternlab report merges folders by machine") {
+    const fs::path dir = fresh_dir("html");
+    const fs::path results = dir / "results";
+    // A temporary folder left by a killed run of this name: its process is gone, so the run removes it.
+    const fs::path stale = results / ".tiny-20000101-000000.partial";
+    fs::create_directories(stale);
+    char host[256] = {};
+    REQUIRE(gethostname(host, sizeof host - 1) == 0);
+    std::ofstream(stale / "owner") << host << " 1073741823\n";  // above Linux's largest pid
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(TERNLAB_SOURCE_DIR "/configs/tiny.toml", quiet({"output=" + results.string()}), out);
+    REQUIRE(o.exit_code == 0);
+    CHECK_FALSE(fs::exists(stale));
+    CHECK(out.str().find("removed " + stale.string()) != std::string::npos);
+
+    const fs::path f = o.folder;
+    const Json json = Json::parse(read_text(f / "summary.json"));
+    CHECK(json["results_version"] == kResultsVersion);
+    const Json& run = json["runs"][0];
+    REQUIRE(run["plots"].is_array());
+    REQUIRE(run["plots"].size() >= 1);
+    for (const Json& p : run["plots"]) CHECK_MESSAGE(fs::exists(f / p.get<std::string>()), p);
+    const std::string page = read_text(f / "index.html");
+    // Every plot summary.json lists is inline; every arm has its table row; the machine record and config are there.
+    CHECK(count_of(page, "<figure class=\"plot\"") == run["plots"].size());
+    for (const Json& p : run["plots"]) CHECK(page.find("data-file=\"" + p.get<std::string>() + "\"") != std::string::npos);
+    CHECK(page.find(cat("data-expected-plots=\"", run["plots"].size(), "\"")) != std::string::npos);
+    for (const Json& arm : run["arms"]) {
+      const std::string name = arm["name"];
+      CHECK_MESSAGE(page.find("<tr><td>" + name) != std::string::npos, name);
+    }
+    CHECK(page.find("<dt>cpu</dt><dd>" + xml_escape(this_machine().cpu) + "</dd>") != std::string::npos);
+    CHECK(page.find("<dt>git</dt>") != std::string::npos);
+    CHECK(page.find("<dt>features</dt>") != std::string::npos);
+    CHECK(page.find("kind = &quot;gemv&quot;") != std::string::npos);  // experiment.toml, escaped
+    CHECK(page.find("--set output=") != std::string::npos);
+
+    // A second folder as if from another machine: the comparison groups the two apart.
+    const fs::path other = results / "tiny-other";
+    fs::copy(f, other);
+    Json moved = json;
+    moved["machine"]["cpu"] = "Other CPU <model>";
+    write_json(other / "summary.json", moved);
+    const auto folders = collect_result_folders({results.string()});
+    REQUIRE(folders.size() == 2);
+    const auto groups = group_by_machine(folders);
+    REQUIRE(groups.size() == 2);
+    CHECK(groups[0].second.size() == 1);
+    CHECK(groups[1].second.size() == 1);
+    std::ostringstream log;
+    const fs::path report = dir / "report";
+    const fs::path index = write_comparison_page({results.string()}, report, log);
+    const std::string cmp = read_text(index);
+    CHECK(count_of(cmp, "<section class=\"machine\">") == 2);
+    CHECK(count_of(cmp, "<article class=\"results\">") == 2);
+    CHECK(count_of(cmp, "<figure class=\"plot\"") == 2 * run["plots"].size());
+    CHECK(cmp.find("<h2>Other CPU &lt;model&gt;</h2>") != std::string::npos);
+    CHECK(log.str().find("2 results folders, 2 machines") != std::string::npos);
+    // Its own page is overwritten; a folder with anything else is refused.
+    write_comparison_page({f.string()}, report, log);
+    check_error([&] { write_comparison_page({f.string()}, dir / "results", log); }, (dir / "results").string(), "--out", "refusing");
+
+    // Bad input names the file and the field.
+    check_error([&] { collect_result_folders({(dir / "report").string()}); }, (dir / "report").string(), "no summary.json");
+    moved["results_version"] = kResultsVersion + 1;
+    write_json(other / "summary.json", moved);
+    check_error([&] { read_result_folder(other); }, (other / "summary.json").string(), "'results_version'");
+    moved.erase("results_version");
+    write_json(other / "summary.json", moved);
+    check_error([&] { read_result_folder(other); }, (other / "summary.json").string(), "no field 'results_version'");
+    moved["results_version"] = kResultsVersion;
+    moved["machine"].erase("cpu");
+    write_json(other / "summary.json", moved);
+    check_error([&] { read_result_folder(other); }, "no field 'machine.cpu'");
+    moved["machine"]["cpu"] = "x";
+    write_json(other / "summary.json", moved);
+    fs::remove(other / run["plots"][0].get<std::string>());
+    check_error([&] { read_result_folder(other); }, "field 'runs[0].plots'", run["plots"][0].get<std::string>());
+    fs::remove_all(dir);
   }
 }
