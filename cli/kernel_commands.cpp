@@ -64,13 +64,18 @@ void list_kernels(const KernelsOptions& o) {
               << " x " << cols << ", " << o.threads << " thread(s))";
   std::cout << "\n";
   ThreadPool pool(o.threads);
+  const bool notes = o.explain || mode == PlanMode::measure;
+  std::vector<Column> columns = {{"layout"}, {"variants (* = chosen)"}};
+  if (notes) columns.push_back({"why"});
+  Table listing(std::move(columns));
   for (const LayoutInfo* L : all_layouts()) {
     if (!o.layouts.empty() && std::find(o.layouts.begin(), o.layouts.end(), L->name) == o.layouts.end()) continue;
     KernelChoice c;
     if (mode == PlanMode::measure) {
       if (rows % L->rows) {
-        std::cout << std::left << std::setw(8) << L->name << "  (not measured: " << rows << " rows are not whole "
-                  << L->rows << "-row blocks)\n";
+        std::vector<std::string> row = {std::string(L->name), cat("(not measured: ", rows, " rows are not whole ", L->rows, "-row blocks)")};
+        if (notes) row.push_back("");
+        listing.add(std::move(row));
         continue;
       }
       const PackedMatrix w = pack(make_weights(rows, cols, 2026, Fill::random, ScaleKind::random), *L);
@@ -78,13 +83,13 @@ void list_kernels(const KernelsOptions& o) {
     } else {
       c = best_kernel(*L);
     }
-    std::cout << std::left << std::setw(8) << L->name;
-    for (const KernelVariant& k : kernels_for(*L))
-      std::cout << "  " << (k.name() == c.variant.name() ? "*" : " ") << k.name();
-    std::cout << "\n";
-    if (o.explain || mode == PlanMode::measure)
-      for (const std::string& n : c.notes) std::cout << "          " << n << "\n";
+    std::vector<std::string> variants;
+    for (const KernelVariant& k : kernels_for(*L)) variants.push_back((k.name() == c.variant.name() ? "*" : "") + k.name());
+    std::vector<std::string> row = {std::string(L->name), join(variants, "  ")};
+    if (notes) row.push_back(join(c.notes, "; "));
+    listing.add(std::move(row));
   }
+  std::cout << listing.text();
   std::cout << "(* = chosen " << (mode == PlanMode::measure ? "by measuring" : "by best_kernel under the ceiling")
             << "; --isa lowers the ceiling, --plan measure times the candidates)\n";
   if (o.explain) {

@@ -226,16 +226,18 @@ ResultFolder read_result_folder(const fs::path& dir) {
   if (!field(r.summary, "overrides", file, "overrides").is_array()) fail(file.string(), ": field 'overrides' is not a list");
   const Json& runs = field(r.summary, "runs", file, "runs");
   if (!runs.is_array()) fail(file.string(), ": field 'runs' is not a list");
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const Json& plots = field(runs[i], "plots", file, cat("runs[", i, "].plots"));
+  const auto read_plots = [&](const Json& plots, const std::string& where) {
+    if (!plots.is_array()) fail(file.string(), ": field '", where, "' is not a list");
     for (const Json& p : plots) {
-      const std::string name = p.get<std::string>();
-      if (name.find('/') != std::string::npos || name.starts_with("."))
-        fail(file.string(), ": field 'runs[", i, "].plots' names '", name, "', not a file of this folder");
-      if (!fs::is_regular_file(dir / name)) fail(file.string(), ": field 'runs[", i, "].plots' lists ", name, ", which ", dir.string(), " lacks");
+      const std::string name = p.is_string() ? p.get<std::string>() : "";
+      if (name.empty() || name.find('/') != std::string::npos || name.starts_with("."))
+        fail(file.string(), ": field '", where, "' names ", p.dump(), ", not a file of this folder");
+      if (!fs::is_regular_file(dir / name)) fail(file.string(), ": field '", where, "' lists ", name, ", which ", dir.string(), " lacks");
       r.plots.emplace_back(name, read_text(dir / name));
     }
-  }
+  };
+  for (std::size_t i = 0; i < runs.size(); ++i) read_plots(field(runs[i], "plots", file, cat("runs[", i, "].plots")), cat("runs[", i, "].plots"));
+  read_plots(field(r.summary, "plots", file, "plots"), "plots");
   r.markdown = fs::is_regular_file(dir / "summary.md") ? read_text(dir / "summary.md") : "";
   r.config = fs::is_regular_file(dir / "experiment.toml") ? read_text(dir / "experiment.toml") : "";
   return r;

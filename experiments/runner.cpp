@@ -3,15 +3,19 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <set>
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
+#include "experiments/measure.hpp"
+#include "experiments/report.hpp"
 #include "experiments/results.hpp"
 #include "experiments/config.hpp"
 #include "experiments/html.hpp"
@@ -85,6 +89,50 @@ void clean_stale_partials(const fs::path& output, const std::string& name, std::
           << "); if no run is writing there, it is left from an interrupted run and can be removed\n";
     }
   }
+}
+
+// A sweep's plot (sweep.svg): the swept variable on the x axis, one line per arm through its
+// speedup against its baseline at each sweep point. Returns the plot files written (none for a
+// single run or runs without ratios).
+Json sweep_plot(const Json& runs, const fs::path& folder, std::string& md) {
+  Json files = Json::array();
+  if (runs.size() < 2) return files;
+  const auto text = [](const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::string> columns, keys;
+  std::vector<SweepSeries> series;
+  for (std::size_t c = 0; c < runs.size(); ++c) {
+    const Json& run = runs[c];
+    std::vector<std::string> parts;
+    if (run.contains("sweep"))
+      for (const auto& [k, v] : run["sweep"].items()) {
+        parts.push_back(k + "=" + text(v));
+        if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+      }
+    columns.push_back(parts.empty() ? cat("run ", c + 1) : join(parts, ", "));
+    if (!run.contains("arms")) continue;
+    for (const Json& arm : run["arms"]) {
+      if (!arm.contains("speedup_vs_baseline") || arm.value("control", false)) continue;
+      const Stat sp = stat_from(arm["speedup_vs_baseline"]);
+      if (!sp.valid) continue;
+      const std::string name = arm["name"];
+      auto it = std::find_if(series.begin(), series.end(), [&](const SweepSeries& x) { return x.name == name; });
+      if (it == series.end())
+        it = series.insert(series.end(), SweepSeries{name, std::vector<double>(runs.size(), nan), std::vector<double>(runs.size(), nan),
+                                                     std::vector<double>(runs.size(), nan)});
+      it->median[c] = sp.median;
+      it->min[c] = sp.min;
+      it->max[c] = sp.max;
+    }
+  }
+  if (series.empty()) return files;
+  write_file(folder / "sweep.svg",
+             svg_sweep("speedup against the baseline across the sweep", keys.empty() ? "run" : join(keys) + " (swept)",
+                       "× vs baseline (median of per-round ratios; whisker min–max)", columns, series, 1.0));
+  files.push_back("sweep.svg");
+  md += "## Sweep\n\nEach arm's speedup against its baseline (median of per-round ratios) at each point of the sweep.\n\n"
+        "![sweep.svg](sweep.svg)\n\n";
+  return files;
 }
 
 }  // namespace
@@ -176,6 +224,8 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
     for (const NoiseWarning& w : rep.warnings) all_warnings.emplace_back(r.index, w);
     if (!rep.ok) outcome.exit_code = 1;
   }
+  json["plots"] = sweep_plot(json["runs"], temp.path, md);
+  if (!json["plots"].empty()) written.insert("plots");
   // Every run's warnings again at the end, where a reader of the summary looks first.
   json["warnings"] = Json::array();
   std::string noise_md;

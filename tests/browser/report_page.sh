@@ -26,7 +26,9 @@ chrome() { "$browser" --headless=new --no-sandbox --disable-gpu --no-first-run -
 check_page() {  # page name
   local page=$1 name=$2
   [ -f "$page" ] || fail "$page was not written"
-  chrome --enable-logging=stderr --v=0 --virtual-time-budget=3000 --dump-dom "file://$page" > "$work/$name.dom" 2> "$work/$name.err" ||
+  rm -f "$artefacts/$name.png"
+  chrome --enable-logging=stderr --v=0 --virtual-time-budget=1000 --window-size=1200,2000 --screenshot="$artefacts/$name.png" \
+    --dump-dom "file://$page" > "$work/$name.dom" 2> "$work/$name.err" ||
     fail "$name: chromium exited non-zero: $(tail -3 "$work/$name.err")"
   local check expected plots drawn errors
   check=$(grep -o '<div id="page-check"[^>]*>' "$work/$name.dom") || fail "$name: no #page-check element in the rendered page"
@@ -35,13 +37,11 @@ check_page() {  # page name
   drawn=$(grep -o 'data-drawn="[0-9]*"' <<< "$check" | grep -o '[0-9]*')
   errors=$(grep -o 'data-errors="[0-9]*"' <<< "$check" | grep -o '[0-9]*')
   [ "$errors" = 0 ] || fail "$name: $errors script/console errors: $(grep -A3 'id="page-check"' "$work/$name.dom")"
-  if grep ':CONSOLE(' "$work/$name.err"; then fail "$name: the browser logged console messages (above)"; fi
+  if grep ':CONSOLE' "$work/$name.err"; then fail "$name: the browser logged console messages (above)"; fi
   [ "$expected" -gt 0 ] || fail "$name: the page promises no plots"
   [ "$plots" = "$expected" ] || fail "$name: $plots plot figures, expected $expected"
   [ "$drawn" = "$expected" ] || fail "$name: $drawn of $expected plots drew"
-  chrome --window-size=1200,2000 --screenshot="$artefacts/$name.png" "file://$page" 2> /dev/null ||
-    fail "$name: no screenshot"
-  [ -s "$artefacts/$name.png" ] || fail "$name: empty screenshot"
+  [ -s "$artefacts/$name.png" ] || fail "$name: no screenshot"
   echo "$name: rendered, $drawn of $expected plots drawn, no console errors; screenshot $artefacts/$name.png"
 }
 
