@@ -109,7 +109,11 @@ std::string folder_body(const ResultFolder& r, int heading_shift) {
   if (heading_shift > 0) {  // nest the folder's headings under the comparison page's
     std::string shifted, line;
     std::istringstream in(md);
-    while (std::getline(in, line)) shifted += (line.starts_with("#") ? std::string(heading_shift, '#') : "") + line + "\n";
+    while (std::getline(in, line)) {
+      if (line.starts_with("#")) shifted.append(std::size_t(heading_shift), '#');
+      shifted += line;
+      shifted += '\n';
+    }
     md = shifted;
   }
   std::string s = markdown_html(md, [&](const std::string& file) {
@@ -118,7 +122,7 @@ std::string folder_body(const ResultFolder& r, int heading_shift) {
                            : cat("<figure class=\"plot\" data-file=\"", xml_escape(file), "\">", inline_svg(*it->second), "</figure>\n");
   });
   const Json& sum = r.summary;
-  s += "<details><summary>machine record</summary>\n" + machine_html(sum["machine"]) + "</details>\n";
+  s += "<details open><summary>machine record</summary>\n" + machine_html(sum["machine"]) + "</details>\n";
   std::string overrides;
   for (const Json& o : sum["overrides"]) overrides += " --set " + text_of(o);
   s += cat("<details><summary>config: ", xml_escape(text_of(sum["file"])), overrides.empty() ? "" : xml_escape(overrides),
@@ -188,7 +192,8 @@ std::string markdown_html(std::string_view md, const std::function<std::string(c
       o += "</ul>\n";
       --i;
     } else {
-      para += (para.empty() ? "" : "\n") + inline_html(l);
+      if (!para.empty()) para += '\n';
+      para += inline_html(l);
     }
   }
   flush_para();
@@ -291,7 +296,10 @@ std::string comparison_page(const std::vector<ResultFolder>& folders) {
     for (const ResultFolder* f : members) {
       const Json& j = f->summary;
       std::string overrides;
-      for (const Json& o : j["overrides"]) overrides += (overrides.empty() ? "" : " ") + text_of(o);
+      for (const Json& o : j["overrides"]) {
+        if (!overrides.empty()) overrides += ' ';
+        overrides += text_of(o);
+      }
       s += cat("<tr><td>", xml_escape(cpu), "</td><td>", xml_escape(f->dir.filename().string()), "</td><td>", xml_escape(text_of(j["file"])),
                "</td><td>", xml_escape(overrides), "</td><td>", xml_escape(text_of(j["machine"].value("git", Json("unknown")))), "</td><td>",
                xml_escape(text_of(j["machine"].value("started_utc", Json("")))), "</td><td class=\"num\">",

@@ -729,7 +729,7 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
     if (arm["verified"] != true || !tok.valid) continue;
     // The note's ratio is a median of per-round ratios, so it can disagree with the bars' ratio.
     std::string note = frac.valid ? sig(frac.median * 100) + "% of read ceiling" : "";
-    if (speed.valid) note += (note.empty() ? "" : " · ") + sig(speed.median) + "× vs baseline (median of per-round ratios)";
+    if (speed.valid) note += cat(note.empty() ? "" : " · ", sig(speed.median), "× vs baseline (median of per-round ratios)");
     // The tok/s this arm would reach streaming its weight bytes at its paired ceiling's median.
     const double wb = number_of(arm["weight_bytes_per_call"]);
     const auto c = r.ceiling_gbps.find(arm["threads"].get<int>());

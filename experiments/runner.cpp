@@ -243,6 +243,7 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
   write_file(temp.path / "summary.json", json_text(json));
   write_results_page(temp.path);  // read back from the files just written, so the page shows what they say
 
+  fs::remove(temp.path / "owner");  // only a temporary folder has an owner
   fs::path final_path = output / (name + "-" + stamp);
   for (int i = 2; fs::exists(final_path); ++i) final_path = output / (name + "-" + stamp + "-" + std::to_string(i));
   fs::rename(temp.path, final_path);

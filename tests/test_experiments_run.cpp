@@ -8,6 +8,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -82,6 +83,12 @@ std::vector<std::vector<std::string>> read_csv(const std::string& text) {
   return rows;
 }
 
+std::size_t count_of(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + what.size())) ++n;
+  return n;
+}
+
 fs::path fresh_dir(const std::string& tag) {
   static std::atomic<int> n{0};
   const fs::path d = fs::temp_directory_path() / cat("ternlab-", tag, "-", getpid(), "-", n++);
@@ -154,6 +161,19 @@ TEST_SUITE("experiments-run") {
     CHECK(svg_problem(sc) == "");
     CHECK(sc.find("p&amp;q") != std::string::npos);
     CHECK(sc.find("far: off scale") != std::string::npos);
+    // Stacked bars: one rect per positive part, each part named in the legend.
+    const std::string st = svg_stacked_bars("p", "ms", {"matmul", "a&b"}, {{"arm<1>", {2, 1}, "total 3 ms"}, {"arm2", {4, 0}, ""}}, "cap");
+    CHECK(svg_problem(st) == "");
+    CHECK(count_of(st, "<rect x=") == 3 + 2);  // 3 parts drawn, 2 legend swatches
+    CHECK(st.find(">a&amp;b</text>") != std::string::npos);
+    CHECK(st.find(">arm&lt;1&gt;</text>") != std::string::npos);
+    // A bar's own limit draws one tick.
+    BarItem limited{"x", 1, 0.5, 2, "", 3};
+    CHECK(count_of(svg_bars("t", "tok/s", {limited}, {}), "stroke=\"#d62728\" stroke-width=\"3\"") == 1);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const std::string sw = svg_sweep("s", "rows (swept)", "×", {"rows=1", "rows=2"}, {{"a&b", {1, nan}, {0.9, nan}, {1.1, nan}}}, 1.0);
+    CHECK(svg_problem(sw) == "");
+    CHECK(count_of(sw, "<circle") == 1 + 1);  // one point drawn (the other is missing), one legend mark
   }
 
   TEST_CASE("CSV fields follow RFC 4180: a name with a comma and a quote survives a round trip") {
@@ -260,6 +280,7 @@ TEST_SUITE("experiments-run") {
       CHECK_MESSAGE(fs::exists(f / name), name);
     // Only the final folder: the temporary one was renamed, not copied.
     CHECK(std::distance(fs::directory_iterator(dir / "results"), fs::directory_iterator()) == 1);
+    CHECK_FALSE(fs::exists(f / "owner"));
     const auto csv = read_csv(read_text(f / "rounds.csv"));
     REQUIRE(csv.size() == 1 + 3 * 3);  // header + 3 kept rounds x (2 arms + control)
     const std::string md = read_text(f / "summary.md");
@@ -324,8 +345,10 @@ leftover = ["pad", "gemv"]
     std::ostringstream out;
     const RunOutcome o = run_experiment_file(cfg.string(), quiet(), out);
     CHECK(o.exit_code == 0);
-    for (const char* name : {"run01-rounds.csv", "run02-rounds.csv", "run01-gbps.svg", "run02-speedup.svg"})
+    // gemm plots GMAC/s against the int8 ceiling; a sweep adds sweep.svg with the swept threads on x.
+    for (const char* name : {"run01-rounds.csv", "run02-rounds.csv", "run01-gmacs.svg", "run02-speedup.svg", "sweep.svg"})
       CHECK_MESSAGE(fs::exists(fs::path(o.folder) / name), name);
+    CHECK_FALSE(fs::exists(fs::path(o.folder) / "run01-gbps.svg"));
     const std::string md = read_text(fs::path(o.folder) / "summary.md");
     CHECK(md.find("| t2p leftover=gemv |") != std::string::npos);
     CHECK(md.find("exp [threads=2]") != std::string::npos);
@@ -339,7 +362,19 @@ leftover = ["pad", "gemv"]
       CHECK(c.begin().key() == std::to_string(run + 1));
       CHECK(c.begin().value()["median"].get<double>() > 0);
       CHECK(json["runs"][std::size_t(run)]["sweep"]["threads"] == std::to_string(run + 1));
+      const std::string gmacs = read_text(fs::path(o.folder) / cat("run0", run + 1, "-gmacs.svg"));
+      CHECK(svg_problem(gmacs) == "");
+      CHECK(gmacs.find(cat("int8 compute ceiling, ", run + 1, " thr")) != std::string::npos);
+      for (const Json& arm : json["runs"][std::size_t(run)]["arms"])
+        CHECK(gmacs.find(cat(">", sig(arm["gmacs_per_s"]["median"].get<double>()), " GMAC/s")) != std::string::npos);
+      CHECK(json["runs"][std::size_t(run)]["plots"] == Json::array({cat("run0", run + 1, "-gmacs.svg"), cat("run0", run + 1, "-speedup.svg")}));
     }
+    CHECK(json["plots"] == Json::array({"sweep.svg"}));
+    const std::string sweep = read_text(fs::path(o.folder) / "sweep.svg");
+    CHECK(svg_problem(sweep) == "");
+    CHECK(sweep.find(">threads=1</text>") != std::string::npos);
+    CHECK(sweep.find(">threads=2</text>") != std::string::npos);
+    CHECK(sweep.find(">t2p leftover=gemv</text>") != std::string::npos);
     fs::remove_all(dir);
   }
 
@@ -377,7 +412,7 @@ layout = ["pq2_0", "t2p"]
     CHECK(cases.size() == 1 + 2 * 24);
     CHECK_FALSE(fs::exists(fs::path(o.folder) / "rounds.csv"));
     CHECK(oracle_out.str().find("plot") == std::string::npos);
-    CHECK(oracle_out.str().find("(summary.md, summary.json, cases.csv)") != std::string::npos);
+    CHECK(oracle_out.str().find("(index.html, summary.md, summary.json, cases.csv)") != std::string::npos);
     const Json json = Json::parse(read_text(fs::path(o.folder) / "summary.json"));
     REQUIRE(json["runs"][0]["arms"].size() == 2);
     CHECK(json["runs"][0]["arms"][1]["name"] == "t2p");
@@ -649,12 +684,6 @@ layout = ["pq2_0", "t2p"]
 // input, and a killed run's temporary folder. (tests/browser/report_page.sh opens both pages in
 // Chromium.)
 namespace {
-
-std::size_t count_of(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + what.size())) ++n;
-  return n;
-}
 
 void write_json(const fs::path& p, const Json& j) { std::ofstream(p) << json_text(j); }
 
