@@ -367,8 +367,11 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
 std::string svg_bars(const std::string& title, const std::string& unit, const std::vector<BarItem>& bars,
                      const std::vector<RuleLine>& rules, const std::string& caption) {
   // Labels left, bars in the middle, values in their own column on the right (never under a band).
-  const int left = 230, right = 220, top = 44, row = 30, w = 1000;
-  const int plot_w = w - left - right;
+  // The value column grows with its longest note (about 7 px a character at 12 px), so notes never clip.
+  std::size_t note_chars = 0;
+  for (const BarItem& b : bars) note_chars = std::max(note_chars, display_width(b.note) + 16);
+  const int left = 230, top = 44, row = 30, plot_w = 550, right = std::max(220, 7 * int(note_chars) + 20);
+  const int w = left + plot_w + right;
   const int h = top + row * int(bars.size()) + 60 + 18 * int(rules.size());
   double hi = 0;
   for (const BarItem& b : bars) hi = std::max({hi, b.max, std::isfinite(b.limit) ? b.limit : 0.0});
