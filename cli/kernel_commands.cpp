@@ -65,17 +65,14 @@ void list_kernels(const KernelsOptions& o) {
   std::cout << "\n";
   ThreadPool pool(o.threads);
   const bool notes = o.explain || mode == PlanMode::measure;
-  std::vector<Column> columns = {{"layout"}, {"variants (* = chosen)"}};
-  if (notes) columns.push_back({"why"});
-  Table listing(std::move(columns));
+  Table listing({{"layout"}, {"variants (* = chosen)"}});
+  Table why({{"layout"}, {"why"}});  // one row per note, under the listing
   for (const LayoutInfo* L : all_layouts()) {
     if (!o.layouts.empty() && std::find(o.layouts.begin(), o.layouts.end(), L->name) == o.layouts.end()) continue;
     KernelChoice c;
     if (mode == PlanMode::measure) {
       if (rows % L->rows) {
-        std::vector<std::string> row = {std::string(L->name), cat("(not measured: ", rows, " rows are not whole ", L->rows, "-row blocks)")};
-        if (notes) row.push_back("");
-        listing.add(std::move(row));
+        listing.add({std::string(L->name), cat("(not measured: ", rows, " rows are not whole ", L->rows, "-row blocks)")});
         continue;
       }
       const PackedMatrix w = pack(make_weights(rows, cols, 2026, Fill::random, ScaleKind::random), *L);
@@ -85,11 +82,12 @@ void list_kernels(const KernelsOptions& o) {
     }
     std::vector<std::string> variants;
     for (const KernelVariant& k : kernels_for(*L)) variants.push_back((k.name() == c.variant.name() ? "*" : "") + k.name());
-    std::vector<std::string> row = {std::string(L->name), join(variants, "  ")};
-    if (notes) row.push_back(join(c.notes, "; "));
-    listing.add(std::move(row));
+    listing.add({std::string(L->name), join(variants, "  ")});
+    if (notes)
+      for (const std::string& n : c.notes) why.add({std::string(L->name), n});
   }
   std::cout << listing.text();
+  if (why.rows()) std::cout << "\n" << why.text();
   std::cout << "(* = chosen " << (mode == PlanMode::measure ? "by measuring" : "by best_kernel under the ceiling")
             << "; --isa lowers the ceiling, --plan measure times the candidates)\n";
   if (o.explain) {
