@@ -64,13 +64,15 @@ void list_kernels(const KernelsOptions& o) {
               << " x " << cols << ", " << o.threads << " thread(s))";
   std::cout << "\n";
   ThreadPool pool(o.threads);
+  const bool notes = o.explain || mode == PlanMode::measure;
+  Table listing({{"layout"}, {"variants (* = chosen)"}});
+  Table why({{"layout"}, {"why"}});  // one row per note, under the listing
   for (const LayoutInfo* L : all_layouts()) {
     if (!o.layouts.empty() && std::find(o.layouts.begin(), o.layouts.end(), L->name) == o.layouts.end()) continue;
     KernelChoice c;
     if (mode == PlanMode::measure) {
       if (rows % L->rows) {
-        std::cout << std::left << std::setw(8) << L->name << "  (not measured: " << rows << " rows are not whole "
-                  << L->rows << "-row blocks)\n";
+        listing.add({std::string(L->name), cat("(not measured: ", rows, " rows are not whole ", L->rows, "-row blocks)")});
         continue;
       }
       const PackedMatrix w = pack(make_weights(rows, cols, 2026, Fill::random, ScaleKind::random), *L);
@@ -78,13 +80,14 @@ void list_kernels(const KernelsOptions& o) {
     } else {
       c = best_kernel(*L);
     }
-    std::cout << std::left << std::setw(8) << L->name;
-    for (const KernelVariant& k : kernels_for(*L))
-      std::cout << "  " << (k.name() == c.variant.name() ? "*" : " ") << k.name();
-    std::cout << "\n";
-    if (o.explain || mode == PlanMode::measure)
-      for (const std::string& n : c.notes) std::cout << "          " << n << "\n";
+    std::vector<std::string> variants;
+    for (const KernelVariant& k : kernels_for(*L)) variants.push_back((k.name() == c.variant.name() ? "*" : "") + k.name());
+    listing.add({std::string(L->name), join(variants, "  ")});
+    if (notes)
+      for (const std::string& n : c.notes) why.add({std::string(L->name), n});
   }
+  std::cout << listing.text();
+  if (why.rows()) std::cout << "\n" << why.text();
   std::cout << "(* = chosen " << (mode == PlanMode::measure ? "by measuring" : "by best_kernel under the ceiling")
             << "; --isa lowers the ceiling, --plan measure times the candidates)\n";
   if (o.explain) {

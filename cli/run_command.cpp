@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "experiments/html.hpp"
 #include "experiments/runner.hpp"
 
 namespace ternlab::cli {
@@ -30,6 +31,18 @@ void add_run_command(CLI::App& app) {
       std::exit(outcome.exit_code);
     }
   });
+}
+
+void add_report_command(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> dirs;
+    std::string out;
+  };
+  static Options o;
+  auto* r = app.add_subcommand("report", "Merge results folders (one machine or several) into one HTML comparison page, grouped by machine");
+  r->add_option("dirs", o.dirs, "Results folders of `ternlab run`, or output folders holding them")->required();
+  r->add_option("--out", o.out, "Folder for the page (index.html); an existing folder must hold only an earlier report")->required();
+  r->callback([] { experiments::write_comparison_page(o.dirs, o.out, std::cout); });
 }
 
 }  // namespace ternlab::cli

@@ -739,9 +739,16 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
   }
   // The plot reads the arm rows just written, so it draws what summary.json says.
   for (const Json& arm : js["arms"]) {
-    const Stat tok = stat_from(arm["tok_s"]), speed = stat_from(arm["speedup_vs_baseline"]);
-    if (arm["verified"] == true && tok.valid)
-      bars.push_back({arm["name"].get<std::string>(), tok.median, tok.min, tok.max, speed.valid ? sig(speed.median) + "× vs baseline" : ""});
+    const Stat tok = stat_from(arm["tok_s"]), speed = stat_from(arm["speedup_vs_baseline"]), frac = stat_from(arm["fraction_of_read_ceiling"]);
+    if (arm["verified"] != true || !tok.valid) continue;
+    // The note's ratio is a median of per-round ratios, so it can disagree with the bars' ratio.
+    std::string note = frac.valid ? sig(frac.median * 100) + "% of read ceiling" : "";
+    if (speed.valid) note += cat(note.empty() ? "" : " · ", sig(speed.median), "× vs baseline (median of per-round ratios)");
+    // The tok/s this arm would reach streaming its weight bytes at its paired ceiling's median.
+    const double wb = number_of(arm["weight_bytes_per_call"]);
+    const auto c = r.ceiling_gbps.find(arm["threads"].get<int>());
+    const double limit = decode && wb > 0 && c != r.ceiling_gbps.end() ? n * stat_of(c->second).median * 1e9 / wb : std::numeric_limits<double>::quiet_NaN();
+    bars.push_back({arm["name"].get<std::string>(), tok.median, tok.min, tok.max, note, limit});
   }
   md << table.markdown();
   md << arms_footer(m);
@@ -750,7 +757,11 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
                   "arm's thread count (above 100% the ceiling was no upper bound for the arm: warned, not explained)"
                 : "; of read ceiling = the same against that round's ceiling (prefill reads each weight once per batch)");
   md << "; " << ratio_note(r) << ".\n";
-  if (!bars.empty()) rep.svgs.emplace_back(prefix + "tok_s.svg", svg_bars(rep.title + ": " + label + " tokens/s", "tok/s", bars, {}));
+  if (!bars.empty())
+    rep.svgs.emplace_back(prefix + "tok_s.svg",
+                          svg_bars(rep.title + ": " + label + " tokens/s", "tok/s", bars, {},
+                                   decode ? "bar: median over kept rounds; whisker: min–max; red tick: the tok/s at the arm's paired memory read ceiling"
+                                          : "bar: median over kept rounds; whisker: min–max"));
   rep.warnings = std::move(noise.warnings);
   rep.markdown = md.str();
   rep.json = std::move(js);
@@ -1080,7 +1091,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     }
     return v;
   };
-  std::vector<BarItem> bars;
+  std::vector<StackedBar> bars;
   for (std::size_t i = 0; i < m.arms.size(); ++i) {
     const ModelArm& a = m.arms[i];
     const ArmTiming& t = r.arms[i];
@@ -1129,13 +1140,22 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     js["arms"].push_back(std::move(arm));
   }
   // The plot reads the arm rows just written, so it draws what summary.json says.
-  for (const Json& arm : js["arms"])
-    if (const Stat total = stat_from(arm["total_ms"]); total.valid) bars.push_back({arm["name"].get<std::string>(), total.median, total.min, total.max, ""});
+  std::vector<std::string> op_names;
+  for (int op = 0; op < kOps; ++op) op_names.push_back(model::OpProfile::name(op));
+  for (const Json& arm : js["arms"]) {
+    const Stat total = stat_from(arm["total_ms"]);
+    if (!total.valid) continue;
+    StackedBar b{arm["name"].get<std::string>(), {}, "total " + sig(total.median) + " ms"};
+    for (const std::string& op : op_names) b.parts.push_back(stat_from(arm["ms"][op]).median);
+    bars.push_back(std::move(b));
+  }
   md << table.markdown() << arms_footer(m);
   md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
         "arm's thread count; "
      << spread_note() << " of the totals; " << ratio_note(r) << ", of the totals.\n";
-  if (!bars.empty()) rep.svgs.emplace_back("decode_ms.svg", svg_bars(rep.title + ": one decode token", "ms", bars, {}));
+  if (!bars.empty())
+    rep.svgs.emplace_back("decode_ms.svg", svg_stacked_bars(rep.title + ": one decode token by op", "ms", op_names, bars,
+                                                            "each part: that op's median over kept rounds; total: median of per-round totals"));
   rep.warnings = std::move(noise.warnings);
   rep.markdown = md.str();
   rep.json = std::move(js);

@@ -8,11 +8,13 @@
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "common/error.hpp"
 #include "common/table.hpp"
+#include "common/xml.hpp"
 #include "common/strings.hpp"
 #include "kernels/measure.hpp"
 #include "experiments/config.hpp"
@@ -44,20 +46,6 @@ std::string fixed(double v, int digits) {
   return os.str();
 }
 
-std::string xml(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
 // 1-2-5 ticks covering [0, hi].
 std::vector<double> linear_ticks(double hi) {
   const double raw = hi / 5;
@@ -74,7 +62,7 @@ std::string svg_head(int w, int h, const std::string& title) {
   return cat("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", w,
              "\" height=\"", h, "\" viewBox=\"0 0 ", w, " ", h, "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
              "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"", w / 2,
-             "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">", xml(title), "</text>\n");
+             "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">", xml_escape(title), "</text>\n");
 }
 
 }  // namespace
@@ -257,9 +245,12 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
              {"ceiling_bytes", json_number(r.ceiling_bytes)}, {"ceiling_gbps", by_threads(r.ceiling_gbps)},
              {"compute_gmacs", by_threads(r.compute_gmacs)}, {"arms", Json::array()}};
 
-  std::vector<BarItem> bars;
+  // gemm is compute-bound: its plot is GMAC/s against the int8 ceiling; gemv's is GB/s against the memory ceiling.
+  const bool gemm = run.kind == "gemm";
+  std::vector<BarItem> bars, speed_bars;
   std::vector<ScatterPoint> points;
   std::vector<RuleLine> control_rules;
+  std::set<std::string> layouts;
   NoiseChecks noise;
   noise.ceilings(r);
   for (const ArmTiming& a : r.arms) {
@@ -317,10 +308,15 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
     }
     if (arm["verified"] != true) continue;
     const Stat gb = stat_from(arm["gbps"]), frac = stat_from(arm["fraction_of_byte_bound"]);
+    const Stat gm = stat_from(arm["gmacs_per_s"]), cfrac = stat_from(arm["fraction_of_compute_ceiling"]);
     const double bits = number_of(arm["bits_per_weight"]);
-    if (number_of(arm["bytes_per_call"]) > 0 && gb.valid)
+    if (gemm && gm.valid)
+      bars.push_back({name, gm.median, gm.min, gm.max, cfrac.valid ? sig(cfrac.median * 100) + "% of int8 ceiling" : ""});
+    else if (!gemm && number_of(arm["bytes_per_call"]) > 0 && gb.valid)
       bars.push_back({name, gb.median, gb.min, gb.max, frac.valid ? sig(frac.median * 100) + "% of bound" : ""});
     if (bits > 0 && speed.valid) points.push_back({name, bits, speed.median, speed.min, speed.max});
+    if (speed.valid) speed_bars.push_back({name, speed.median, speed.min, speed.max, ""});
+    layouts.insert(arm["layout"].get<std::string>());
   }
   md << table.markdown();
   std::vector<int> thread_counts;
@@ -337,12 +333,22 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
   rep.warnings = std::move(noise.warnings);
 
   std::vector<RuleLine> ceilings;
-  for (const auto& [n, v] : r.ceiling_gbps) {
+  for (const auto& [n, v] : gemm ? r.compute_gmacs : r.ceiling_gbps) {
     const Stat c = stat_of(v);
-    ceilings.push_back({cat("memory read ceiling, ", n, " thr"), c.median, c.min, c.max});
+    ceilings.push_back({cat(gemm ? "int8 compute ceiling, " : "memory read ceiling, ", n, " thr"), c.median, c.min, c.max});
   }
-  if (!bars.empty()) rep.svgs.emplace_back("gbps.svg", svg_bars(rep.title + ": achieved bandwidth", "GB/s", bars, ceilings));
-  if (base && base->verified && base->setup.weights > 0 && !points.empty()) {
+  if (!bars.empty() && gemm)
+    rep.svgs.emplace_back("gmacs.svg", svg_bars(rep.title + ": int8 multiply-accumulates", "GMAC/s", bars, ceilings));
+  else if (!bars.empty())
+    rep.svgs.emplace_back("gbps.svg", svg_bars(rep.title + ": achieved bandwidth", "GB/s", bars, ceilings));
+  if ((gemm || layouts.size() == 1) && speed_bars.size() > 1) {
+    // Arms of one layout differ by an option (spawned threads, leftover handling), not by bits per
+    // weight: one bar each, since a bits-per-weight axis would only scatter them by jitter. gemm
+    // gets bars too: its byte bound is no bound for a compute-bound kernel.
+    rep.svgs.emplace_back("speedup.svg", svg_bars(rep.title + ": speedup vs " + r.baseline, "× vs baseline", speed_bars, {},
+                                                  r.interleaved ? "bar: median of per-round time ratios, > 1 is faster; whisker: min–max"
+                                                                : "bar: median of ratios of rounds of separate passes; whisker: min–max"));
+  } else if (base && base->verified && base->setup.weights > 0 && !points.empty()) {
     // The byte bound: the speedup an arm of b bits/weight would reach streaming its bytes at the baseline's ceiling.
     const Stat tb = stat_of(base->seconds);
     const auto c_it = r.ceiling_gbps.find(base->setup.threads);
@@ -359,13 +365,16 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
 }
 
 std::string svg_bars(const std::string& title, const std::string& unit, const std::vector<BarItem>& bars,
-                     const std::vector<RuleLine>& rules) {
+                     const std::vector<RuleLine>& rules, const std::string& caption) {
   // Labels left, bars in the middle, values in their own column on the right (never under a band).
-  const int left = 230, right = 220, top = 44, row = 30, w = 1000;
-  const int plot_w = w - left - right;
+  // The value column grows with its longest note (about 7 px a character at 12 px), so notes never clip.
+  std::size_t note_chars = 0;
+  for (const BarItem& b : bars) note_chars = std::max(note_chars, display_width(b.note) + 16);
+  const int left = 230, top = 44, row = 30, plot_w = 550, right = std::max(220, 7 * int(note_chars) + 20);
+  const int w = left + plot_w + right;
   const int h = top + row * int(bars.size()) + 60 + 18 * int(rules.size());
   double hi = 0;
-  for (const BarItem& b : bars) hi = std::max(hi, b.max);
+  for (const BarItem& b : bars) hi = std::max({hi, b.max, std::isfinite(b.limit) ? b.limit : 0.0});
   for (const RuleLine& r : rules) hi = std::max(hi, r.max);
   hi = hi > 0 ? hi * 1.05 : 1;
   const auto X = [&](double v) { return left + plot_w * v / hi; };
@@ -378,8 +387,8 @@ std::string svg_bars(const std::string& title, const std::string& unit, const st
       << "\" stroke=\"#e5e5e5\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 16 << "\" text-anchor=\"middle\" fill=\"#555\">"
       << sig(t) << "</text>\n";
   }
-  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 34 << "\" text-anchor=\"middle\">" << xml(unit)
-    << " (bar: median over kept rounds; whisker: min–max)</text>\n";
+  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 34 << "\" text-anchor=\"middle\">" << xml_escape(unit) << " ("
+    << xml_escape(caption) << ")</text>\n";
   for (std::size_t i = 0; i < rules.size(); ++i)  // ranges first, under the bars
     s << "<rect x=\"" << fixed(X(rules[i].min), 1) << "\" y=\"" << top << "\" width=\""
       << fixed(std::max(1.0, X(rules[i].max) - X(rules[i].min)), 1) << "\" height=\"" << bottom - top << "\" fill=\"" << color_of(i)
@@ -387,13 +396,16 @@ std::string svg_bars(const std::string& title, const std::string& unit, const st
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const BarItem& b = bars[i];
     const int y = top + row * int(i);
-    s << "<text x=\"" << left - 8 << "\" y=\"" << y + row / 2 + 4 << "\" text-anchor=\"end\">" << xml(b.label) << "</text>\n";
+    s << "<text x=\"" << left - 8 << "\" y=\"" << y + row / 2 + 4 << "\" text-anchor=\"end\">" << xml_escape(b.label) << "</text>\n";
     s << "<rect x=\"" << left << "\" y=\"" << y + 5 << "\" width=\"" << fixed(X(b.median) - left, 1) << "\" height=\"" << row - 10
       << "\" fill=\"" << kPalette[i % 10] << "\"/>\n";
     s << "<line x1=\"" << fixed(X(b.min), 1) << "\" y1=\"" << y + row / 2 << "\" x2=\"" << fixed(X(b.max), 1) << "\" y2=\""
       << y + row / 2 << "\" stroke=\"black\" stroke-width=\"1.5\"/>\n";
-    s << "<text x=\"" << left + plot_w + 10 << "\" y=\"" << y + row / 2 + 4 << "\" fill=\"#333\">" << sig(b.median) << " " << xml(unit)
-      << (b.note.empty() ? "" : " · " + xml(b.note)) << "</text>\n";
+    if (std::isfinite(b.limit))  // this bar's own bound, e.g. the tok/s its arm's paired ceiling allows
+      s << "<line x1=\"" << fixed(X(b.limit), 1) << "\" y1=\"" << y + 1 << "\" x2=\"" << fixed(X(b.limit), 1) << "\" y2=\""
+        << y + row - 1 << "\" stroke=\"#d62728\" stroke-width=\"3\"/>\n";
+    s << "<text x=\"" << left + plot_w + 10 << "\" y=\"" << y + row / 2 + 4 << "\" fill=\"#333\">" << sig(b.median) << " " << xml_escape(unit)
+      << (b.note.empty() ? "" : " · " + xml_escape(b.note)) << "</text>\n";
   }
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const RuleLine& r = rules[i];
@@ -402,7 +414,99 @@ std::string svg_bars(const std::string& title, const std::string& unit, const st
     const int ly = bottom + 52 + 18 * int(i);
     s << "<line x1=\"" << left << "\" y1=\"" << ly - 4 << "\" x2=\"" << left + 24 << "\" y2=\"" << ly - 4 << "\" stroke=\"" << color_of(i)
       << "\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n<text x=\"" << left + 30 << "\" y=\"" << ly << "\">"
-      << xml(r.label + ": " + sig(r.value) + " " + unit + " [" + sig(r.min) + "–" + sig(r.max) + "], band: min–max over rounds") << "</text>\n";
+      << xml_escape(r.label + ": " + sig(r.value) + " " + unit + " [" + sig(r.min) + "–" + sig(r.max) + "], band: min–max over rounds") << "</text>\n";
+  }
+  s << "</svg>\n";
+  return s.str();
+}
+
+std::string svg_sweep(const std::string& title, const std::string& xlabel, const std::string& ylabel,
+                      const std::vector<std::string>& columns, const std::vector<SweepSeries>& series, double rule) {
+  const int w = 940, h = 480, left = 80, right = 300, top = 44, bottom_margin = 60;
+  const int plot_w = w - left - right, plot_h = h - top - bottom_margin, bottom = h - bottom_margin;
+  double hi = rule;
+  for (const SweepSeries& s : series)
+    for (double v : s.max)
+      if (std::isfinite(v)) hi = std::max(hi, v);
+  hi *= 1.1;
+  const auto X = [&](std::size_t c) { return left + plot_w * (double(c) + 0.5) / double(std::max<std::size_t>(1, columns.size())); };
+  const auto Y = [&](double v) { return bottom - plot_h * v / hi; };
+  std::ostringstream s;
+  s << svg_head(w, h, title);
+  s << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\"" << plot_h << "\" fill=\"none\" stroke=\"#999\"/>\n";
+  for (double t : linear_ticks(hi))
+    s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(t), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(t), 1)
+      << "\" stroke=\"#eee\"/>\n<text x=\"" << left - 6 << "\" y=\"" << fixed(Y(t) + 4, 1) << "\" text-anchor=\"end\" fill=\"#555\">"
+      << sig(t) << "</text>\n";
+  s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(rule), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(rule), 1)
+    << "\" stroke=\"#555\" stroke-dasharray=\"6 3\"/>\n";
+  for (std::size_t c = 0; c < columns.size(); ++c)
+    s << "<text x=\"" << fixed(X(c), 1) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\" fill=\"#555\">"
+      << xml_escape(columns[c]) << "</text>\n";
+  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml_escape(xlabel) << "</text>\n";
+  s << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(ylabel) << "</text>\n";
+  int ly = top + 8;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const SweepSeries& r = series[i];
+    const char* color = kPalette[i % 10];
+    std::string line;
+    for (std::size_t c = 0; c < columns.size() && c < r.median.size(); ++c) {
+      if (!std::isfinite(r.median[c])) continue;
+      line += fixed(X(c), 1) + "," + fixed(Y(r.median[c]), 1) + " ";
+      s << "<line x1=\"" << fixed(X(c), 1) << "\" y1=\"" << fixed(Y(r.min[c]), 1) << "\" x2=\"" << fixed(X(c), 1) << "\" y2=\""
+        << fixed(Y(r.max[c]), 1) << "\" stroke=\"black\"/>\n<circle cx=\"" << fixed(X(c), 1) << "\" cy=\"" << fixed(Y(r.median[c]), 1)
+        << "\" r=\"5\" fill=\"" << color << "\" stroke=\"black\"/>\n";
+    }
+    if (!line.empty()) s << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"" << line << "\"/>\n";
+    s << "<circle cx=\"" << left + plot_w + 20 << "\" cy=\"" << ly << "\" r=\"5\" fill=\"" << color << "\" stroke=\"black\"/>\n<text x=\""
+      << left + plot_w + 34 << "\" y=\"" << ly + 4 << "\">" << xml_escape(r.name) << "</text>\n";
+    ly += 18;
+  }
+  s << "</svg>\n";
+  return s.str();
+}
+
+std::string svg_stacked_bars(const std::string& title, const std::string& unit, const std::vector<std::string>& part_names,
+                             const std::vector<StackedBar>& bars, const std::string& caption) {
+  const int left = 230, right = 220, top = 44, row = 30, w = 1000, per_line = 4;
+  const int plot_w = w - left - right;
+  const int legend_lines = (int(part_names.size()) + per_line - 1) / per_line;
+  const int h = top + row * int(bars.size()) + 60 + 18 * legend_lines;
+  double hi = 0;
+  for (const StackedBar& b : bars) {
+    double sum = 0;
+    for (double v : b.parts) sum += std::isfinite(v) ? v : 0;
+    hi = std::max(hi, sum);
+  }
+  hi = hi > 0 ? hi * 1.05 : 1;
+  const auto X = [&](double v) { return left + plot_w * v / hi; };
+  const int bottom = top + row * int(bars.size());
+  std::ostringstream s;
+  s << svg_head(w, h, title);
+  for (double t : linear_ticks(hi))
+    s << "<line x1=\"" << fixed(X(t), 1) << "\" y1=\"" << top << "\" x2=\"" << fixed(X(t), 1) << "\" y2=\"" << bottom
+      << "\" stroke=\"#e5e5e5\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 16 << "\" text-anchor=\"middle\" fill=\"#555\">"
+      << sig(t) << "</text>\n";
+  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 34 << "\" text-anchor=\"middle\">" << xml_escape(unit) << " ("
+    << xml_escape(caption) << ")</text>\n";
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    const StackedBar& b = bars[i];
+    const int y = top + row * int(i);
+    s << "<text x=\"" << left - 8 << "\" y=\"" << y + row / 2 + 4 << "\" text-anchor=\"end\">" << xml_escape(b.label) << "</text>\n";
+    double at = 0;
+    for (std::size_t p = 0; p < b.parts.size() && p < part_names.size(); ++p) {
+      if (!(b.parts[p] > 0)) continue;
+      s << "<rect x=\"" << fixed(X(at), 1) << "\" y=\"" << y + 5 << "\" width=\"" << fixed(X(at + b.parts[p]) - X(at), 1)
+        << "\" height=\"" << row - 10 << "\" fill=\"" << kPalette[p % 10] << "\"><title>" << xml_escape(part_names[p]) << ": "
+        << sig(b.parts[p]) << " " << xml_escape(unit) << "</title></rect>\n";
+      at += b.parts[p];
+    }
+    s << "<text x=\"" << left + plot_w + 10 << "\" y=\"" << y + row / 2 + 4 << "\" fill=\"#333\">" << xml_escape(b.note) << "</text>\n";
+  }
+  for (std::size_t p = 0; p < part_names.size(); ++p) {
+    const int lx = left + int(p % per_line) * (plot_w + right) / per_line, ly = bottom + 52 + 18 * int(p / per_line);
+    s << "<rect x=\"" << lx << "\" y=\"" << ly - 10 << "\" width=\"12\" height=\"12\" fill=\"" << kPalette[p % 10] << "\"/>\n<text x=\""
+      << lx + 16 << "\" y=\"" << ly << "\">" << xml_escape(part_names[p]) << "</text>\n";
   }
   s << "</svg>\n";
   return s.str();
@@ -470,8 +574,8 @@ std::string svg_scatter(const std::string& title, const std::string& xlabel, con
       << "\" stroke=\"#555\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\" fill=\"#555\">"
       << sig(t) << "</text>\n";
   }
-  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml(xlabel) << "</text>\n";
-  s << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml(ylabel) << "</text>\n";
+  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml_escape(xlabel) << "</text>\n";
+  s << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(ylabel) << "</text>\n";
   // The byte-bound curve.
   s << "<polyline fill=\"none\" stroke=\"#555\" stroke-width=\"1.5\" stroke-dasharray=\"7 4\" points=\"";
   for (int i = 0; i <= 60; ++i) {
@@ -500,7 +604,7 @@ std::string svg_scatter(const std::string& title, const std::string& xlabel, con
   // Legend on the right: one entry per point (labels would collide where arms share a layout).
   int ly = top + 8;
   const auto legend = [&](const std::string& mark, const std::string& text) {
-    s << mark << "<text x=\"" << left + plot_w + 34 << "\" y=\"" << ly + 4 << "\">" << xml(text) << "</text>\n";
+    s << mark << "<text x=\"" << left + plot_w + 34 << "\" y=\"" << ly + 4 << "\">" << xml_escape(text) << "</text>\n";
     ly += 18;
   };
   for (std::size_t i = 0; i < points.size(); ++i)

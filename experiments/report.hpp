@@ -113,13 +113,34 @@ struct BarItem {
   std::string label;
   double median = 0, min = 0, max = 0;
   std::string note;  // printed after the value, e.g. "61% of bound"
+  double limit = std::numeric_limits<double>::quiet_NaN();  // a red tick on the bar's row (its own ceiling)
 };
 struct RuleLine {
   std::string label;
   double value = 0, min = 0, max = 0;  // a band from min to max around the line
 };
+// `caption` says what a bar and its whisker are, under the axis.
 std::string svg_bars(const std::string& title, const std::string& unit, const std::vector<BarItem>& bars,
-                     const std::vector<RuleLine>& rules);
+                     const std::vector<RuleLine>& rules,
+                     const std::string& caption = "bar: median over kept rounds; whisker: min–max");
+
+// One bar per arm split into parts (a profile's ops), each part a colour named in the legend.
+struct StackedBar {
+  std::string label;
+  std::vector<double> parts;  // one per part name, in order
+  std::string note;           // printed after the bar
+};
+std::string svg_stacked_bars(const std::string& title, const std::string& unit, const std::vector<std::string>& part_names,
+                             const std::vector<StackedBar>& bars, const std::string& caption);
+
+// The swept variable on the x axis: one column per sweep point (its label), one line per arm
+// (series), y linear from 0 with a rule at `rule` (1.0 for a speedup). Missing values are NaN.
+struct SweepSeries {
+  std::string name;
+  std::vector<double> median, min, max;  // one per column
+};
+std::string svg_sweep(const std::string& title, const std::string& xlabel, const std::string& ylabel,
+                      const std::vector<std::string>& columns, const std::vector<SweepSeries>& series, double rule);
 
 struct ScatterPoint {
   std::string label;

@@ -1,17 +1,24 @@
 #include "experiments/runner.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <set>
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
+#include "experiments/measure.hpp"
+#include "experiments/report.hpp"
 #include "experiments/results.hpp"
 #include "experiments/config.hpp"
+#include "experiments/html.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/run_context.hpp"
 
@@ -53,6 +60,89 @@ struct TempFolder {
   }
 };
 
+std::string host_name() {
+  char host[256] = {};
+  return gethostname(host, sizeof host - 1) == 0 ? host : "";
+}
+
+// A run killed before its rename (SIGKILL, the out-of-memory killer, a power cut) leaves its hidden
+// temporary folder behind. The next run of the same name into the same output removes each one whose
+// owner file names a process of this host that is gone; any other (a run in progress, or one from
+// another host sharing the folder) is only reported.
+void clean_stale_partials(const fs::path& output, const std::string& name, std::ostream& out) {
+  const std::string prefix = "." + name + "-";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(output, ec)) {
+    const std::string file = e.path().filename().string();
+    if (!e.is_directory() || !file.starts_with(prefix) || !file.ends_with(".partial")) continue;
+    std::string host;
+    long pid = 0;
+    std::ifstream(e.path() / "owner") >> host >> pid;
+    const bool gone = host == host_name() && pid > 0 && kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+    if (gone) {
+      std::error_code rm;
+      fs::remove_all(e.path(), rm);
+      out << "removed " << e.path().string() << ": the temporary folder of an interrupted run (process " << pid << " is gone)\n";
+    } else {
+      out << "note: " << e.path().string() << " is another run's temporary folder ("
+          << (host.empty() ? "no owner recorded" : "process " + std::to_string(pid) + " on " + host)
+          << "); if no run is writing there, it is left from an interrupted run and can be removed\n";
+    }
+  }
+}
+
+// A sweep's plot (sweep.svg): the swept variable on the x axis, one line per arm through its
+// speedup against its baseline at each sweep point. Returns the plot files written (none for a
+// single run or runs without ratios).
+Json sweep_plot(const Json& runs, const fs::path& folder, std::string& md) {
+  Json files = Json::array();
+  if (runs.size() < 2) return files;
+  const auto text = [](const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::string> columns, keys;
+  std::vector<SweepSeries> series;
+  for (std::size_t c = 0; c < runs.size(); ++c) {
+    const Json& run = runs[c];
+    // A run's arms, or those of each test it holds (speed: "prefill" and "decode"), named after it.
+    std::vector<std::pair<std::string, const Json*>> tests;
+    if (run.contains("arms")) tests.emplace_back("", &run);
+    for (const auto& [k, v] : run.items())
+      if (v.is_object() && v.contains("arms")) tests.emplace_back(k + ": ", &v);
+    const Json* sweep = run.contains("sweep") ? &run["sweep"] : nullptr;
+    for (const auto& [test, obj] : tests)
+      if (!sweep && obj->contains("sweep")) sweep = &(*obj)["sweep"];
+    std::vector<std::string> parts;
+    if (sweep)
+      for (const auto& [k, v] : sweep->items()) {
+        parts.push_back(k + "=" + text(v));
+        if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+      }
+    columns.push_back(parts.empty() ? cat("run ", c + 1) : join(parts, ", "));
+    for (const auto& [test, obj] : tests)
+      for (const Json& arm : (*obj)["arms"]) {
+        if (!arm.contains("speedup_vs_baseline") || arm.value("control", false)) continue;
+        const Stat sp = stat_from(arm["speedup_vs_baseline"]);
+        if (!sp.valid) continue;
+        const std::string name = cat(test, arm["name"].get<std::string>());
+        auto it = std::find_if(series.begin(), series.end(), [&](const SweepSeries& x) { return x.name == name; });
+        if (it == series.end())
+          it = series.insert(series.end(), SweepSeries{name, std::vector<double>(runs.size(), nan), std::vector<double>(runs.size(), nan),
+                                                       std::vector<double>(runs.size(), nan)});
+        it->median[c] = sp.median;
+        it->min[c] = sp.min;
+        it->max[c] = sp.max;
+      }
+  }
+  if (series.empty()) return files;
+  write_file(folder / "sweep.svg",
+             svg_sweep("speedup against the baseline across the sweep", keys.empty() ? "run" : join(keys) + " (swept)",
+                       "× vs baseline (median of per-round ratios; whisker min–max)", columns, series, 1.0));
+  files.push_back("sweep.svg");
+  md += "## Sweep\n\nEach arm's speedup against its baseline (median of per-round ratios) at each point of the sweep.\n\n"
+        "![sweep.svg](sweep.svg)\n\n";
+  return files;
+}
+
 }  // namespace
 
 namespace {
@@ -85,8 +175,10 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
     std::error_code ec;
     fs::create_directories(output, ec);
     if (ec) fail(out_at ? out_at.where() : path + ": key 'output'", ": cannot create the output folder '", output.string(), "': ", ec.message());
+    clean_stale_partials(output, name, out);
     temp.path = output / ("." + name + "-" + stamp + ".partial");
     fs::create_directories(temp.path, ec);
+    std::ofstream(temp.path / "owner") << host_name() << " " << getpid() << "\n";
     std::ofstream probe(temp.path / "plan.txt");
     probe << describe(plan);
     probe.close();
@@ -110,7 +202,7 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
   std::string md = "# " + name + "\n\n" + machine_markdown(machine) + "\nexperiment: `" + path + "`";
   for (const std::string& o : opt.overrides) md += " `--set " + o + "`";
   md += "\n\n";
-  Json json = {{"file", path}, {"overrides", opt.overrides}, {"machine", machine_json(machine)}, {"runs", Json::array()}};
+  Json json = {{"results_version", kResultsVersion}, {"name", name}, {"file", path}, {"overrides", opt.overrides}, {"machine", machine_json(machine)}, {"runs", Json::array()}};
   std::vector<std::pair<int, NoiseWarning>> all_warnings;
   std::set<std::string> written;  // the files a reader finds, named once each in the last line
   for (const RunSpec& r : plan.runs) {
@@ -122,21 +214,26 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
     write_file(temp.path / (prefix + rep.rows.file), csv_text(rep.rows));
     written.insert(rep.rows.file);
     std::string plots;
+    Json plot_files = Json::array();
     for (const auto& [suffix, svg] : rep.svgs) {
       write_file(temp.path / (prefix + suffix), svg);
       plots += "![" + suffix + "](" + prefix + suffix + ")\n";
+      plot_files.push_back(prefix + suffix);
       written.insert("plots");
     }
     const std::string noise = warnings_markdown(rep.warnings);
     out << "\n" << rep.markdown << noise;
     for (const auto& [suffix, svg] : rep.svgs) out << "plot: " << prefix << suffix << "\n";
     md += rep.markdown + noise + "\n" + plots + "\n";
-    // Every kind's object carries its warnings the same way, as its last member.
+    // Every kind's object ends the same way: the plot files it drew, then its warnings.
+    rep.json["plots"] = std::move(plot_files);
     rep.json["warnings"] = warnings_json(rep.warnings);
     json["runs"].push_back(std::move(rep.json));
     for (const NoiseWarning& w : rep.warnings) all_warnings.emplace_back(r.index, w);
     if (!rep.ok) outcome.exit_code = 1;
   }
+  json["plots"] = sweep_plot(json["runs"], temp.path, md);
+  if (!json["plots"].empty()) written.insert("plots");
   // Every run's warnings again at the end, where a reader of the summary looks first.
   json["warnings"] = Json::array();
   std::string noise_md;
@@ -152,14 +249,16 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
   }
   write_file(temp.path / "summary.md", md);
   write_file(temp.path / "summary.json", json_text(json));
+  write_results_page(temp.path);  // read back from the files just written, so the page shows what they say
 
+  fs::remove(temp.path / "owner");  // only a temporary folder has an owner
   fs::path final_path = output / (name + "-" + stamp);
   for (int i = 2; fs::exists(final_path); ++i) final_path = output / (name + "-" + stamp + "-" + std::to_string(i));
   fs::rename(temp.path, final_path);
   temp.keep = true;
   outcome.folder = final_path.string();
   outcome.markdown = md;
-  out << "\nresults: " << outcome.folder << "/ (summary.md, summary.json, " << join(written) << ")\n";
+  out << "\nresults: " << outcome.folder << "/ (index.html, summary.md, summary.json, " << join(written) << ")\n";
   return outcome;
 }
 

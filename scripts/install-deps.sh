@@ -10,6 +10,7 @@ packages=(
   librsvg2-bin                      # renders result SVGs to PNG for a look
   nlohmann-json3-dev                # summary.json is written and read back (tests) through it
   libsimde-dev                      # the tests run the AVX-512 kernels through it where the CPU lacks AVX-512
+  chromium                          # the browser-report test opens the results' HTML pages headless
 )
 
 missing=()

@@ -9,11 +9,14 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "common/xml.hpp"
 #include "experiments/bench.hpp"
+#include "experiments/html.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/progress.hpp"
@@ -81,6 +84,12 @@ std::vector<std::vector<std::string>> read_csv(const std::string& text) {
     }
   }
   return rows;
+}
+
+std::size_t count_of(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + what.size())) ++n;
+  return n;
 }
 
 fs::path fresh_dir(const std::string& tag) {
@@ -155,6 +164,19 @@ TEST_SUITE("experiments-run") {
     CHECK(svg_problem(sc) == "");
     CHECK(sc.find("p&amp;q") != std::string::npos);
     CHECK(sc.find("far: off scale") != std::string::npos);
+    // Stacked bars: one rect per positive part, each part named in the legend.
+    const std::string st = svg_stacked_bars("p", "ms", {"matmul", "a&b"}, {{"arm<1>", {2, 1}, "total 3 ms"}, {"arm2", {4, 0}, ""}}, "cap");
+    CHECK(svg_problem(st) == "");
+    CHECK(count_of(st, "<rect x=") == 3 + 2);  // 3 parts drawn, 2 legend swatches
+    CHECK(st.find(">a&amp;b</text>") != std::string::npos);
+    CHECK(st.find(">arm&lt;1&gt;</text>") != std::string::npos);
+    // A bar's own limit draws one tick.
+    BarItem limited{"x", 1, 0.5, 2, "", 3};
+    CHECK(count_of(svg_bars("t", "tok/s", {limited}, {}), "stroke=\"#d62728\" stroke-width=\"3\"") == 1);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const std::string sw = svg_sweep("s", "rows (swept)", "×", {"rows=1", "rows=2"}, {{"a&b", {1, nan}, {0.9, nan}, {1.1, nan}}}, 1.0);
+    CHECK(svg_problem(sw) == "");
+    CHECK(count_of(sw, "<circle") == 1 + 1);  // one point drawn (the other is missing), one legend mark
   }
 
   TEST_CASE("CSV fields follow RFC 4180: a name with a comma and a quote survives a round trip") {
@@ -261,6 +283,7 @@ TEST_SUITE("experiments-run") {
       CHECK_MESSAGE(fs::exists(f / name), name);
     // Only the final folder: the temporary one was renamed, not copied.
     CHECK(std::distance(fs::directory_iterator(dir / "results"), fs::directory_iterator()) == 1);
+    CHECK_FALSE(fs::exists(f / "owner"));
     const auto csv = read_csv(read_text(f / "rounds.csv"));
     REQUIRE(csv.size() == 1 + 3 * 3);  // header + 3 kept rounds x (2 arms + control)
     const std::string md = read_text(f / "summary.md");
@@ -325,8 +348,10 @@ leftover = ["pad", "gemv"]
     std::ostringstream out;
     const RunOutcome o = run_experiment_file(cfg.string(), quiet(), out);
     CHECK(o.exit_code == 0);
-    for (const char* name : {"run01-rounds.csv", "run02-rounds.csv", "run01-gbps.svg", "run02-speedup.svg"})
+    // gemm plots GMAC/s against the int8 ceiling; a sweep adds sweep.svg with the swept threads on x.
+    for (const char* name : {"run01-rounds.csv", "run02-rounds.csv", "run01-gmacs.svg", "run02-speedup.svg", "sweep.svg"})
       CHECK_MESSAGE(fs::exists(fs::path(o.folder) / name), name);
+    CHECK_FALSE(fs::exists(fs::path(o.folder) / "run01-gbps.svg"));
     const std::string md = read_text(fs::path(o.folder) / "summary.md");
     CHECK(md.find("| t2p leftover=gemv |") != std::string::npos);
     CHECK(md.find("exp [threads=2]") != std::string::npos);
@@ -340,7 +365,19 @@ leftover = ["pad", "gemv"]
       CHECK(c.begin().key() == std::to_string(run + 1));
       CHECK(c.begin().value()["median"].get<double>() > 0);
       CHECK(json["runs"][std::size_t(run)]["sweep"]["threads"] == std::to_string(run + 1));
+      const std::string gmacs = read_text(fs::path(o.folder) / cat("run0", run + 1, "-gmacs.svg"));
+      CHECK(svg_problem(gmacs) == "");
+      CHECK(gmacs.find(cat("int8 compute ceiling, ", run + 1, " thr")) != std::string::npos);
+      for (const Json& arm : json["runs"][std::size_t(run)]["arms"])
+        if (arm["control"] == false) CHECK(gmacs.find(cat(">", sig(arm["gmacs_per_s"]["median"].get<double>()), " GMAC/s")) != std::string::npos);
+      CHECK(json["runs"][std::size_t(run)]["plots"] == Json::array({cat("run0", run + 1, "-gmacs.svg"), cat("run0", run + 1, "-speedup.svg")}));
     }
+    CHECK(json["plots"] == Json::array({"sweep.svg"}));
+    const std::string sweep = read_text(fs::path(o.folder) / "sweep.svg");
+    CHECK(svg_problem(sweep) == "");
+    CHECK(sweep.find(">threads=1</text>") != std::string::npos);
+    CHECK(sweep.find(">threads=2</text>") != std::string::npos);
+    CHECK(sweep.find(">t2p leftover=gemv</text>") != std::string::npos);
     fs::remove_all(dir);
   }
 
@@ -378,7 +415,7 @@ layout = ["pq2_0", "t2p"]
     CHECK(cases.size() == 1 + 2 * 24);
     CHECK_FALSE(fs::exists(fs::path(o.folder) / "rounds.csv"));
     CHECK(oracle_out.str().find("plot") == std::string::npos);
-    CHECK(oracle_out.str().find("(summary.md, summary.json, cases.csv)") != std::string::npos);
+    CHECK(oracle_out.str().find("(index.html, summary.md, summary.json, cases.csv)") != std::string::npos);
     const Json json = Json::parse(read_text(fs::path(o.folder) / "summary.json"));
     REQUIRE(json["runs"][0]["arms"].size() == 2);
     CHECK(json["runs"][0]["arms"][1]["name"] == "t2p");
@@ -677,5 +714,109 @@ layout = "t2p"
     CHECK(Progress::format_seconds(5) == "5s");
     CHECK(Progress::format_seconds(65) == "1:05");
     CHECK(Progress::format_seconds(3725) == "1h02");
+  }
+}
+
+// The HTML pages: each results folder's index.html, `ternlab report`'s comparison page, their bad
+// input, and a killed run's temporary folder. (tests/browser/report_page.sh opens both pages in
+// Chromium.)
+namespace {
+
+void write_json(const fs::path& p, const Json& j) { std::ofstream(p) << json_text(j); }
+
+}  // namespace
+
+TEST_SUITE("experiments-run") {
+  TEST_CASE("the Markdown of a summary becomes HTML tables, lists and inline plots") {
+    const std::string html = markdown_html("# t <1>\n\n| arm | ms |\n|---|--:|\n| a\\|b | 1.5 |\n| c | 2 |\n\nnote **bold** `x<y`\n- w1\n- w2\n![p](p.svg)\n",
+                                           [](const std::string& f) { return "<figure class=\"plot\">" + f + "</figure>\n"; });
+    CHECK(html.find("<h1>t &lt;1&gt;</h1>") != std::string::npos);
+    CHECK(count_of(html, "<tr>") == 3);  // header + 2 rows
+    CHECK(html.find("<td>a|b</td><td class=\"num\">1.5</td>") != std::string::npos);
+    CHECK(html.find("<strong>bold</strong> <code>x&lt;y</code>") != std::string::npos);
+    CHECK(count_of(html, "<li>") == 2);
+    CHECK(html.find("<figure class=\"plot\">p.svg</figure>") != std::string::npos);
+    CHECK(inline_svg("<?xml version=\"1.0\"?>\n<svg a=\"1\"></svg>\n") == "<svg a=\"1\"></svg>\n");
+  }
+
+  TEST_CASE("every results folder holds index.html; ternlab report merges folders by machine") {
+    const fs::path dir = fresh_dir("html");
+    const fs::path results = dir / "results";
+    // A temporary folder left by a killed run of this name: its process is gone, so the run removes it.
+    const fs::path stale = results / ".tiny-20000101-000000.partial";
+    fs::create_directories(stale);
+    char host[256] = {};
+    REQUIRE(gethostname(host, sizeof host - 1) == 0);
+    std::ofstream(stale / "owner") << host << " 1073741823\n";  // above Linux's largest pid
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(TERNLAB_SOURCE_DIR "/configs/tiny.toml", quiet({"output=" + results.string()}), out);
+    REQUIRE(o.exit_code == 0);
+    CHECK_FALSE(fs::exists(stale));
+    CHECK(out.str().find("removed " + stale.string()) != std::string::npos);
+
+    const fs::path f = o.folder;
+    const Json json = Json::parse(read_text(f / "summary.json"));
+    CHECK(json["results_version"] == kResultsVersion);
+    const Json& run = json["runs"][0];
+    REQUIRE(run["plots"].is_array());
+    REQUIRE(run["plots"].size() >= 1);
+    for (const Json& p : run["plots"]) CHECK_MESSAGE(fs::exists(f / p.get<std::string>()), p);
+    const std::string page = read_text(f / "index.html");
+    // Every plot summary.json lists is inline; every arm has its table row; the machine record and config are there.
+    CHECK(count_of(page, "<figure class=\"plot\"") == run["plots"].size());
+    for (const Json& p : run["plots"]) CHECK(page.find("data-file=\"" + p.get<std::string>() + "\"") != std::string::npos);
+    CHECK(page.find(cat("data-expected-plots=\"", run["plots"].size(), "\"")) != std::string::npos);
+    for (const Json& arm : run["arms"]) {
+      const std::string name = arm["name"];
+      CHECK_MESSAGE(page.find("<tr><td>" + name) != std::string::npos, name);
+    }
+    CHECK(page.find("<dt>cpu</dt><dd>" + xml_escape(this_machine().cpu) + "</dd>") != std::string::npos);
+    CHECK(page.find("<dt>git</dt>") != std::string::npos);
+    CHECK(page.find("<dt>features</dt>") != std::string::npos);
+    CHECK(page.find("kind = &quot;gemv&quot;") != std::string::npos);  // experiment.toml, escaped
+    CHECK(page.find("--set output=") != std::string::npos);
+
+    // A second folder as if from another machine: the comparison groups the two apart.
+    const fs::path other = results / "tiny-other";
+    fs::copy(f, other);
+    Json moved = json;
+    moved["machine"]["cpu"] = "Other CPU <model>";
+    write_json(other / "summary.json", moved);
+    const auto folders = collect_result_folders({results.string()});
+    REQUIRE(folders.size() == 2);
+    const auto groups = group_by_machine(folders);
+    REQUIRE(groups.size() == 2);
+    CHECK(groups[0].second.size() == 1);
+    CHECK(groups[1].second.size() == 1);
+    std::ostringstream log;
+    const fs::path report = dir / "report";
+    const fs::path index = write_comparison_page({results.string()}, report, log);
+    const std::string cmp = read_text(index);
+    CHECK(count_of(cmp, "<section class=\"machine\">") == 2);
+    CHECK(count_of(cmp, "<article class=\"results\">") == 2);
+    CHECK(count_of(cmp, "<figure class=\"plot\"") == 2 * run["plots"].size());
+    CHECK(cmp.find("<h2>Other CPU &lt;model&gt;</h2>") != std::string::npos);
+    CHECK(log.str().find("2 results folders, 2 machines") != std::string::npos);
+    // Its own page is overwritten; a folder with anything else is refused.
+    write_comparison_page({f.string()}, report, log);
+    check_error([&] { write_comparison_page({f.string()}, dir / "results", log); }, (dir / "results").string(), "--out", "refusing");
+
+    // Bad input names the file and the field.
+    check_error([&] { collect_result_folders({(dir / "report").string()}); }, (dir / "report").string(), "no summary.json");
+    moved["results_version"] = kResultsVersion + 1;
+    write_json(other / "summary.json", moved);
+    check_error([&] { read_result_folder(other); }, (other / "summary.json").string(), "'results_version'");
+    moved.erase("results_version");
+    write_json(other / "summary.json", moved);
+    check_error([&] { read_result_folder(other); }, (other / "summary.json").string(), "no field 'results_version'");
+    moved["results_version"] = kResultsVersion;
+    moved["machine"].erase("cpu");
+    write_json(other / "summary.json", moved);
+    check_error([&] { read_result_folder(other); }, "no field 'machine.cpu'");
+    moved["machine"]["cpu"] = "x";
+    write_json(other / "summary.json", moved);
+    fs::remove(other / run["plots"][0].get<std::string>());
+    check_error([&] { read_result_folder(other); }, "field 'runs[0].plots'", run["plots"][0].get<std::string>());
+    fs::remove_all(dir);
   }
 }
