@@ -649,13 +649,13 @@ std::string svg_lines(const std::string& title, const std::string& xlabel, const
     s << "<line x1=\"" << fixed(X(t), 1) << "\" y1=\"" << bottom << "\" x2=\"" << fixed(X(t), 1) << "\" y2=\"" << bottom + 5
       << "\" stroke=\"#555\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\" fill=\"#555\">"
       << sig(t) << "</text>\n";
-  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml(xlabel) << "</text>\n";
+  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml_escape(xlabel) << "</text>\n";
   s << "<text x=\"18\" y=\"" << top + plot_h / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " << top + plot_h / 2 << ")\">"
-    << xml(ylabel + " (point: median over kept rounds; whisker: min–max)") << "</text>\n";
+    << xml_escape(ylabel + " (point: median over kept rounds; whisker: min–max)") << "</text>\n";
   for (const RuleLine& r : rules)
     s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(r.value), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(r.value), 1)
       << "\" stroke=\"#888\" stroke-dasharray=\"6 3\"/>\n<text x=\"" << left + 6 << "\" y=\"" << fixed(Y(r.value) - 4, 1)
-      << "\" fill=\"#555\">" << xml(r.label) << "</text>\n";
+      << "\" fill=\"#555\">" << xml_escape(r.label) << "</text>\n";
   for (std::size_t i = 0; i < series.size(); ++i) {
     std::vector<ScatterPoint> pts = series[i].points;
     std::sort(pts.begin(), pts.end(), [](const ScatterPoint& a, const ScatterPoint& b) { return a.x < b.x; });
@@ -666,11 +666,11 @@ std::string svg_lines(const std::string& title, const std::string& xlabel, const
     for (const ScatterPoint& p : pts)
       s << "<line x1=\"" << fixed(X(p.x), 1) << "\" y1=\"" << fixed(Y(p.ymin), 1) << "\" x2=\"" << fixed(X(p.x), 1) << "\" y2=\""
         << fixed(Y(p.ymax), 1) << "\" stroke=\"" << color << "\"/>\n<circle cx=\"" << fixed(X(p.x), 1) << "\" cy=\"" << fixed(Y(p.y), 1)
-        << "\" r=\"4\" fill=\"" << color << "\"><title>" << xml(series[i].label + " " + p.label + ": " + sig(p.x) + ", " + sig(p.y)) << "</title></circle>\n";
+        << "\" r=\"4\" fill=\"" << color << "\"><title>" << xml_escape(series[i].label + " " + p.label + ": " + sig(p.x) + ", " + sig(p.y)) << "</title></circle>\n";
     const int ly = top + 10 + 20 * int(i);
     s << "<line x1=\"" << left + plot_w + 14 << "\" y1=\"" << ly - 4 << "\" x2=\"" << left + plot_w + 38 << "\" y2=\"" << ly - 4
       << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 44 << "\" y=\"" << ly << "\">"
-      << xml(series[i].label) << "</text>\n";
+      << xml_escape(series[i].label) << "</text>\n";
   }
   s << "</svg>\n";
   return s.str();
