@@ -44,7 +44,8 @@ const std::vector<std::pair<std::string, std::string>> kSkipped = {
 const std::map<std::string, std::vector<std::pair<std::string, std::string>>> kSmall = {
     {"bench", {{"--rounds", "1"}, {"--gemv", "256x512"}, {"--gemm", "256x512"}, {"--cols", "4"}, {"--ceiling-mib", "1"}, {"--min-seconds", "0.001"}}},
     {"kernels --plan", {{"--shape", "256x512"}, {"--tokens", "1"}}},
-    {"quickstart", {{"--rows", "256"}, {"--cols", "512"}, {"--reps", "1"}, {"--rounds", "1"}}},
+    // The model part's perplexity on the first 400 bytes of the held-out text ({tmp}: the test's folder).
+    {"quickstart", {{"--rows", "256"}, {"--cols", "512"}, {"--reps", "1"}, {"--rounds", "1"}, {"--text", "{tmp}/short-text.txt"}}},
     {"model bench", {{"--prompt", "8"}, {"--decode", "4"}, {"--ppl-tokens", "16"}}},
     {"model generate", {{"-n", "4"}}},
     {"model verify-costs", {{"--rounds", "1"}, {"--prompt", "4"}}},
@@ -105,7 +106,9 @@ std::vector<std::string> small_sized(std::vector<std::string> w, const std::stri
     if (a.rfind("/tmp/", 0) == 0) a = tmp + a.substr(4);
   const auto small = kSmall.find(command_key(w));
   if (small == kSmall.end()) return w;
-  for (const auto& [opt, value] : small->second) {
+  for (const auto& [opt, small_value] : small->second) {
+    std::string value = small_value;
+    if (const std::size_t at = value.find("{tmp}"); at != std::string::npos) value.replace(at, 5, tmp);
     bool found = false;
     for (std::size_t i = 0; i < w.size(); ++i) {
       if (opt.back() == '=' && w[i].rfind(opt, 0) == 0) {
@@ -198,6 +201,13 @@ TEST_SUITE("docs-cli") {
     }
     fs::create_symlink(TERNLAB_CLI, work / "build" / "ternlab");
     fs::create_symlink(TERNLAB_GBENCH, work / "build" / "ternlab_gbench");
+    {
+      std::ifstream text(src / "models" / "bonsai-kjv-py" / "heldout-prose.txt");
+      std::string head(400, '\0');
+      text.read(head.data(), static_cast<std::streamsize>(head.size()));
+      REQUIRE(text.gcount() == 400);
+      std::ofstream(tmp / "short-text.txt") << head;
+    }
 
     std::vector<std::string> skips_found;
     int ran = 0;
