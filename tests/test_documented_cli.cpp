@@ -1,0 +1,242 @@
+// Every `build/ternlab ...` and `build/ternlab_gbench ...` command other than `ternlab run` written in
+// README.md, docs/**/*.md (the walkthroughs included) and the configs' header comments, run as a
+// subprocess of the built binaries: small sizes replace or join the documented ones where a flag allows,
+// "/tmp/" becomes a private temporary folder, and the working folder is a temporary copy of the
+// checkout's layout (links to its folders), so nothing lands in the source tree. `ternlab run` commands
+// are run in-process by suite experiments-docs, and docs/new-layout.md's by suite tutorial; neither is
+// run again here. Commands that need a file this checkout does not have or minutes of time are listed
+// in kSkipped with the reason, and each listed skip must still be found in the docs.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/strings.hpp"
+#include "tests/support.hpp"
+
+using namespace ternlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Documented {
+  std::string where;  // "docs/model.md:52"
+  std::string text;   // the command as written, continuation lines joined
+};
+
+const std::vector<std::pair<std::string, std::string>> kSkipped = {
+    {"--preset bonsai-27b", "writes full-size 27B layers: a GiB-sized file and minutes"},
+    {"b27-4l.gguf", "reads the 27B-layer file the skipped synth command writes"},
+    {" FILE ", "FILE stands for a model file the reader names"},
+    {"[--tensors]", "the brackets mark an optional flag; `model info` without it runs from README.md"},
+    {"/tmp/ternlab-report-demo", "reads the folder written by the run command above it, which suite experiments-docs runs"},
+};
+
+// Small sizes per command: a documented value of the option is replaced, a missing option appended.
+// `=` marks options written --name=value (Google Benchmark's style).
+const std::map<std::string, std::vector<std::pair<std::string, std::string>>> kSmall = {
+    {"bench", {{"--rounds", "1"}, {"--gemv", "256x512"}, {"--gemm", "256x512"}, {"--cols", "4"}, {"--ceiling-mib", "1"}, {"--min-seconds", "0.001"}}},
+    {"kernels --plan", {{"--shape", "256x512"}, {"--tokens", "1"}}},
+    // The model part's perplexity on the first 400 bytes of the held-out text ({tmp}: the test's folder).
+    {"quickstart", {{"--rows", "256"}, {"--cols", "512"}, {"--reps", "1"}, {"--rounds", "1"}, {"--text", "{tmp}/short-text.txt"}}},
+    {"model bench", {{"--prompt", "8"}, {"--decode", "4"}, {"--ppl-tokens", "16"}}},
+    {"model generate", {{"-n", "4"}}},
+    {"model verify-costs", {{"--rounds", "1"}, {"--prompt", "4"}}},
+    {"gbench", {{"--gemv=", "256x512"}, {"--gemm=", "256x512"}, {"--cols=", "4"}, {"--threads=", "1"}, {"--ceiling-mib=", "1"},
+                {"--benchmark_min_time=", "0.001"}, {"--benchmark_repetitions=", "1"}}},
+};
+
+std::string trim(std::string s) {
+  s.erase(0, s.find_first_not_of(" \t"));
+  s.erase(s.find_last_not_of(" \t\r") + 1);
+  return s;
+}
+
+bool is_cli(const std::string& t) {
+  return (t.rfind("build/ternlab ", 0) == 0 || t.rfind("build/ternlab_gbench ", 0) == 0) && t.rfind("build/ternlab run ", 0) != 0;
+}
+
+std::vector<Documented> commands_in(const fs::path& file, const std::string& name) {
+  const bool toml = file.extension() == ".toml";
+  std::vector<std::string> lines;
+  {
+    std::ifstream f(file);
+    for (std::string l; std::getline(f, l);) {
+      std::string t = trim(l);
+      if (toml) t = t.rfind('#', 0) == 0 ? trim(t.substr(1)) : std::string();
+      lines.push_back(t);
+    }
+  }
+  std::vector<Documented> out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (is_cli(lines[i])) {
+      Documented d{cat(name, ":", i + 1), lines[i]};
+      while (!d.text.empty() && d.text.back() == '\\' && i + 1 < lines.size()) d.text = trim(d.text.substr(0, d.text.size() - 1)) + " " + lines[++i];
+      out.push_back(d);
+      continue;
+    }
+    for (std::size_t at = lines[i].find("`build/ternlab"); at != std::string::npos; at = lines[i].find("`build/ternlab", at + 1)) {
+      const std::size_t end = lines[i].find('`', at + 1);
+      const std::string t = end == std::string::npos ? "" : lines[i].substr(at + 1, end - at - 1);
+      if (is_cli(t)) out.push_back({cat(name, ":", i + 1), t});
+    }
+  }
+  return out;
+}
+
+// The key into kSmall: "gbench", or the subcommand words ("model bench", "kernels --plan").
+std::string command_key(const std::vector<std::string>& w) {
+  if (w[0] == "build/ternlab_gbench") return "gbench";
+  if (w.size() > 2 && w[1] == "model") return "model " + w[2];
+  if (w[1] == "kernels" && std::find(w.begin(), w.end(), "--plan") != w.end()) return "kernels --plan";
+  return w[1];
+}
+
+std::vector<std::string> small_sized(std::vector<std::string> w, const std::string& tmp) {
+  // Output redirection is the shell's; the test captures the output itself.
+  if (const auto gt = std::find(w.begin(), w.end(), ">"); gt != w.end()) w.erase(gt, w.end());
+  for (std::string& a : w)
+    if (a.rfind("/tmp/", 0) == 0) a = tmp + a.substr(4);
+  const auto small = kSmall.find(command_key(w));
+  if (small == kSmall.end()) return w;
+  for (const auto& [opt, small_value] : small->second) {
+    std::string value = small_value;
+    if (const std::size_t at = value.find("{tmp}"); at != std::string::npos) value.replace(at, 5, tmp);
+    bool found = false;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      if (opt.back() == '=' && w[i].rfind(opt, 0) == 0) {
+        w[i] = opt + value;
+        found = true;
+      } else if (w[i] == opt && i + 1 < w.size()) {
+        w[i + 1] = value;
+        found = true;
+      }
+    }
+    if (found) continue;
+    if (opt.back() == '=') {
+      w.push_back(opt + value);
+    } else {
+      w.push_back(opt);
+      w.push_back(value);
+    }
+  }
+  return w;
+}
+
+// Runs argv in `dir` with stdout and stderr in `log`; returns the exit status (-1: no normal exit).
+int run_in(const fs::path& dir, const std::vector<std::string>& argv, const fs::path& log, const fs::path& wisdom) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ::chdir(dir.c_str()) != 0) ::_exit(126);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    // Measured kernel plans go to a private wisdom file, not the user's cache.
+    ::setenv("TERNLAB_WISDOM", wisdom.c_str(), 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string tail_of(const fs::path& log) {
+  std::ifstream f(log);
+  std::stringstream s;
+  s << f.rdbuf();
+  const std::string all = s.str();
+  return all.size() > 2000 ? all.substr(all.size() - 2000) : all;
+}
+
+}  // namespace
+
+TEST_SUITE("docs-cli") {
+  TEST_CASE("small sizes replace documented values, join missing options and keep /tmp/ private") {
+    const auto w = small_sized(test::shell_words("build/ternlab bench --gemv 4096x4096 --threads 1 > out.json"), "/x");
+    CHECK(w == std::vector<std::string>{"build/ternlab", "bench", "--gemv", "256x512", "--threads", "1", "--rounds", "1", "--gemm", "256x512",
+                                        "--cols", "4", "--ceiling-mib", "1", "--min-seconds", "0.001"});
+    const auto g = small_sized(test::shell_words("build/ternlab_gbench --threads=1,2 --benchmark_filter='a|b'"), "/x");
+    CHECK(g[1] == "--threads=1");
+    CHECK(g[2] == "--benchmark_filter=a|b");
+    CHECK(small_sized(test::shell_words("build/ternlab model info /tmp/t.gguf"), "/x") ==
+          std::vector<std::string>{"build/ternlab", "model", "info", "/x/t.gguf"});
+    const fs::path f = fs::temp_directory_path() / cat("ternlab-cli-", getpid(), ".md");
+    std::ofstream(f) << "    build/ternlab layouts   # list\n    build/ternlab run configs/tiny.toml\n"
+                     << "prose `build/ternlab model info x.gguf` and `build/ternlab run configs/x.toml`\n";
+    const auto c = commands_in(f, "a.md");
+    REQUIRE(c.size() == 2);
+    CHECK(c[0].where == "a.md:1");
+    CHECK(c[1].text == "build/ternlab model info x.gguf");
+    fs::remove(f);
+  }
+
+  TEST_CASE("every documented ternlab command other than run runs on small sizes") {
+    const fs::path src = TERNLAB_SOURCE_DIR;
+    std::vector<fs::path> files = {src / "README.md"};
+    for (const auto& e : fs::recursive_directory_iterator(src / "docs"))
+      if (e.path().extension() == ".md" && e.path() != src / "docs" / "new-layout.md") files.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(src / "configs"))
+      if (e.path().extension() == ".toml") files.push_back(e.path());
+    // README first: later pages may use the files its commands write (/tmp/tiny.gguf, results/).
+    std::sort(files.begin() + 1, files.end());
+
+    // The working folder: the checkout's folders as links, build/ holding the two binaries.
+    const fs::path tmp = fs::temp_directory_path() / cat("ternlab-docs-cli-", getpid());
+    const fs::path work = tmp / "work";
+    fs::create_directories(work / "build");
+    for (const auto& e : fs::directory_iterator(src)) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind("build", 0) != 0 && n != "results" && n[0] != '.') fs::create_directory_symlink(e.path(), work / n);
+    }
+    fs::create_symlink(TERNLAB_CLI, work / "build" / "ternlab");
+    fs::create_symlink(TERNLAB_GBENCH, work / "build" / "ternlab_gbench");
+    {
+      std::ifstream text(src / "models" / "bonsai-kjv-py" / "heldout-prose.txt");
+      std::string head(400, '\0');
+      text.read(head.data(), static_cast<std::streamsize>(head.size()));
+      REQUIRE(text.gcount() == 400);
+      std::ofstream(tmp / "short-text.txt") << head;
+    }
+
+    std::vector<std::string> skips_found;
+    int ran = 0;
+    const auto start = std::chrono::steady_clock::now();
+    std::set<std::string> seen;
+    for (const fs::path& file : files) {
+      for (const Documented& d : commands_in(file, fs::relative(file, src).string())) {
+        // The same command written twice (a chapter and the walkthroughs' index) runs once.
+        if (!seen.insert(d.text).second) continue;
+        const auto skip = std::find_if(kSkipped.begin(), kSkipped.end(), [&](const auto& s) { return d.text.find(s.first) != std::string::npos; });
+        if (skip != kSkipped.end()) {
+          MESSAGE("skipped ", d.where, ": ", d.text, " (", skip->second, ")");
+          skips_found.push_back(skip->first);
+          continue;
+        }
+        std::vector<std::string> argv = small_sized(test::shell_words(d.text), tmp.string());
+        const std::string shown = join(argv, " ");
+        argv[0] = argv[0] == "build/ternlab" ? TERNLAB_CLI : TERNLAB_GBENCH;
+        const fs::path log = tmp / "log.txt";
+        const int rc = run_in(work, argv, log, tmp / "wisdom.toml");
+        CHECK_MESSAGE(rc == 0, d.where, ": ", d.text, "\nran: ", shown, "\nexit status ", rc, "\n", tail_of(log));
+        ++ran;
+      }
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    MESSAGE(ran, " commands run in ", seconds, " s, ", skips_found.size(), " skipped");
+    CHECK(ran >= 30);
+    for (const auto& [text, why] : kSkipped) CHECK_MESSAGE(std::count(skips_found.begin(), skips_found.end(), text) >= 1, text);
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+  }
+}
