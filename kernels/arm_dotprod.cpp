@@ -1,4 +1,4 @@
-// The NEON dotprod instantiation of the shared slot-mask strategy. Generic headers come first and
+// The NEON dotprod instantiations of the shared slot-mask and permute strategies. Generic headers come first and
 // keep the baseline target; the template below the pragma is compiled with +dotprod and reached
 // only through kernels_for() after HWCAP reported asimddp.
 #include <algorithm>
@@ -18,6 +18,7 @@
 #pragma GCC push_options
 #pragma GCC target("arch=armv8.2-a+dotprod")
 #include "kernels/isa/neon_dotprod.hpp"
+#include "kernels/strategies/permute.hpp"
 #include "kernels/strategies/slot_mask.hpp"
 
 namespace ternlab::detail {
@@ -31,10 +32,14 @@ using P = isa::NeonDotprod;
 
 namespace ternlab::detail {
 void add_dotprod_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
-  if (!L.facts.slot_vectorizable) return;
-  KernelFns k;
-  const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
-  add_or_note(out, gaps, "slot-mask", "dotprod", why, k);
+  if (L.facts.slot_vectorizable) {
+    KernelFns k;
+    const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
+    add_or_note(out, gaps, "slot-mask", "dotprod", why, k);
+  }
+  // Every layout: the fallback, ranked below the strategies above by dispatch.
+  KernelFns any;
+  add_or_note(out, gaps, "permute", "dotprod", strategies::pick_permute<P>(L, any), any);
 }
 }  // namespace ternlab::detail
 

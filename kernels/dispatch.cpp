@@ -41,8 +41,14 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, const std::string& on
       fail("no kernel '", only_strategy, "' (no variant of that strategy) for layout '", layout.name, "' on this CPU (available: ",
            variant_names(listed), ")");
   }
-  // Richest ISA first, then the preferred strategy; stable keeps the catalog's order otherwise.
+  // The fallback (permute) after every other SIMD kernel whatever their ISAs, so a layout that
+  // admits a richer strategy keeps it; then the richest ISA, then the preferred strategy; stable
+  // keeps the catalog's order otherwise.
   std::stable_sort(all.begin(), all.end(), [](const KernelVariant& a, const KernelVariant& b) {
+    const bool fa = a.strategy == kFallbackStrategy, fb = b.strategy == kFallbackStrategy;
+    const bool ra = a.strategy == "reference", rb = b.strategy == "reference";
+    if (ra != rb) return rb;
+    if (fa != fb) return fb;
     const int ia = int(parse_isa(a.isa)), ib = int(parse_isa(b.isa));
     return ia != ib ? ia > ib : strategy_rank(a.strategy) < strategy_rank(b.strategy);
   });
@@ -52,11 +58,15 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, const std::string& on
     if (!at_or_below(parse_isa(k.isa), ceiling)) {
       c.notes.push_back(cat(k.name(), ": passed over, above the ceiling ", isa_name(ceiling)));
     } else if (chosen) {
-      c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first"));
+      c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first",
+                            k.strategy == kFallbackStrategy && c.variant.strategy != "reference"
+                                ? " (permute is the fallback for layouts no richer strategy admits)"
+                                : ""));
     } else {
       c.variant = k;
       chosen = true;
-      c.notes.push_back(cat(k.name(), ": chosen"));
+      c.notes.push_back(cat(k.name(), ": chosen",
+                            k.strategy == kFallbackStrategy ? " (no richer strategy has a kernel for this layout here)" : ""));
     }
   }
   if (!chosen)  // only with a strategy filter: the reference kernel is otherwise always at or below

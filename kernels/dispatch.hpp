@@ -1,8 +1,8 @@
 // Choosing a kernel and running it on a thread pool.
 //
 // best_kernel(layout, ceiling) picks, among kernels_for(layout), the richest ISA not above the
-// ceiling and, within it, the first strategy of kStrategyPreference; the reference kernel is the
-// fallback. It also says, per candidate, why it was taken or passed over, so a run can record the
+// ceiling and, within it, the first strategy of kStrategyPreference; the permute strategy only where
+// no other SIMD kernel runs, the reference kernel last. It also says, per candidate, why it was taken or passed over, so a run can record the
 // path it measured (`ternlab kernels`, `--isa`).
 #pragma once
 
@@ -17,7 +17,11 @@
 
 namespace ternlab {
 
-inline constexpr const char* kStrategyPreference[] = {"broadcast", "slot-mask", "base3", "unpack", "unpack-vecdot", "reference"};
+inline constexpr const char* kStrategyPreference[] = {"broadcast", "slot-mask", "base3", "unpack", "unpack-vecdot", "permute", "reference"};
+
+// The strategy every valid layout gets (kernels/strategies/permute.hpp): ranked below every other
+// SIMD strategy whatever its ISA, above only the reference.
+inline constexpr const char* kFallbackStrategy = "permute";
 
 struct KernelChoice {
   KernelVariant variant;

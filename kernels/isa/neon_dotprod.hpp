@@ -48,6 +48,25 @@ struct NeonDotprod {
   // vpaddq(c_a, c_a+1) = [c_a pairs 0,1 | c_a+1 pairs 0,1].
   static int pair_position(int a, int /*u*/, int h) { return 4 * (a / 2) + 2 * (a % 2) + h; }
 
+  // --- permute (any layout): codes gathered by byte shuffles, one 2-bit field or digit an op ----
+  static constexpr int kPermAccItems = 1 << 20;  // int32 accumulator: no narrow bound
+  using PermAcc = V;
+  static uint8x16_t or_(uint8x16_t a, uint8x16_t b) { return vorrq_u8(a, b); }
+  static uint8x16_t shuffle_bytes(uint8x16_t a, uint8x16_t idx) { return vqtbl1q_u8(a, idx); }  // >= 16: 0
+  static uint8x16_t field(uint8x16_t v, int shift) {
+    return vandq_u8(vshlq_u8(v, vdupq_n_s8(std::int8_t(-shift))), vdupq_n_u8(3));
+  }
+  // Digit n of each byte: t = v * 3^n mod 256, then the top trit (t >= 86) + (t >= 171).
+  static uint8x16_t trit(uint8x16_t v, int mul) {
+    const uint8x16_t t = vmulq_u8(v, vdupq_n_u8(std::uint8_t(mul)));
+    return vaddq_u8(vshrq_n_u8(vcgeq_u8(t, vdupq_n_u8(86)), 7), vshrq_n_u8(vcgeq_u8(t, vdupq_n_u8(171)), 7));
+  }
+  static PermAcc perm_zero() { return vdupq_n_s32(0); }
+  static PermAcc perm_dot(PermAcc acc, uint8x16_t u, uint8x16_t y) {
+    return vdotq_s32(acc, vreinterpretq_s8_u8(u), vreinterpretq_s8_u8(y));
+  }
+  static void perm_store(PermAcc acc, std::int32_t* lanes) { vst1q_s32(lanes, acc); }
+
   static float fp16(const std::uint8_t* p) {
     __fp16 h;
     __builtin_memcpy(&h, p, 2);
