@@ -185,6 +185,8 @@ struct PermutePlan {
   int block_bytes = 0;
   bool in_place = false;
   bool single_op = false;         // every item is one op
+  bool slot_runs = false;         // in place, and each accumulator's items come in runs of one
+                                  // vector's slots 0, 1, .. in order (one load and shuffle a run)
   int shuffled_lanes = 0;         // in place: 16-byte lanes that needed a byte permutation
   int read_lo = 0, read_hi = 0;   // bytes read around a block: [block + read_lo, block + read_hi)
   int scale_offset[kMaxPermuteRows] = {};

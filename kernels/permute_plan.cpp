@@ -225,6 +225,18 @@ PermutePlan build_permute_plan(const LayoutInfo& L, int vb, int max_acc_items) {
   }
   p.item_ops.push_back(int(p.ops.size()));
   p.expanded_block_bytes = int(p.act_k.size());
+
+  const int slots = slots_per_byte(L.code);
+  p.slot_runs = p.in_place && p.single_op;
+  for (std::size_t a = 0; p.slot_runs && a + 1 < p.acc_items.size(); ++a) {
+    const int b = p.acc_items[a], e = p.acc_items[a + 1];
+    p.slot_runs = (e - b) % slots == 0;
+    for (int i = b; p.slot_runs && i < e; ++i) {
+      const PermutePlan::Op& first = p.ops[std::size_t(b + (i - b) / slots * slots)];
+      const PermutePlan::Op& op = p.ops[std::size_t(i)];
+      p.slot_runs = op.offset == first.offset && op.shuffle == first.shuffle && op.param == op_param(L.code, (i - b) % slots);
+    }
+  }
   return p;
 }
 
@@ -233,7 +245,8 @@ PermutePlan build_permute_plan(const LayoutInfo& L, int vb, int max_acc_items) {
 std::string PermutePlan::describe() const {
   if (!why_not.empty()) return why_not;
   const int items = int(item_ops.size()) - 1, accs = int(acc_items.size()) - 1;
-  return cat(in_place ? "in place" : "gathered in (row, k) order", ", ", items, " items of ", vector_bytes,
+  return cat(in_place ? "in place" : "gathered in (row, k) order", slot_runs ? " (one load a vector's slots)" : "", ", ",
+             items, " items of ", vector_bytes,
              " bytes, ", ops.size(), " ops, ", accs, " accumulators",
              in_place ? cat(", ", shuffled_lanes, " permuted 16-byte lanes") : std::string());
 }

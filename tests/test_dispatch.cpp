@@ -228,6 +228,7 @@ TEST_SUITE("dispatch") {
       const auto prog = neon::slot_program(*L);
       const bool smmla = prog.chunk_aligned && (prog.pairs || (prog.units % 2 == 0 && prog.shared_kbase));
       if (L->facts.slot_vectorizable && prog.ok) add("slot-mask", smmla);
+      if (dotprod) want.insert("permute/dotprod");  // the fallback takes every layout where sdot is
       // slot-mask/dotprod comes from the shared slot-mask template (kernels/strategies), which its
       // own tests pin; here it may or may not be present, but only where dotprod is.
       std::set<std::string> got = variant_names(*L);

@@ -292,6 +292,7 @@ TEST_SUITE("kernels") {
     REQUIRE(p.why_not.empty());
     CHECK(p.in_place);
     CHECK(p.single_op);
+    CHECK(p.slot_runs);                    // each vector's 4 slots share one load and shuffle
     CHECK(p.shuffled_lanes == 32);         // 8 words x 4 slots, each needing its bytes sorted by row
     CHECK(p.acc_items.size() == 2);        // 16 items, one lane-to-row map: rows 0-3 per 16 bytes
     CHECK(p.item_ops.size() == 17);

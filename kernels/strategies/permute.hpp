@@ -59,6 +59,36 @@ struct Permute {
     return two_bit ? P::field(v, op.param) : P::trit(v, op.param);
   }
 
+  // Adds accumulator a's lanes to their rows.
+  static void add_lanes(const typename P::PermAcc& acc, const std::int8_t* lane_row, std::int32_t* s) {
+    alignas(64) std::int32_t lanes[kLanes];
+    P::perm_store(acc, lanes);
+    for (int l = 0; l < kLanes; ++l) s[lane_row[l]] += lanes[l];
+  }
+
+  // block_dot for plans with slot_runs: each vector loaded and shuffled once for all its slots.
+  template <Code C>
+  static void block_dot_runs(const PermutePlan& p, const std::uint8_t* blk, const std::uint8_t* x, std::int32_t* s) {
+    constexpr int kSlots = slots_per_byte(C);
+    constexpr int kMul[5] = {1, 3, 9, 27, 81};  // 3^n brings digit n to the top trit
+    const PermutePlan::Op* ops = p.ops.data();
+    const int accs = int(p.acc_items.size()) - 1;
+    for (int a = 0; a < accs; ++a) {
+      typename P::PermAcc acc = P::perm_zero();
+      for (int i = p.acc_items[std::size_t(a)]; i < p.acc_items[std::size_t(a) + 1]; i += kSlots) {
+        B v = P::load(blk + ops[i].offset);
+        if (ops[i].shuffle >= 0) v = P::shuffle_bytes(v, P::load(p.shuffles.data() + ops[i].shuffle));
+        const std::uint8_t* xi = x + std::size_t(i) * P::kBytes;
+#pragma GCC unroll 5
+        for (int sl = 0; sl < kSlots; ++sl) {
+          const B c = C == Code::two_bit ? P::field(v, 2 * sl) : P::trit(v, kMul[sl]);
+          acc = P::perm_dot(acc, c, P::load(xi + sl * P::kBytes));
+        }
+      }
+      add_lanes(acc, p.lane_row.data() + a * kLanes, s);
+    }
+  }
+
   // Sum of u * y of each row of one block into s[0 .. rows - 1] (s[rows]: lanes of no row).
   template <bool SingleOp>
   static void block_dot(const PermutePlan& p, const std::uint8_t* blk, const std::uint8_t* x, std::int32_t* s) {
@@ -79,14 +109,13 @@ struct Permute {
         }
         acc = P::perm_dot(acc, c, P::load(x + std::size_t(i) * P::kBytes));
       }
-      alignas(64) std::int32_t lanes[kLanes];
-      P::perm_store(acc, lanes);
-      for (int l = 0; l < kLanes; ++l) s[lane_row[a * kLanes + l]] += lanes[l];
+      add_lanes(acc, lane_row + a * kLanes, s);
     }
   }
 
   // Rows of groups [g0, g1) against one token's prepared activations; y[g * rows + r].
-  template <bool SingleOp>
+  // Mode: 0 slot runs of 2-bit fields, 1 slot runs of base-3 digits, 2 one op an item, 3 several.
+  template <int Mode>
   static void rows_of(const PermutePlan& p, const PackedMatrix& w, const SlotActs& a, float* y, std::int64_t g0,
                       std::int64_t g1) {
     const std::int64_t nb = w.blocks_per_row();
@@ -110,7 +139,12 @@ struct Permute {
           src = pad + kPad;
         }
         std::int32_t s[kMaxPermuteRows + 1] = {};
-        block_dot<SingleOp>(p, src, xe, s);
+        if constexpr (Mode == 0)
+          block_dot_runs<Code::two_bit>(p, src, xe, s);
+        else if constexpr (Mode == 1)
+          block_dot_runs<Code::base3>(p, src, xe, s);
+        else
+          block_dot<Mode == 2>(p, src, xe, s);
         const BlockActs b = a.blocks[i];
         for (int r = 0; r < R; ++r)
           acc[r] = __builtin_fmaf(float(s[r] - b.ysum), P::fp16(blk + p.scale_offset[r]) * b.d, acc[r]);
@@ -121,10 +155,14 @@ struct Permute {
 
   static void rows_any(const PermutePlan& p, const PackedMatrix& w, const SlotActs& a, float* y, std::int64_t g0,
                        std::int64_t g1) {
-    if (p.single_op)
-      rows_of<true>(p, w, a, y, g0, g1);
+    if (p.slot_runs && p.layout->code == Code::two_bit)
+      rows_of<0>(p, w, a, y, g0, g1);
+    else if (p.slot_runs)
+      rows_of<1>(p, w, a, y, g0, g1);
+    else if (p.single_op)
+      rows_of<2>(p, w, a, y, g0, g1);
     else
-      rows_of<false>(p, w, a, y, g0, g1);
+      rows_of<3>(p, w, a, y, g0, g1);
   }
 
   // The gemv in two phases (GemvPhases): the prepared buffer holds every block's activations.
