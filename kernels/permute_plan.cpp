@@ -155,6 +155,15 @@ void draft_gather(const LayoutInfo& L, int vb, std::vector<ItemDraft>& items) {
   }
 }
 
+// The offset of `idx` in the plan's shuffle table, appended when new (plans hold a few).
+int shuffle_at(std::vector<std::uint8_t>& table, const std::vector<std::uint8_t>& idx) {
+  const std::size_t n = idx.size();
+  for (std::size_t at = 0; at + n <= table.size(); at += n)
+    if (std::equal(idx.begin(), idx.end(), table.begin() + std::ptrdiff_t(at))) return int(at);
+  table.insert(table.end(), idx.begin(), idx.end());
+  return int(table.size() - n);
+}
+
 PermutePlan build_permute_plan(const LayoutInfo& L, int vb, int max_acc_items) {
   PermutePlan p;
   p.layout = &L;
@@ -197,7 +206,6 @@ PermutePlan build_permute_plan(const LayoutInfo& L, int vb, int max_acc_items) {
     }
   }
 
-  std::map<std::vector<std::uint8_t>, int> shuffle_at;
   p.read_lo = 0;
   p.read_hi = p.block_bytes;
   p.single_op = true;
@@ -209,11 +217,7 @@ PermutePlan build_permute_plan(const LayoutInfo& L, int vb, int max_acc_items) {
       p.single_op = p.single_op && d.ops.size() == 1;
       for (std::size_t j = 0; j < d.ops.size(); ++j) {
         PermutePlan::Op op = d.ops[j];
-        if (!d.op_shuffles[j].empty()) {
-          auto [it, fresh] = shuffle_at.try_emplace(d.op_shuffles[j], int(p.shuffles.size()));
-          if (fresh) p.shuffles.insert(p.shuffles.end(), d.op_shuffles[j].begin(), d.op_shuffles[j].end());
-          op.shuffle = it->second;
-        }
+        if (!d.op_shuffles[j].empty()) op.shuffle = shuffle_at(p.shuffles, d.op_shuffles[j]);
         p.read_lo = std::min(p.read_lo, op.offset);
         p.read_hi = std::max(p.read_hi, op.offset + vb);
         p.ops.push_back(op);
