@@ -59,7 +59,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, const std::string& on
       c.notes.push_back(cat(k.name(), ": passed over, above the ceiling ", isa_name(ceiling)));
     } else if (chosen) {
       c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first",
-                            k.strategy == kFallbackStrategy && c.variant.strategy != "reference"
+                            k.strategy == kFallbackStrategy && c.variant.strategy != kFallbackStrategy
                                 ? " (permute is the fallback for layouts no richer strategy admits)"
                                 : ""));
     } else {
