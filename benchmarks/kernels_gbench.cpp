@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/shape.hpp"
 #include "common/error.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/measure.hpp"
@@ -31,10 +32,9 @@ struct Shape {
   std::int64_t rows = 0, cols = 0;
 };
 
-Shape parse_shape(const std::string& text, const std::string& flag) {
-  const auto x = text.find('x');
-  if (x == std::string::npos) fail(flag, ": expected ROWSxCOLS, got '", text, "'");
-  return {std::stoll(text.substr(0, x)), std::stoll(text.substr(x + 1))};
+Shape shape_of(const std::string& text, const std::string& flag) {
+  const auto [rows, cols] = parse_shape(text, flag);
+  return {rows, cols};
 }
 
 ThreadPool& pool(int threads) {
@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       const auto value = [&](const char* flag) { return a.substr(std::string(flag).size() + 1); };
-      if (a.starts_with("--gemv=")) gemv = parse_shape(value("--gemv"), "--gemv");
-      else if (a.starts_with("--gemm=")) gemm = parse_shape(value("--gemm"), "--gemm");
+      if (a.starts_with("--gemv=")) gemv = shape_of(value("--gemv"), "--gemv");
+      else if (a.starts_with("--gemm=")) gemm = shape_of(value("--gemm"), "--gemm");
       else if (a.starts_with("--threads=")) threads = parse_ints(value("--threads"), "--threads");
       else if (a.starts_with("--cols=")) columns = parse_ints(value("--cols"), "--cols");
       else if (a.starts_with("--ceiling-mib=")) ceiling_mib = parse_ints(value("--ceiling-mib"), "--ceiling-mib")[0];
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     }
     for (const LayoutInfo* L : all_layouts())
       for (const KernelVariant& k : kernels_for(*L)) {
-        if (k.strategy == "reference") continue;  // hundreds of times slower: `ternlab bench --reference`
+        if (k.strategy == Strategy::reference) continue;  // hundreds of times slower: `ternlab bench --reference`
         for (int t : threads) {
           if (gemv.rows % L->rows == 0)
             benchmark::RegisterBenchmark(cat("gemv/", L->name, "/", k.name(), "/threads:", t).c_str(), gemv_bench, L, k,

@@ -7,6 +7,7 @@ namespace ternlab::cli {
 void add_layout_commands(CLI::App& app);
 void add_quickstart_command(CLI::App& app);
 void add_kernel_commands(CLI::App& app);
+void add_census_command(CLI::App& kernels);  // `ternlab kernels census`
 void add_run_command(CLI::App& app);
 void add_model_commands(CLI::App& app);
 void add_tokenize_command(CLI::App& app);

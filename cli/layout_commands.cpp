@@ -5,7 +5,11 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "common/error.hpp"
+#include "common/table.hpp"
+#include "common/files.hpp"
 #include "common/strings.hpp"
+#include "layouts/byte_map.hpp"
 #include "layouts/matrix.hpp"
 #include "layouts/stock.hpp"
 
@@ -14,17 +18,11 @@ namespace ternlab::cli {
 namespace {
 
 void print_layouts() {
-  std::cout << std::left << std::setw(8) << "layout" << std::right << std::setw(6) << "bits" << std::setw(12)
-            << "block" << std::setw(7) << "bytes" << "  " << std::left << std::setw(36) << "strategies"
-            << "properties\n";
-  for (const LayoutInfo* L : all_layouts()) {
-    std::ostringstream geom;
-    geom << L->rows << "x" << L->k;
-    std::cout << std::left << std::setw(8) << L->name << std::right << std::fixed << std::setprecision(3)
-              << std::setw(6) << L->bits_per_weight() << std::setw(12) << geom.str() << std::setw(7)
-              << L->block_bytes() << "  " << std::left << std::setw(36) << join(L->strategies())
-              << join(L->properties()) << "\n";
-  }
+  Table table({{"layout"}, {"bits", Align::right}, {"block", Align::right}, {"bytes", Align::right}, {"strategies"}, {"properties"}});
+  for (const LayoutInfo* L : all_layouts())
+    table.add({std::string(L->name), fixed_text(L->bits_per_weight(), 3), cat(L->rows, "x", L->k), cat(L->block_bytes()),
+               join(L->strategies()), join(L->properties())});
+  std::cout << table.text();
 }
 
 // One line per byte: which row and weight each slot holds. Scale bytes name their row.
@@ -84,8 +82,19 @@ void add_layout_commands(CLI::App& app) {
   layout->require_subcommand(1);
   auto* show = layout->add_subcommand("show", "Print the byte map of one block (which row and weight each slot holds)");
   static std::string name;
+  static std::string svg_path;
   show->add_option("name", name, "Layout name (see `ternlab layouts`)")->required();
-  show->callback([] { show_layout(find_layout(name)); });
+  show->add_option("--svg", svg_path,
+                   "Also draw the byte map as an SVG figure into this file (bytes as columns, slots as rows, "
+                   "colour by row, weight index in each cell)");
+  show->callback([] {
+    const LayoutInfo& layout = find_layout(name);
+    show_layout(layout);
+    if (!svg_path.empty()) {
+      write_file_atomically(svg_path, byte_map_svg(layout));
+      std::cout << "\nbyte map figure: " << svg_path << "\n";
+    }
+  });
 }
 
 }  // namespace ternlab::cli

@@ -1,20 +1,25 @@
-// `ternlab model synth|info|generate|bench` and `ternlab tokenize`: write synthetic Bonsai-format
+// `ternlab model synth|info|generate|logits|bench` and `ternlab tokenize`: write synthetic Bonsai-format
 // files, inspect any GGUF, run the forward pass in any layout, and show tokenisation.
 #include <algorithm>
+#include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "common/table.hpp"
 #include "common/error.hpp"
 #include "common/memory.hpp"
+#include "common/npy.hpp"
 #include "common/strings.hpp"
 #include "layouts/stock.hpp"
 #include "experiments/progress.hpp"
 #include "model/experiments.hpp"
 #include "model/model.hpp"
 #include "model/sampler.hpp"
+#include "model/speculative.hpp"
 #include "model/synth.hpp"
 #include "model/tokenizer.hpp"
 
@@ -81,6 +86,11 @@ struct GenerateOptions {
   int n = 16, threads = 1;
   float temperature = 0, top_p = 1;
   std::uint64_t seed = 1;
+  // Speculative decoding (model/speculative.hpp); empty draft: none.
+  std::string draft, rollback = "ring";
+  int draft_len = 2, ngram = 3;
+  double corrupt = 0.5;
+  std::uint64_t draft_seed = 1;
 };
 
 // A progress bar on stderr for a model load (minutes at full size; silent off a terminal).
@@ -105,16 +115,20 @@ void run_generate(const GenerateOptions& o) {
   const auto tok = Tokenizer::from_gguf(m->file());
   const auto prompt = tok.encode(o.prompt);
   if (prompt.empty()) fail("the prompt encodes to no tokens");
+  const Rollback rollback = parse_rollback(o.rollback);
+  if (!o.draft.empty()) check_draft_len(*m, o.draft_len, "--draft-len");
   Sampler sampler({o.temperature, o.top_p, o.seed});
   Session s = m->new_session();
   auto logits = m->forward(s, prompt);
   std::vector<std::int32_t> out;
+  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.n; ++i) {
     const auto next = sampler.sample(logits);
     out.push_back(next);
     if (next == tok.eos()) break;
     if (i + 1 < o.n) logits = m->forward(s, std::span(&next, 1));
   }
+  const double plain_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << "\n";
   if (lo.plan == PlanMode::measure)
     for (const std::string& n : m->kernel_notes()) std::cout << "  " << n << "\n";
@@ -123,6 +137,135 @@ void run_generate(const GenerateOptions& o) {
   std::cout << "\noutput tokens:";
   for (auto t : out) std::cout << " " << t;
   std::cout << "\ntext: " << o.prompt << tok.decode(out) << "\n";
+  if (o.draft.empty()) return;
+
+  // The plain run above is the reference: the oracle and controlled drafters replay it, and the
+  // speculative tokens must equal it.
+  DrafterOptions d;
+  d.name = o.draft;
+  d.ngram = o.ngram;
+  d.corrupt = o.corrupt;
+  d.seed = o.draft_seed;
+  d.continuation = out;
+  d.prompt_tokens = int(prompt.size());
+  auto drafter = make_drafter(d, m->config().n_vocab);
+  SpeculativeStats st;
+  const auto spec = generate_speculative(*m, prompt, o.n, *drafter, {o.draft_len, rollback, tok.eos()},
+                                         &st);
+  if (spec != out) fail("speculative decoding with the ", o.draft, " drafter diverged from plain greedy decoding");
+  const double plain_tok_s = out.size() > 1 ? double(out.size() - 1) / plain_seconds : 0.0;
+  std::cout << std::fixed << std::setprecision(2) << "speculative: " << o.draft << " drafter, draft length "
+            << o.draft_len << ", rollback " << o.rollback << "; tokens identical to plain greedy decoding\n"
+            << "  acceptance " << st.accepted << "/" << st.drafted << " (" << 100.0 * st.acceptance() << "%), "
+            << st.tokens_per_pass() << " tokens per verification pass (" << st.passes << " passes, " << st.rollbacks
+            << " rollbacks)\n"
+            << "  decode tok/s (after the first token): " << st.decode_tok_s() << " with speculation, " << plain_tok_s
+            << " without (" << (plain_tok_s > 0 ? st.decode_tok_s() / plain_tok_s : 0.0) << "x)\n"
+            << std::setprecision(4) << "  seconds: draft " << st.draft_seconds << ", verify " << st.verify_seconds
+            << ", rollback " << st.rollback_seconds << " (speculative); decode " << plain_seconds << " (plain)\n";
+}
+
+struct VerifyCostOptions {
+  std::string path, layout, mode = "mmap", clock = "wall";
+  int threads = 1, max_batch = 5, rounds = 3, prompt = 16;
+};
+
+// Verification and rollback costs per batch (model/speculative.hpp measure_verify_costs), and the
+// tokens per pass each batch needs to beat plain decoding.
+void run_verify_costs(const VerifyCostOptions& o) {
+  LoadOptions lo;
+  lo.layout = o.layout;
+  lo.threads = o.threads;
+  lo.mode = gguf::parse_mode(o.mode);
+  show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
+  auto m = Model::load(o.path, lo);
+  check_draft_len(*m, o.max_batch - 1 < 1 ? 1 : o.max_batch - 1, "--max-batch - 1");
+  const auto prompt = random_tokens(o.prompt, m->config().n_vocab, 7);
+  if (o.clock != "wall" && o.clock != "cpu") fail("--clock must be wall or cpu, got '", o.clock, "'");
+  const VerifyCosts c = measure_verify_costs(*m, prompt, o.max_batch, o.rounds, o.clock == "cpu");
+  int gdn = 0;
+  for (int l = 0; l < m->config().n_layer; ++l) gdn += m->config().is_gdn(l);
+  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << ", " << o.threads
+            << " threads, " << m->config().n_layer << " layers (" << gdn << " Gated DeltaNet), hidden "
+            << m->config().n_embd << "; after a " << o.prompt << "-token prompt, median of " << o.rounds
+            << " interleaved rounds, " << (o.clock == "cpu" ? "process CPU time" : "wall time") << "\n"
+            << "one ring slot (every GDN layer's conv window + recurrent state): " << std::fixed
+            << std::setprecision(2) << double(c.state_bytes) / double(1 << 20) << " MiB\n"
+            << std::right << std::setw(6) << "batch" << std::setw(8) << "drafts" << std::setw(13) << "forward ms"
+            << std::setw(12) << "x batch 1" << std::setw(16) << "ring copies ms" << std::setw(16) << "ring forward ms"
+            << std::setw(14) << "rollback ms" << std::setw(20) << "recompute keep 1 ms" << "\n";
+  const double one = c.forward_seconds[0];
+  const double slot = c.record_seconds.size() > 1 ? c.record_seconds[1] : 0.0;  // batch 2 records one slot
+  for (std::size_t i = 0; i < c.forward_seconds.size(); ++i)
+    std::cout << std::setw(6) << i + 1 << std::setw(8) << i << std::setprecision(2) << std::setw(13)
+              << 1e3 * c.forward_seconds[i] << std::setw(12) << c.forward_seconds[i] / one << std::setw(16)
+              << 1e3 * c.record_seconds[i] << std::setw(16) << 1e3 * c.ring_forward_seconds[i] << std::setw(14)
+              << 1e3 * c.rollback_seconds[i] << std::setw(20) << (i ? 1e3 * (slot + one) : 0.0) << "\n";
+  std::cout << "a pass of T tokens pays when it emits more than (forward ms / batch-1 forward ms) tokens on average\n";
+}
+
+struct LogitsOptions {
+  std::string path, prompt, tokens, layout, kernel, mode = "mmap";
+  std::vector<std::string> out;
+  int threads = 1;
+};
+
+// "1, 2 3" -> {1, 2, 3}: ids separated by commas and/or spaces.
+std::vector<std::int32_t> parse_ids(const std::string& text) {
+  std::vector<std::int32_t> ids;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(cur, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != cur.size() || v < 0 || v > std::numeric_limits<std::int32_t>::max()) fail("--tokens: '", cur, "' is not a token id");
+    ids.push_back(std::int32_t(v));
+    cur.clear();
+  };
+  for (char ch : text) {
+    if (ch == ',' || ch == ' ' || ch == '\t' || ch == '\n') flush();
+    else cur += ch;
+  }
+  flush();
+  return ids;
+}
+
+void run_logits(const LogitsOptions& o) {
+  if (o.prompt.empty() == o.tokens.empty()) fail("model logits: give exactly one of --prompt TEXT and --tokens IDS");
+  for (const std::string& out : o.out)
+    if (!out.ends_with(".npy") && !out.ends_with(".csv"))
+      fail("model logits: --out ", out, ": the name must end in .npy or .csv (the format written)");
+  LoadOptions lo;
+  lo.layout = o.layout;
+  lo.kernel = o.kernel;
+  lo.threads = o.threads;
+  lo.mode = gguf::parse_mode(o.mode);
+  auto m = Model::load(o.path, lo);
+  std::vector<std::int32_t> ids;
+  if (!o.prompt.empty()) {
+    ids = Tokenizer::from_gguf(m->file()).encode(o.prompt);
+    if (ids.empty()) fail("model logits: the prompt encodes to no tokens");
+  } else {
+    ids = parse_ids(o.tokens);
+    if (ids.empty()) fail("model logits: --tokens holds no ids");
+  }
+  const auto logits = all_logits(*m, ids);
+  const std::int64_t rows = std::int64_t(ids.size()), cols = m->config().n_vocab;
+  for (const std::string& out : o.out) {
+    if (out.ends_with(".npy")) write_npy_f32(out, logits, rows, cols);
+    else write_csv_f32(out, logits, rows, cols);
+  }
+  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << "\n";
+  std::cout << "tokens:";
+  for (auto t : ids) std::cout << " " << t;
+  std::cout << "\nlogits: " << rows << " positions x " << cols << " vocab (float32; row t scores the token after token t)";
+  for (const std::string& out : o.out) std::cout << "\nwrote " << out;
+  std::cout << "\n";
 }
 
 struct BenchOptions {
@@ -131,9 +274,9 @@ struct BenchOptions {
 };
 
 void run_bench(const BenchOptions& o) {
-  std::cout << std::left << std::setw(8) << "layout" << std::setw(26) << "kernel" << std::right << std::setw(12)
-            << "pp tok/s" << std::setw(12) << "tg tok/s" << std::setw(12) << "MB/token" << std::setw(12) << "ppl"
-            << "  greedy tokens\n";
+  Table table({{"layout"}, {"kernel"}, {"pp tok/s", Align::right}, {"tg tok/s", Align::right}, {"MB/token", Align::right},
+               {"ppl", Align::right}, {"greedy tokens"}});
+  std::vector<std::string> skipped;
   std::stringstream names(o.layouts);
   std::string name;
   while (std::getline(names, name, ',')) {
@@ -147,7 +290,7 @@ void run_bench(const BenchOptions& o) {
     try {
       m = Model::load(o.path, lo);
     } catch (const Error& e) {
-      std::cout << std::left << std::setw(8) << name << "skipped: " << e.what() << "\n";
+      skipped.push_back(cat(name, ": ", e.what()));
       continue;
     }
     const auto prompt = random_tokens(o.prompt, m->config().n_vocab, 7);
@@ -155,17 +298,34 @@ void run_bench(const BenchOptions& o) {
     const auto text = random_tokens(o.ppl_tokens, m->config().n_vocab, 11);
     const Perplexity p = perplexity(*m, text, 64);
     const auto g = greedy(*m, std::span(prompt).first(8), 8);
-    // Every figure is preceded by a space: a value wider than its column never runs into the last.
-    std::cout << std::left << std::setw(8) << name << std::setw(26) << m->kernel().name() << std::right << std::fixed
-              << std::setprecision(1) << ' ' << std::setw(11) << s.prefill_tok_s() << ' ' << std::setw(11)
-              << s.decode_tok_s() << std::setprecision(2) << ' ' << std::setw(11)
-              << double(m->ternary_bytes_per_token()) / 1e6 << std::setprecision(4) << ' ' << std::setw(11) << p.value()
-              << "  ";
-    for (auto t : g) std::cout << t << " ";
-    std::cout << "\n";
+    std::vector<std::string> tokens;
+    for (auto t : g) tokens.push_back(cat(t));
+    table.add({name, m->kernel().name(), fixed_text(s.prefill_tok_s(), 1), fixed_text(s.decode_tok_s(), 1),
+               fixed_text(double(m->ternary_bytes_per_token()) / 1e6, 2), fixed_text(p.value(), 4), join(tokens, " ")});
   }
+  std::cout << table.text();
+  for (const std::string& s : skipped) std::cout << "skipped " << s << "\n";
   std::cout << "peak resident memory: " << std::fixed << std::setprecision(2) << double(peak_rss_bytes()) / double(1 << 30)
             << " GiB (all layouts above, loaded one after another)\n";
+}
+
+void add_verify_costs_command(CLI::App* model) {
+  static VerifyCostOptions v;
+  auto* vc = model->add_subcommand("verify-costs",
+                                   "Speculative decoding's costs: forward time per verification batch, the state "
+                                   "ring's copies and rollback, recomputation");
+  vc->add_option("file", v.path, "GGUF file")->required();
+  vc->add_option("--layout", v.layout, "Repack every ternary tensor into this layout: " + layout_names());
+  vc->add_option("--threads", v.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
+  vc->add_option("--max-batch", v.max_batch, "Largest verification batch (drafts + 1)")->capture_default_str()
+      ->check(CLI::Range(2, 1 << 20));
+  vc->add_option("--rounds", v.rounds, "Interleaved rounds (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  vc->add_option("--prompt", v.prompt, "Prompt tokens before the measured passes")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  vc->add_option("--load", v.mode, "Load mode: mmap or memory")->capture_default_str();
+  vc->add_option("--clock", v.clock, "wall, or cpu: this process's CPU time (all threads), which leaves out time "
+                                     "other jobs take on a shared machine")->capture_default_str();
+  vc->callback([] { run_verify_costs(v); });
 }
 
 }  // namespace
@@ -176,6 +336,7 @@ void add_model_commands(CLI::App& app) {
 
   static std::string preset = "tiny", out, type = "pq2_0";
   static std::uint64_t seed = 2026;
+  static int layers = 0;
   auto* synth = model->add_subcommand("synth", "Write a synthetic model in the exact Bonsai GGUF format");
   std::vector<std::string> preset_names;
   for (const auto& p : synth_presets()) preset_names.push_back(p.name);
@@ -183,6 +344,8 @@ void add_model_commands(CLI::App& app) {
   synth->add_option("-o,--output", out, "Output .gguf path")->required();
   synth->add_option("--type", type, "Ternary tensor type: pq2_0 or ptq1_0")->capture_default_str();
   synth->add_option("--seed", seed, "Random seed")->capture_default_str();
+  synth->add_option("--layers", layers, "Layers (default: the preset's); the layer shapes stay the preset's")
+      ->check(CLI::PositiveNumber);
   synth->callback([] {
     if (type != "pq2_0" && type != "ptq1_0") fail("--type must be pq2_0 or ptq1_0, got '", type, "'");
     SynthOptions so{seed, type == "pq2_0" ? 142 : 143, {}};
@@ -191,9 +354,9 @@ void add_model_commands(CLI::App& app) {
       if (!bar) bar = std::make_unique<experiments::Progress>(std::int64_t(total));
       bar->step(cat("writing ", name, " (", done, "/", total, ")"));
     };
-    const auto bytes = write_synthetic(find_preset(preset), out, so);
+    const auto bytes = write_synthetic(layers ? with_layers(find_preset(preset), layers) : find_preset(preset), out, so);
     if (bar) bar->finish();
-    std::cout << "wrote " << out << ": preset " << preset << ", " << type << ", " << bytes << " bytes\n";
+    std::cout << "wrote " << out << ": preset " << preset << (layers ? cat(", ", layers, " layers") : "") << ", " << type << ", " << bytes << " bytes\n";
   });
 
   static std::string info_path;
@@ -217,7 +380,34 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("--load", g.mode, "Load mode: mmap or memory")->capture_default_str();
   gen->add_option("--plan", g.plan, "Kernel choice without --kernel: estimate (the ISA ladder) or measure (time the "
                                     "candidates on the output head once, kept in the wisdom file)")->capture_default_str();
-  gen->callback([] { run_generate(g); });
+  gen->add_option("--draft", g.draft, "Speculative decoding (greedy only) with this drafter: " + join(drafter_names()))
+      ->check([](const std::string& v) {
+        const auto& n = drafter_names();
+        return std::find(n.begin(), n.end(), v) != n.end() ? std::string()
+                                                           : cat("unknown drafter '", v, "' (known: ", join(n), ")");
+      });
+  gen->add_option("--draft-len", g.draft_len, "Drafts verified per pass (1 .. the gemm batch - 1)")->capture_default_str();
+  gen->add_option("--ngram", g.ngram, "prompt-lookup: longest n-gram matched")->capture_default_str();
+  gen->add_option("--corrupt", g.corrupt, "controlled: probability that a draft is replaced")->capture_default_str();
+  gen->add_option("--draft-seed", g.draft_seed, "junk, controlled: random seed")->capture_default_str();
+  gen->add_option("--rollback", g.rollback, "ring (states kept per draft) or recompute (re-run the accepted tokens)")
+      ->capture_default_str();
+  gen->callback([] {
+    if (!g.draft.empty() && g.temperature != 0) fail("--draft needs greedy decoding (--temperature 0)");
+    run_generate(g);
+  });
+
+  static LogitsOptions lg;
+  auto* logits = model->add_subcommand("logits", "Every position's logits of a prompt (teacher forced) as .npy and/or CSV");
+  logits->add_option("file", lg.path, "GGUF file")->required();
+  logits->add_option("-p,--prompt", lg.prompt, "Prompt text (tokenised with the file's tokenizer)");
+  logits->add_option("--tokens", lg.tokens, "Token ids, separated by commas or spaces");
+  logits->add_option("--layout", lg.layout, "Repack every ternary tensor into this layout: " + layout_names());
+  logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
+  logits->add_option("--threads", lg.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
+  logits->add_option("--load", lg.mode, "Load mode: mmap or memory")->capture_default_str();
+  logits->add_option("-o,--out", lg.out, "Output file, .npy (float32 [positions, vocab]) or .csv; repeatable")->required();
+  logits->callback([] { run_logits(lg); });
 
   static BenchOptions b;
   auto* bench = model->add_subcommand("bench", "Prefill/decode tok/s, perplexity and greedy tokens per layout");
@@ -231,6 +421,7 @@ void add_model_commands(CLI::App& app) {
   bench->add_option("--plan", b.plan, "Kernel choice: estimate (the ISA ladder) or measure (time the candidates once, "
                                       "kept in the wisdom file)")->capture_default_str();
   bench->callback([] { run_bench(b); });
+  add_verify_costs_command(model);
 }
 
 void add_tokenize_command(CLI::App& app) {

@@ -1,8 +1,9 @@
 // `ternlab quickstart`: the README's main job. (1) Packs one synthetic ternary matrix into every
 // layout, checks every kernel against the integer oracle and prints bytes per weight and a short
-// timing of each layout's best kernel. (2) Synthesizes the tiny Bonsai 2 model into a temporary
-// folder and runs the runner's prefill, decode and perplexity kinds with one arm per layout, side by
-// side: tok/s, decode bandwidth fraction and perplexity, which must be identical across layouts.
+// timing of each layout's best kernel. (2) Loads the small trained model committed in models/ (or, with
+// --preset, a synthetic one written to a temporary folder) and runs the runner's prefill, decode and
+// perplexity kinds with one arm per layout, side by side: tok/s, decode bandwidth fraction and
+// perplexity on held-out text, which must be identical across layouts.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "common/table.hpp"
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "experiments/config.hpp"
@@ -34,7 +36,10 @@ namespace {
 struct Options {
   std::int64_t rows = 1024, cols = 4096;
   int reps = 5;
-  std::string preset = "tiny";
+  // The trained model committed in models/ (tools/train); --preset NAME runs a synthetic one instead.
+  std::string model = "models/bonsai-kjv-py/bonsai-kjv-py.gguf";
+  std::string text = "models/bonsai-kjv-py/heldout-prose.txt";
+  std::string preset;
   int rounds = 3;
   bool kernels_only = false;
 };
@@ -63,9 +68,15 @@ int run_model_part(const Options& o) {
   std::vector<std::string> layouts;
   for (const LayoutInfo* L : all_layouts()) layouts.push_back(cat("\"", L->name, "\""));
   // One arm per layout, interleaved; small ceiling buffer and short samples keep this to seconds.
-  const std::string common = cat("preset = \"", o.preset, "\"\nseed = 2026\noutput = \"", dir.string(), "\"\nwarmup = 1\nceiling_mib = 256\nsample_ms = 5\nbaseline = \"pq2_0\"\n[[arm]]\nlayout = [",
+  const bool trained = o.preset.empty();
+  if (trained && !fs::is_regular_file(o.model))
+    fail("quickstart: no model file '", o.model, "' (run from the repository root, give --model PATH, or --preset tiny for a synthetic one)");
+  if (trained && !fs::is_regular_file(o.text)) fail("quickstart: no held-out text '", o.text, "' (give --text PATH)");
+  const std::string source = trained ? cat("model = \"", o.model, "\"\n") : cat("preset = \"", o.preset, "\"\n");
+  const std::string common = cat(source, "seed = 2026\noutput = \"", dir.string(), "\"\nwarmup = 1\nceiling_mib = 256\nsample_ms = 5\nbaseline = \"pq2_0\"\n[[arm]]\nlayout = [",
                                  join(layouts), "]\n");
-  std::cout << "\nmodel: the synthetic '" << o.preset << "' Bonsai 2 preset, every ternary weight repacked at load into each layout; "
+  std::cout << "\nmodel: " << (trained ? cat("the trained ", o.model, " (tools/train)") : cat("the synthetic '", o.preset, "' Bonsai 2 preset"))
+            << ", every ternary weight repacked at load into each layout; "
             << "one arm per layout, interleaved in " << o.rounds << " rounds after 1 warm-up, 1 thread; every arm's greedy tokens "
             << "checked against pq2_0 before timing.\n" << std::flush;
   std::ostringstream log;
@@ -75,7 +86,8 @@ int run_model_part(const Options& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto speed = run_kind(cat("kind = \"speed\"\nprefill_tokens = 64\ndecode_tokens = 32\nrounds = ", o.rounds, "\n") + common,
                                "quickstart speed", ctx);
-  const auto px = run_kind("kind = \"perplexity\"\ntokens = 256\nchunk = 64\nrounds = 1\n" + common, "quickstart perplexity", ctx);
+  const std::string px_source = trained ? cat("text = \"", o.text, "\"\ntokens = 512\nchunk = 64\n") : "tokens = 256\nchunk = 64\n";
+  const auto px = run_kind("kind = \"perplexity\"\nrounds = 1\n" + px_source + common, "quickstart perplexity", ctx);
   const double seconds = seconds_since(t0);
 
   std::map<std::string, const experiments::RunReport::ArmValues*> by_speed, by_px;
@@ -89,26 +101,28 @@ int run_model_part(const Options& o) {
     os << std::fixed << std::setprecision(digits) << it->second->get(key) * scale;
     return os.str();
   };
-  std::cout << "\n| layout | bits/w | pp64 tok/s | tg32 tok/s | tg32 vs pq2_0 | decode bandwidth fraction | perplexity | max \\|Δlogit\\| |\n"
-            << "|---|--:|--:|--:|--:|--:|--:|--:|\n";
+  Table table({{"layout"}, {"bits/w", Align::right}, {"pp64 tok/s", Align::right}, {"tg32 tok/s", Align::right},
+               {"tg32 vs pq2_0", Align::right}, {"decode bandwidth fraction", Align::right}, {"perplexity", Align::right},
+               {"max |Δlogit|", Align::right}});
   std::set<std::string> perplexities;
   double max_diff = 0;
   const bool all_ok = speed.ok && px.ok;
   for (const LayoutInfo* L : all_layouts()) {
     const std::string arm(L->name);
-    std::ostringstream bits;
-    bits << std::fixed << std::setprecision(3) << L->bits_per_weight();
     const std::string ppl = cell(by_px, arm, "perplexity", 1, 4);
     perplexities.insert(ppl);
     for (const auto* m : {&by_speed, &by_px})
       if (const auto it = m->find(arm); it != m->end()) max_diff = std::max(max_diff, it->second->get("max_logit_diff"));
-    std::cout << "| " << arm << " | " << bits.str() << " | " << cell(by_speed, arm, "prefill_tok_s", 1, 1) << " | " << cell(by_speed, arm, "decode_tok_s", 1, 1)
-              << " | " << cell(by_speed, arm, "decode_speedup", 1, 2) << "× | " << cell(by_speed, arm, "decode_read_ceiling_fraction", 100, 1) << "% | "
-              << ppl << " | " << cell(by_px, arm, "max_logit_diff", 1, 3) << " |\n";
+    table.add({arm, fixed_text(L->bits_per_weight(), 3), cell(by_speed, arm, "prefill_tok_s", 1, 1), cell(by_speed, arm, "decode_tok_s", 1, 1),
+               cell(by_speed, arm, "decode_speedup", 1, 2) + "×", cell(by_speed, arm, "decode_read_ceiling_fraction", 100, 1) + "%", ppl,
+               cell(by_px, arm, "max_logit_diff", 1, 3)});
   }
+  std::cout << "\n" << table.markdown();
   std::cout << "\ntok/s: median over rounds; decode bandwidth fraction = ternary weight bytes per token / time per token / the memory "
                "read ceiling measured beside the arms each round (a tiny model's weights sit in cache, so it can pass 100%); "
-               "perplexity over 256 pseudo-random tokens in chunks of 64.\n";
+            << (trained ? cat("perplexity over the first 512 tokens of held-out text ", o.text, " in chunks of 64 (uniform guessing: the vocabulary size, ",
+                              "so lower means the model predicts the text).\n")
+                        : std::string("perplexity over 256 pseudo-random tokens in chunks of 64 (random weights: only the equality across layouts means something).\n"));
   std::cout << "perplexity " << (perplexities.size() == 1 ? "identical across layouts" : "DIFFERS across layouts")
             << "; max |logit difference| against pq2_0 over every greedy check: " << max_diff << "; model part took "
             << std::setprecision(1) << seconds << " s.\n";
@@ -127,9 +141,8 @@ int run_quickstart(const Options& o) {
   const Q8KBatch x = quantize_batch(a.f.data(), 1, o.cols);
   const std::vector<std::int64_t> want = oracle_int(w, a.i8, 1);
 
-  std::cout << std::left << std::setw(8) << "layout" << std::setw(22) << "kernel" << std::right << std::setw(10)
-            << "bits/w" << std::setw(12) << "MB" << std::setw(9) << "oracle" << std::setw(12) << "gemv ms"
-            << std::setw(12) << "Gweights/s" << std::setw(10) << "GB/s" << "\n";
+  Table table({{"layout"}, {"kernel"}, {"bits/w", Align::right}, {"MB", Align::right}, {"oracle", Align::right},
+               {"gemv ms", Align::right}, {"Gweights/s", Align::right}, {"GB/s", Align::right}});
   int failures = 0, checked = 0;
   for (const LayoutInfo* L : all_layouts()) {
     if (o.rows % L->rows != 0) continue;
@@ -153,13 +166,12 @@ int run_quickstart(const Options& o) {
       std::nth_element(times.begin(), times.begin() + o.reps / 2, times.end());
       const double t = times[std::size_t(o.reps / 2)];
       const double weights = double(o.rows) * double(o.cols);
-      std::cout << std::left << std::setw(8) << L->name << std::setw(22) << k.name() << std::right << std::fixed
-                << std::setprecision(3) << std::setw(10) << L->bits_per_weight() << std::setprecision(2)
-                << std::setw(12) << double(p.bytes.size()) / 1e6 << std::setw(9) << (exact ? "exact" : "FAIL")
-                << std::setprecision(3) << std::setw(12) << t * 1e3 << std::setw(12) << weights / t / 1e9
-                << std::setw(10) << double(p.bytes.size()) / t / 1e9 << "\n";
+      table.add({std::string(L->name), k.name(), fixed_text(L->bits_per_weight(), 3), fixed_text(double(p.bytes.size()) / 1e6, 2),
+                 exact ? "exact" : "FAIL", fixed_text(t * 1e3, 3), fixed_text(weights / t / 1e9, 3),
+                 fixed_text(double(p.bytes.size()) / t / 1e9, 3)});
     }
   }
+  std::cout << table.text();
   std::cout << "\n" << checked << " kernels checked against the oracle; each layout's best kernel (dispatch) timed: median of "
             << o.reps << " single-threaded gemv calls after one verified call.\n";
   if (failures) {
@@ -177,7 +189,9 @@ void add_quickstart_command(CLI::App& app) {
   q->add_option("--rows", o.rows, "Weight rows")->capture_default_str()->check(CLI::PositiveNumber);
   q->add_option("--cols", o.cols, "Inner size (multiple of 256)")->capture_default_str()->check(CLI::PositiveNumber);
   q->add_option("--reps", o.reps, "Timed repetitions per kernel")->capture_default_str()->check(CLI::Range(1, 1000));
-  q->add_option("--preset", o.preset, "Synthetic model preset of the model part")->capture_default_str();
+  q->add_option("--model", o.model, "Model of the model part (the trained one committed in models/)")->capture_default_str();
+  q->add_option("--text", o.text, "Held-out text for the model part's perplexity")->capture_default_str();
+  q->add_option("--preset", o.preset, "Run a synthetic preset instead of --model (tiny, small, ...: for scale)");
   q->add_option("--rounds", o.rounds, "Kept rounds of the model part")->capture_default_str()->check(CLI::Range(1, 1000));
   q->add_flag("--kernels-only", o.kernels_only, "Skip the model part");
   q->callback([] {

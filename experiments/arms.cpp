@@ -25,20 +25,12 @@ const LayoutInfo& arm_layout(const ArmSpec& arm) {
   return relocated(at, [&]() -> const LayoutInfo& { return find_layout(name); });
 }
 
-// The selector `ternlab kernels` reports: best_kernel under the ISA ceiling, best_kernel_of (that
-// strategy's richest ISA here) or find_kernel for "strategy/isa".
+// The selector `ternlab kernels` reports (select_kernel): best_kernel under the ISA ceiling,
+// best_kernel_of (that strategy's richest ISA here) or the variant "strategy/isa", each checked
+// against this CPU and the ceiling there.
 KernelVariant arm_kernel(const ArmSpec& arm, const LayoutInfo& L, bool need_gemm) {
   const Located at = arm.at("kernel");
   const std::string text = at ? as_string(at) : "best";
-  const auto slash = text.find('/');
-  if (slash != std::string::npos) {
-    const std::string isa = text.substr(slash + 1);
-    const Isa parsed = relocated(at, [&] { return parse_isa(isa); });
-    const std::vector<Isa> here = supported_isas();
-    if (!isa_supported(parsed))
-      fail_at(at, "ISA '", isa, "' is not supported on this CPU (", cpu_features().model, "; supported here: ",
-              join(here | ranges::views::transform(isa_name)), ")");
-  }
   const auto choose = [&]() -> KernelVariant { return select_kernel(L, text); };
   const KernelVariant k = at ? relocated(at, choose) : relocated(arm.at("layout"), choose);
   if (!k.gemv || (need_gemm && !k.gemm))

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/strings.hpp"
+#include "common/table.hpp"
 #include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
@@ -19,6 +20,7 @@
 #include "kernels/cpu.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/oracle.hpp"
+#include "kernels/peers/i2s.hpp"
 #include "kernels/testdata.hpp"
 #include "layouts/stock.hpp"
 
@@ -27,6 +29,17 @@ namespace ternlab::experiments {
 namespace {
 
 constexpr std::int64_t kMaxDim = std::int64_t(1) << 20;
+
+// BitNet's I2_S format and AVX2 kernels (kernels/peers): an arm of layout "i2_s" in gemv and gemm
+// runs them beside the layouts, verified by the peer's own exact check (its activations are I8_S,
+// not q8_K, so the integer oracle of the layouts does not apply).
+constexpr const char* kPeerI2s = "i2_s";
+constexpr const char* kPeerI2sKernel = "bitnet-i2s/avx2";
+
+bool is_peer(const ArmSpec& arm) {
+  const Located at = arm.at("layout");
+  return at && as_string(at) == kPeerI2s;
+}
 
 bool arm_spawn(const ArmSpec& arm) {
   const Located at = arm.at("spawn");
@@ -69,10 +82,23 @@ Shape run_shape(const RunSpec& run, bool batch) {
   return s;
 }
 
+void validate_peer(const ArmSpec& a) {
+  const Located at = a.at("layout");
+  if (!isa_supported(Isa::avx2))
+    fail_at(at, "the I2_S peer arm runs BitNet's AVX2 kernel, and this CPU (", cpu_features().model, ") has no AVX2");
+  if (const Located k = a.at("kernel"); k && as_string(k) != "best" && as_string(k) != kPeerI2sKernel)
+    fail_at(k, "the I2_S peer arm has one kernel, ", kPeerI2sKernel, " (or best); '", as_string(k), "' is not it");
+  if (arm_spawn(a)) fail_at(a.at("spawn"), "the I2_S peer arm runs on the persistent pool only (spawn = false)");
+}
+
 void validate_matrix_kind(const RunSpec& run, bool batch) {
   check_common(run);
   const Shape s = run_shape(run, batch);
   for (const ArmSpec& a : run.arms) {
+    if (is_peer(a)) {
+      validate_peer(a);
+      continue;
+    }
     const LayoutInfo& L = arm_layout(a);
     if (s.rows % L.rows != 0)
       fail_at(run.at("shape.rows"), s.rows, " rows cannot be packed as ", L.name, " (arm '", a.name, "'): rows must be a multiple of ", L.rows);
@@ -116,6 +142,43 @@ std::string compare_exact(const std::vector<float>& y, const std::vector<std::in
   return "";
 }
 
+// The I2_S arm on the run's weights (unit scales: I2_S's one per-tensor scale is 1) and the same
+// float activations quantised to I8_S.
+ArmSetup peer_arm(const ArmSpec& a, const MatrixData& data, const Shape& s, int threads, ThreadPool* pool, double act_bytes,
+                  double out_bytes) {
+  const auto w = std::make_shared<const peers::I2sMatrix>(peers::pack_i2s(data.weights, a.name));
+  const auto x = std::make_shared<const peers::I8sActs>(peers::quantize_i8s(data.acts.f.data(), s.tokens, s.cols));
+  auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
+  ArmSetup setup;
+  setup.name = a.name;
+  setup.layout = kPeerI2s;
+  setup.kernel = kPeerI2sKernel;
+  setup.threads = threads;
+  setup.options = "peer";
+  setup.weight_bytes = double(w->bytes.size());
+  setup.bits_per_weight = setup.weight_bytes * 8 / double(s.rows * s.cols);
+  setup.bytes = setup.weight_bytes + act_bytes + out_bytes;
+  setup.weights = double(s.rows * s.cols);
+  setup.macs = setup.weights * double(s.tokens);
+  const std::int64_t rows = s.rows;
+  if (s.tokens == 1)
+    setup.call = [=] { peers::run_i2s_gemv(*pool, *w, *x, y->data()); };
+  else
+    setup.call = [=] { peers::run_i2s_gemm(*pool, *w, *x, y->data(), rows); };
+  const auto call = setup.call;
+  setup.verify = [=] {
+    std::fill(y->begin(), y->end(), std::numeric_limits<float>::quiet_NaN());
+    call();
+    try {
+      peers::check_i2s(*w, *x, *y, rows);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  return setup;
+}
+
 RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
   const Shape s = run_shape(run, batch);
   const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
@@ -130,6 +193,12 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
   std::vector<ArmSetup> arms;
   std::set<int> thread_counts;
   for (const ArmSpec& a : run.arms) {
+    if (is_peer(a)) {
+      const int threads = arm_threads(run, a);
+      thread_counts.insert(threads);
+      arms.push_back(peer_arm(a, *data, s, threads, &ctx.pools.get(threads), act_bytes, out_bytes));
+      continue;
+    }
     const LayoutInfo& L = arm_layout(a);
     const KernelVariant k = arm_kernel(a, L, batch);
     const int threads = arm_threads(run, a);
@@ -387,12 +456,15 @@ RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
   const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
   RunReport rep;
   rep.title = run.name();
-  std::ostringstream csv, md, js;
-  csv << "run,arm,layout,kernel,tokens,rows,cols,weights,activations,result,detail\n";
+  std::ostringstream md;
+  rep.rows.file = "cases.csv";
+  rep.rows.columns = {"run", "arm", "layout", "kernel", "tokens", "rows", "cols", "weights", "activations", "result", "detail"};
   md << "### " << rep.title << "\n\nEvery arm's gemv (each token) and gemm (the batch) against the scalar integer oracle, "
      << "no tolerance: unit scales and activations whose every block quantises to d = 1. Row counts a layout cannot hold must be "
-     << "rejected with an error.\n\n| arm | kernel | cases | exact | rejected as expected | mismatches |\n|---|---|--:|--:|--:|--:|\n";
-  js << "{\"index\": " << run.index << ", \"name\": " << json_string(rep.title) << ", \"kind\": \"oracle\", \"arms\": [";
+     << "rejected with an error.\n\n";
+  Table table({{"arm"}, {"kernel"}, {"cases", Align::right}, {"exact", Align::right}, {"rejected as expected", Align::right},
+               {"mismatches", Align::right}});
+  Json js = {{"index", run.index}, {"name", rep.title}, {"kind", "oracle"}, {"sweep", sweep_json(run)}, {"arms", Json::array()}};
   std::vector<std::string> first_failures;
   for (std::size_t ai = 0; ai < run.arms.size(); ++ai) {
     const ArmSpec& a = run.arms[ai];
@@ -441,18 +513,15 @@ RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
                   first_failures.push_back(cat(a.name, " tokens=", tokens, " rows=", rows, " cols=", cols, " weights=", wf,
                                                " activations=", af, ": ", detail));
               }
-              csv << run.index << "," << a.name << "," << L.name << "," << k.name() << "," << tokens << "," << rows << "," << cols
-                  << "," << wf << "," << af << "," << result << "," << detail << "\n";
+              rep.rows.add({run.index, a.name, std::string(L.name), k.name(), tokens, rows, cols, wf, af, result, detail});
               ctx.progress.step("oracle " + a.name);
             }
-    md << "| " << a.name << " | " << k.name() << " | " << cases << " | " << exact << " | " << rejected << " | "
-       << (mismatched ? cat("**", mismatched, "**") : "0") << " |\n";
-    js << (ai ? ", " : "") << "{\"name\": " << json_string(a.name) << ", \"layout\": " << json_string(std::string(L.name))
-       << ", \"kernel\": " << json_string(k.name()) << ", \"cases\": " << cases << ", \"exact\": " << exact
-       << ", \"rejected_as_expected\": " << rejected << ", \"mismatches\": " << mismatched << "}";
+    table.add({a.name, k.name(), cat(cases), cat(exact), cat(rejected), mismatched ? cat("**", mismatched, "**") : "0"});
+    js["arms"].push_back(Json{{"name", a.name}, {"layout", std::string(L.name)}, {"kernel", k.name()}, {"cases", cases},
+                              {"exact", exact}, {"rejected_as_expected", rejected}, {"mismatches", mismatched}});
     if (mismatched) rep.ok = false;
   }
-  js << "]}";
+  md << table.markdown();
   md << "\ncases: tokens " << join(c.tokens | ranges::views::transform([](auto v) { return cat(v); })) << " x rows "
      << join(c.rows | ranges::views::transform([](auto v) { return cat(v); })) << " x cols "
      << join(c.cols | ranges::views::transform([](auto v) { return cat(v); })) << " x weights " << join(c.weights)
@@ -460,8 +529,7 @@ RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
   for (const std::string& f : first_failures) md << "\n- mismatch: " << f;
   if (!first_failures.empty()) md << "\n";
   rep.markdown = md.str();
-  rep.csv = csv.str();
-  rep.json = js.str();
+  rep.json = std::move(js);
   return rep;
 }
 

@@ -23,6 +23,7 @@
 #include "common/memory.hpp"
 #include "experiments/memory.hpp"
 #include "common/strings.hpp"
+#include "common/table.hpp"
 #include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
@@ -45,12 +46,6 @@ std::string preset_names() {
   std::vector<std::string> n;
   for (const auto& p : model::synth_presets()) n.push_back(p.name);
   return join(n);
-}
-
-std::string fixed_text(double v, int digits) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << v;
-  return os.str();
 }
 
 // --- keys and validation ------------------------------------------------------------------------
@@ -102,11 +97,12 @@ struct ModelSource {
 };
 
 ModelSource model_source(const RunSpec& run) {
-  const Located m = run.at("model");
+  Located m = run.at("model");
   Located p = run.at("preset");
-  // A model named on the command line replaces the file's preset (`--set model=real.gguf`);
+  // A model named on the command line replaces the file's preset (`--set model=real.gguf`), a preset the file's model;
   // both in one file, or both on the command line, are ambiguous.
   if (m && p && m.line == 0 && p.line != 0) p = Located{};
+  if (m && p && p.line == 0 && m.line != 0) m = Located{};  // and a preset on the command line the file's model
   if (m && p) fail_at(p, "give either 'model' (a GGUF file) or 'preset' (a synthetic model), not both");
   if (!m && !p)
     fail(run.file, ": kind '", run.kind, "' needs model = \"file.gguf\" or preset = \"tiny\" (presets: ", preset_names(), ")");
@@ -604,24 +600,17 @@ std::string ceilings_text(const TimingResult& r) {
              join(t, "; "), "\n\n");
 }
 
-std::string arm_json_head(const ModelArm& a) {
-  return cat("{\"name\": ", json_string(a.name), ", \"layout\": ", json_string(a.layout), ", \"kernel\": ", json_string(a.kernel),
-             ", \"threads\": ", a.threads, ", \"oversubscribed\": ", oversubscribed(a.threads) ? "true" : "false",
-             ", \"baseline\": ", json_string(a.baseline), ", \"load\": ", json_string(a.load), ", \"model\": ", json_string(a.path),
-             ", \"verified\": ", a.failure.empty() ? "true" : "false", ", \"failure\": ", json_string(a.failure),
-             ", \"max_logit_diff\": ", json_number(a.max_logit_diff));
+Json arm_json_head(const ModelArm& a) {
+  return Json{{"name", a.name}, {"layout", a.layout}, {"kernel", a.kernel}, {"threads", a.threads},
+              {"oversubscribed", oversubscribed(a.threads)}, {"baseline", a.baseline}, {"load", a.load}, {"model", a.path},
+              {"verified", a.failure.empty()}, {"failure", a.failure}, {"max_logit_diff", json_number(a.max_logit_diff)}};
 }
 
-std::string run_json_head(const RunSpec& run, const std::string& title, const ModelArms& m) {
-  std::string s = cat("{\"index\": ", run.index, ", \"name\": ", json_string(title), ", \"kind\": ", json_string(run.kind),
-                      ", \"model\": ", json_string(m.source.path), ", \"preset\": ", json_string(m.source.preset),
-                      ", \"seed\": ", m.source.seed, ", \"baseline\": ", json_string(m.arms[m.baseline].name),
-                      ", \"ternary_bytes_per_token\": ", m.ternary_bytes, ", \"interleaved\": ", m.interleaved ? "true" : "false",
-                      ", \"arms\": ", json_string(m.interleaved ? "interleaved" : "one-at-a-time"),
-                      ", \"ratios\": ", json_string(m.interleaved ? "same rounds" : "separate passes"), ", \"sweep\": {");
-  for (std::size_t i = 0; i < run.sweep_point.size(); ++i)
-    s += cat(i ? ", " : "", json_string(run.sweep_point[i].first), ": ", json_string(run.sweep_point[i].second));
-  return s + "}";
+Json run_json_head(const RunSpec& run, const std::string& title, const ModelArms& m) {
+  return Json{{"index", run.index}, {"name", title}, {"kind", run.kind}, {"model", m.source.path}, {"preset", m.source.preset},
+              {"seed", m.source.seed}, {"baseline", m.arms[m.baseline].name}, {"ternary_bytes_per_token", m.ternary_bytes},
+              {"interleaved", m.interleaved}, {"arm_order", m.interleaved ? "interleaved" : "one-at-a-time"},
+              {"ratios", m.interleaved ? "same rounds" : "separate passes"}, {"sweep", sweep_json(run)}};
 }
 
 ArmSetup setup_of(const ModelArm& a) {
@@ -675,7 +664,7 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
   const std::string label = cat(decode ? "tg" : "pp", n);
   rep.title = run.kind == "speed" ? cat(run.name(), " ", label) : run.name();
   const std::string prefix = decode ? "decode_" : "prefill_";
-  std::ostringstream md, csv, js;
+  std::ostringstream md;
   md << "### " << rep.title << "\n\n" << model_line(m);
   md << "kind " << run.kind << ": " << label << " = "
      << (decode ? cat(n, " single-token forward passes (gemv) from an empty context, teacher-forced pseudo-random tokens")
@@ -684,19 +673,19 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
      << m.arms[m.baseline].name << "' (ratios against " << r.baseline_label << "); every arm's greedy tokens (" << verify_n
      << " after an 8-token prompt) checked against the baseline's before timing.\n\n";
   md << ceilings_text(r);
-  md << "| arm | layout | kernel | thr | load | greedy check | ms/" << label << " | spread | tok/s | weight GB/s | "
-     << (decode ? "decode bandwidth fraction" : "of read ceiling") << " | " << ratio_header(r) << " |\n|---|---|---|--:|---|---|--:|--:|--:|--:|--:|--:|\n";
-  csv << "run,test,round,arm,layout,kernel,threads,load,tokens,seconds,tok_s,weight_bytes,gbps,ceiling_gbps,fraction_of_ceiling,speedup_vs_baseline\n";
-  js << run_json_head(run, rep.title, m) << ", \"test\": " << json_string(label) << ", \"tokens\": " << n << ", \"rounds\": " << r.rounds
-     << ", \"warmup\": " << r.warmup << ", \"ceiling_gbps\": {";
-  {
-    bool first = true;
-    for (const auto& [t, v] : r.ceiling_gbps) {
-      js << (first ? "" : ", ") << "\"" << t << "\": " << stat_json(stat_of(v));
-      first = false;
-    }
-  }
-  js << "}, \"arms\": [";
+  Table table({{"arm"}, {"layout"}, {"kernel"}, {"thr", Align::right}, {"load"}, {"greedy check"}, {"ms/" + label, Align::right},
+               {"spread", Align::right}, {"tok/s", Align::right}, {"weight GB/s", Align::right},
+               {decode ? "decode bandwidth fraction" : "of read ceiling", Align::right}, {ratio_header(r), Align::right}});
+  rep.rows.columns = {"run", "test", "round", "arm", "layout", "kernel", "threads", "load", "tokens", "seconds", "tok_s",
+                      "weight_bytes", "gbps", "ceiling_gbps", "fraction_of_ceiling", "speedup_vs_baseline"};
+  Json js = run_json_head(run, rep.title, m);
+  js["test"] = label;
+  js["tokens"] = n;
+  js["rounds"] = r.rounds;
+  js["warmup"] = r.warmup;
+  js["ceiling_gbps"] = Json::object();
+  for (const auto& [t, v] : r.ceiling_gbps) js["ceiling_gbps"][std::to_string(t)] = stat_json(stat_of(v));
+  js["arms"] = Json::array();
   std::vector<BarItem> bars;
   NoiseChecks noise;
   noise.ceilings(r);
@@ -710,29 +699,37 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
     for (double sec : t.seconds) toks.push_back(n / sec);
     const Stat tok = stat_of(toks), gb = stat_of(r.gbps(t)), frac = stat_of(r.bound_fractions(t)), speed = stat_of(r.speedups(t));
     if (!t.verified) rep.ok = false;
-    md << "| " << a.name << (m.ratios.is_baseline(i) ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << threads_cell(a.threads) << " | "
-       << a.load << " | " << check_cell(a, i == m.baseline) << " | " << with_range(secs, "", 1e3) << " | " << spread_cell(t.seconds) << " | "
-       << with_range(tok) << " | "
-       << (gb.valid ? sig(gb.median) : "—") << " | " << with_range(frac, "%", 100) << " | " << with_range(speed, "×") << " |\n";
-    js << (i ? ", " : "") << arm_json_head(a) << ", \"calls_per_sample\": " << t.reps << ", \"seconds_per_call\": " << stat_json(secs)
-       << ", \"spread\": " << json_number(spread(t.seconds)) << ", \"tok_s\": " << stat_json(tok) << ", \"weight_bytes_per_call\": " << json_number(t.setup.weight_bytes)
-       << ", \"gbps\": " << stat_json(gb) << ", \"fraction_of_read_ceiling\": " << stat_json(frac)
-       << ", \"speedup_vs_baseline\": " << stat_json(speed) << "}";
+    table.add({a.name + (m.ratios.is_baseline(i) ? " (baseline)" : ""), a.layout, a.kernel, threads_cell(a.threads), a.load,
+               check_cell(a, i == m.baseline), with_range(secs, "", 1e3), spread_cell(t.seconds), with_range(tok),
+               gb.valid ? sig(gb.median) : "—", with_range(frac, "%", 100), with_range(speed, "×")});
+    Json arm = arm_json_head(a);
+    arm["calls_per_sample"] = t.reps;
+    arm["seconds_per_call"] = stat_json(secs);
+    arm["spread"] = json_number(spread(t.seconds));
+    arm["tok_s"] = stat_json(tok);
+    arm["weight_bytes_per_call"] = json_number(t.setup.weight_bytes);
+    arm["gbps"] = stat_json(gb);
+    arm["fraction_of_read_ceiling"] = stat_json(frac);
+    arm["speedup_vs_baseline"] = stat_json(speed);
+    js["arms"].push_back(std::move(arm));
     const auto gbs = r.gbps(t);
     const auto fracs = r.bound_fractions(t);
     const auto speeds = r.speedups(t);
     const auto ceils = r.ceiling_of(t);
     for (std::size_t k = 0; k < t.seconds.size(); ++k)
-      csv << run.index << "," << label << "," << k << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << "," << a.load
-          << "," << n << "," << json_number(t.seconds[k]) << "," << json_number(toks[k]) << "," << json_number(t.setup.weight_bytes) << ","
-          << json_number(gbs[k]) << "," << (k < ceils.size() ? json_number(ceils[k]) : "") << ","
-          << (k < fracs.size() ? json_number(fracs[k]) : "") << "," << (k < speeds.size() ? json_number(speeds[k]) : "") << "\n";
-    if (t.verified) bars.push_back({a.name, tok.median, tok.min, tok.max, speed.valid ? sig(speed.median) + "× vs baseline" : ""});
+      rep.rows.add({run.index, label, k, a.name, a.layout, a.kernel, a.threads, a.load, n, t.seconds[k], toks[k],
+                    t.setup.weight_bytes, cell_at(gbs, k), cell_at(ceils, k), cell_at(fracs, k), cell_at(speeds, k)});
     RunReport::ArmValues v{a.name, a.layout, {{prefix + "tok_s", tok.median}, {prefix + "speedup", speed.median}, {"max_logit_diff", a.max_logit_diff}}};
     if (frac.valid) v.values.emplace_back(prefix + "read_ceiling_fraction", frac.median);
     if (t.verified) rep.arm_values.push_back(std::move(v));
   }
-  js << "]}";
+  // The plot reads the arm rows just written, so it draws what summary.json says.
+  for (const Json& arm : js["arms"]) {
+    const Stat tok = stat_from(arm["tok_s"]), speed = stat_from(arm["speedup_vs_baseline"]);
+    if (arm["verified"] == true && tok.valid)
+      bars.push_back({arm["name"].get<std::string>(), tok.median, tok.min, tok.max, speed.valid ? sig(speed.median) + "× vs baseline" : ""});
+  }
+  md << table.markdown();
   md << arms_footer(m);
   md << "\nms and tok/s: median over kept rounds [min–max]; " << spread_note() << "; weight GB/s = ternary weight bytes streamed per call / time";
   md << (decode ? "; decode bandwidth fraction = ternary weight bytes per token / time per token / that round's memory read ceiling on the "
@@ -742,8 +739,7 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
   if (!bars.empty()) rep.svgs.emplace_back(prefix + "tok_s.svg", svg_bars(rep.title + ": " + label + " tokens/s", "tok/s", bars, {}));
   rep.warnings = std::move(noise.warnings);
   rep.markdown = md.str();
-  rep.csv = csv.str();
-  rep.json = js.str();
+  rep.json = std::move(js);
   return rep;
 }
 
@@ -780,9 +776,9 @@ RunReport run_prefill_decode(const RunSpec& run, RunContext& ctx) {
   rep.title = run.name();
   rep.ok = pp.ok && tg.ok;
   rep.markdown = pp.markdown + "\n" + tg.markdown;
-  rep.csv = pp.csv + tg.csv.substr(tg.csv.find('\n') + 1);
-  rep.json = cat("{\"index\": ", run.index, ", \"name\": ", json_string(rep.title), ", \"kind\": \"speed\", \"prefill\": ", pp.json,
-                 ", \"decode\": ", tg.json, "}");
+  rep.rows = pp.rows;
+  rep.rows.rows.insert(rep.rows.rows.end(), tg.rows.rows.begin(), tg.rows.rows.end());
+  rep.json = Json{{"index", run.index}, {"name", rep.title}, {"kind", "speed"}, {"prefill", std::move(pp.json)}, {"decode", std::move(tg.json)}};
   rep.svgs = pp.svgs;
   rep.svgs.insert(rep.svgs.end(), tg.svgs.begin(), tg.svgs.end());
   rep.arm_values = pp.arm_values;
@@ -801,13 +797,11 @@ RunReport run_prefill_decode(const RunSpec& run, RunContext& ctx) {
 
 // --- perplexity ---------------------------------------------------------------------------------
 
-// The report of a model kind: the failed arms' reasons after the table, then the three texts.
-RunReport finish(RunReport rep, std::ostringstream& md, const std::ostringstream& csv, const std::ostringstream& js,
-                 const ModelArms& m) {
+// The report of a model kind: the failed arms' reasons after its table and notes.
+RunReport finish(RunReport rep, std::ostringstream& md, Json js, const ModelArms& m) {
   md << arms_footer(m);
   rep.markdown = md.str();
-  rep.csv = csv.str();
-  rep.json = js.str();
+  rep.json = std::move(js);
   return rep;
 }
 
@@ -855,17 +849,22 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
 
   RunReport rep;
   rep.title = run.name();
-  std::ostringstream md, csv, js;
+  std::ostringstream md;
   md << "### " << rep.title << "\n\n" << model_line(m);
   md << "kind perplexity over " << source << " in chunks of " << chunk << " tokens, each from a fresh state; every arm must match the "
      << "baseline '" << m.arms[m.baseline].name << "' to 4 decimals (the kernels promise bit-identical floats) and share its greedy tokens; "
      << r.rounds << " timed passes kept after " << r.warmup << " warm-up; " << arms_order_text(r) << "; ratios against " << r.baseline_label << ".\n\n";
-  md << "| arm | layout | kernel | thr | load | greedy check | perplexity | predicted tokens | s/pass | spread | tok/s | " << ratio_header(r) << " |\n"
-        "|---|---|---|--:|---|---|--:|--:|--:|--:|--:|--:|\n";
+  Table table({{"arm"}, {"layout"}, {"kernel"}, {"thr", Align::right}, {"load"}, {"greedy check"}, {"perplexity", Align::right},
+               {"predicted tokens", Align::right}, {"s/pass", Align::right}, {"spread", Align::right}, {"tok/s", Align::right},
+               {ratio_header(r), Align::right}});
   NoiseChecks noise;
   noise.ceilings(r);
-  csv << "run,round,arm,layout,kernel,threads,load,perplexity,predicted,seconds,speedup_vs_baseline\n";
-  js << run_json_head(run, rep.title, m) << ", \"chunk\": " << chunk << ", \"stream_tokens\": " << stream.size() << ", \"arms\": [";
+  rep.rows.columns = {"run", "round", "arm", "layout", "kernel", "threads", "load", "perplexity", "predicted", "seconds",
+                      "speedup_vs_baseline"};
+  Json js = run_json_head(run, rep.title, m);
+  js["chunk"] = chunk;
+  js["stream_tokens"] = stream.size();
+  js["arms"] = Json::array();
   for (std::size_t i = 0; i < m.arms.size(); ++i) {
     const ModelArm& a = m.arms[i];
     const ArmTiming& t = r.arms[i];
@@ -873,22 +872,24 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
     if (!t.verified) rep.ok = false;
     const bool have = std::isfinite(ppl[i]);
     if (t.verified && m.ratios.of[i] != i) noise.ratio(a.name, r.speedups(t));
-    md << "| " << a.name << (m.ratios.is_baseline(i) ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << threads_cell(a.threads) << " | "
-       << a.load << " | " << check_cell(a, i == m.baseline) << " | " << (have ? fixed_text(ppl[i], 4) : "—") << " | " << predicted[i]
-       << " | " << with_range(secs) << " | " << spread_cell(t.seconds) << " | " << (secs.valid ? sig(double(stream.size()) / secs.median) : "—") << " | "
-       << with_range(speed, "×") << " |\n";
-    js << (i ? ", " : "") << arm_json_head(a) << ", \"perplexity\": " << json_number(ppl[i]) << ", \"predicted\": " << predicted[i]
-       << ", \"seconds_per_pass\": " << stat_json(secs) << ", \"spread\": " << json_number(spread(t.seconds)) << ", \"speedup_vs_baseline\": " << stat_json(speed) << "}";
+    table.add({a.name + (m.ratios.is_baseline(i) ? " (baseline)" : ""), a.layout, a.kernel, threads_cell(a.threads), a.load,
+               check_cell(a, i == m.baseline), have ? fixed_text(ppl[i], 4) : "—", cat(predicted[i]), with_range(secs),
+               spread_cell(t.seconds), secs.valid ? sig(double(stream.size()) / secs.median) : "—", with_range(speed, "×")});
+    Json arm = arm_json_head(a);
+    arm["perplexity"] = json_number(ppl[i]);
+    arm["predicted"] = predicted[i];
+    arm["seconds_per_pass"] = stat_json(secs);
+    arm["spread"] = json_number(spread(t.seconds));
+    arm["speedup_vs_baseline"] = stat_json(speed);
+    js["arms"].push_back(std::move(arm));
+    const std::vector<double> speeds = r.speedups(t);
     for (std::size_t k = 0; k < t.seconds.size(); ++k)
-      csv << run.index << "," << k << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << "," << a.load << ","
-          << json_number(ppl[i]) << "," << predicted[i] << "," << json_number(t.seconds[k]) << ","
-          << (k < r.speedups(t).size() ? json_number(r.speedups(t)[k]) : "") << "\n";
+      rep.rows.add({run.index, k, a.name, a.layout, a.kernel, a.threads, a.load, ppl[i], predicted[i], t.seconds[k], cell_at(speeds, k)});
     if (have && t.verified) rep.arm_values.push_back({a.name, a.layout, {{"perplexity", ppl[i]}, {"max_logit_diff", a.max_logit_diff}}});
   }
-  js << "]}";
-  md << "\ns/pass: median over kept rounds [min–max]; " << spread_note() << "; " << ratio_note(r) << ".\n";
+  md << table.markdown() << "\ns/pass: median over kept rounds [min–max]; " << spread_note() << "; " << ratio_note(r) << ".\n";
   rep.warnings = std::move(noise.warnings);
-  return finish(std::move(rep), md, csv, js, m);
+  return finish(std::move(rep), md, std::move(js), m);
 }
 
 // --- greedy -------------------------------------------------------------------------------------
@@ -899,13 +900,18 @@ RunReport run_greedy(const RunSpec& run, RunContext& ctx) {
   const ModelArms m = load_and_check(run, ctx, prompt_len, n);
   RunReport rep;
   rep.title = run.name();
-  std::ostringstream md, csv, js;
+  std::ostringstream md;
   md << "### " << rep.title << "\n\n" << model_line(m);
   md << "kind greedy: " << n << " greedy tokens after a " << prompt_len << "-token pseudo-random prompt (seed " << run_seed(run)
      << "), every arm against the baseline '" << m.arms[m.baseline].name << "'; untimed.\n\n";
-  md << "| arm | layout | kernel | thr | load | tokens equal | first difference | max \\|Δlogit\\| | result |\n|---|---|---|--:|---|--:|--:|--:|---|\n";
-  csv << "run,arm,layout,kernel,threads,load,tokens_equal,first_difference,max_logit_diff,result,tokens\n";
-  js << run_json_head(run, rep.title, m) << ", \"tokens\": " << n << ", \"prompt_tokens\": " << prompt_len << ", \"arms\": [";
+  Table table({{"arm"}, {"layout"}, {"kernel"}, {"thr", Align::right}, {"load"}, {"tokens equal", Align::right},
+               {"first difference", Align::right}, {"max |Δlogit|", Align::right}, {"result"}});
+  rep.rows.columns = {"run", "arm", "layout", "kernel", "threads", "load", "tokens_equal", "first_difference", "max_logit_diff",
+                      "result", "tokens"};
+  Json js = run_json_head(run, rep.title, m);
+  js["tokens"] = n;
+  js["prompt_tokens"] = prompt_len;
+  js["arms"] = Json::array();
   const ModelArm& base = m.arms[m.baseline];
   for (std::size_t i = 0; i < m.arms.size(); ++i) {
     const ModelArm& a = m.arms[i];
@@ -914,19 +920,22 @@ RunReport run_greedy(const RunSpec& run, RunContext& ctx) {
     const bool ok = a.failure.empty();
     if (!ok) rep.ok = false;
     const std::string result = ok ? (i == m.baseline ? "baseline" : "equal") : "**FAILED**";
-    md << "| " << a.name << (i == m.baseline ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << threads_cell(a.threads) << " | "
-       << a.load << " | " << equal << "/" << n << " | " << (a.first_difference >= 0 ? cat(a.first_difference) : "—") << " | "
-       << (i == m.baseline ? "—" : sig(a.max_logit_diff)) << " | " << result << " |\n";
+    table.add({a.name + (i == m.baseline ? " (baseline)" : ""), a.layout, a.kernel, threads_cell(a.threads), a.load,
+               cat(equal, "/", n), a.first_difference >= 0 ? cat(a.first_difference) : "—",
+               i == m.baseline ? "—" : sig(a.max_logit_diff), result});
     std::vector<std::string> toks;
     for (std::int32_t t : a.tokens) toks.push_back(cat(t));
-    csv << run.index << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << "," << a.load << "," << equal << ","
-        << a.first_difference << "," << json_number(a.max_logit_diff) << "," << (ok ? "ok" : "failed") << "," << join(toks, " ") << "\n";
-    js << (i ? ", " : "") << arm_json_head(a) << ", \"tokens_equal\": " << equal << ", \"first_difference\": " << a.first_difference
-       << ", \"tokens\": [" << join(toks, ", ") << "]}";
+    rep.rows.add({run.index, a.name, a.layout, a.kernel, a.threads, a.load, equal, a.first_difference, a.max_logit_diff,
+                  ok ? "ok" : "failed", join(toks, " ")});
+    Json arm = arm_json_head(a);
+    arm["tokens_equal"] = equal;
+    arm["first_difference"] = a.first_difference;
+    arm["tokens"] = a.tokens;
+    js["arms"].push_back(std::move(arm));
     if (ok) rep.arm_values.push_back({a.name, a.layout, {{"max_logit_diff", a.max_logit_diff}}});
   }
-  js << "]}";
-  return finish(std::move(rep), md, csv, js, m);
+  md << table.markdown();
+  return finish(std::move(rep), md, std::move(js), m);
 }
 
 // --- profile ------------------------------------------------------------------------------------
@@ -968,22 +977,25 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   RunReport rep;
   rep.title = run.name();
   constexpr int kOps = model::OpProfile::count;
-  std::ostringstream md, csv, js;
+  std::ostringstream md;
   md << "### " << rep.title << "\n\n" << model_line(m);
   md << "kind profile: wall time per op of one decode token after a " << prompt_len << "-token context, from model::OpProfile; "
      << r.rounds << " rounds kept after " << r.warmup << " warm-up; " << arms_order_text(r) << "; every arm's greedy tokens checked against the baseline "
      << "'" << m.arms[m.baseline].name << "' before timing (ratios against " << r.baseline_label
      << "). Cells: ms, median over rounds of the per-round mean.\n\n";
   md << ceilings_text(r);
-  md << "| arm | layout | kernel | thr | greedy check |";
-  for (int op = 0; op < kOps; ++op) md << " " << model::OpProfile::name(op) << " |";
-  md << " total ms | spread | matmul GB/s | matmul of read ceiling | " << ratio_header(r) << " |\n|---|---|---|--:|---|";
-  for (int op = 0; op < kOps; ++op) md << "--:|";
-  md << "--:|--:|--:|--:|--:|\n";
+  std::vector<Column> columns = {{"arm"}, {"layout"}, {"kernel"}, {"thr", Align::right}, {"greedy check"}};
+  for (int op = 0; op < kOps; ++op) columns.push_back({model::OpProfile::name(op), Align::right});
+  for (const char* c : {"total ms", "spread", "matmul GB/s", "matmul of read ceiling"}) columns.push_back({c, Align::right});
+  columns.push_back({ratio_header(r), Align::right});
+  Table table(std::move(columns));
   NoiseChecks noise;
   noise.ceilings(r);
-  csv << "run,round,arm,layout,kernel,threads,op,seconds\n";
-  js << run_json_head(run, rep.title, m) << ", \"prompt_tokens\": " << prompt_len << ", \"rounds\": " << r.rounds << ", \"arms\": [";
+  rep.rows.columns = {"run", "round", "arm", "layout", "kernel", "threads", "op", "seconds"};
+  Json js = run_json_head(run, rep.title, m);
+  js["prompt_tokens"] = prompt_len;
+  js["rounds"] = r.rounds;
+  js["arms"] = Json::array();
   // Per arm, per kept round: mean seconds per op, and the total.
   std::vector<std::vector<std::array<double, kOps>>> per_round(m.arms.size());
   for (std::size_t i = 0; i < m.arms.size(); ++i) {
@@ -1012,18 +1024,16 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     const ModelArm& a = m.arms[i];
     const ArmTiming& t = r.arms[i];
     if (!t.verified) rep.ok = false;
-    md << "| " << a.name << (m.ratios.is_baseline(i) ? " (baseline)" : "") << " | " << a.layout << " | " << a.kernel << " | " << threads_cell(a.threads) << " | "
-       << check_cell(a, i == m.baseline) << " |";
-    js << (i ? ", " : "") << arm_json_head(a) << ", \"ms\": {";
+    std::vector<std::string> cells = {a.name + (m.ratios.is_baseline(i) ? " (baseline)" : ""), a.layout, a.kernel,
+                                      threads_cell(a.threads), check_cell(a, i == m.baseline)};
+    Json arm = arm_json_head(a);
+    arm["ms"] = Json::object();
     for (int op = 0; op < kOps; ++op) {
       std::vector<double> v;
-      for (const auto& round : per_round[i]) v.push_back(round[std::size_t(op)]);
+      for (const auto& round : per_round[i]) v.push_back(round[std::size_t(op)] * 1e3);
       const Stat s = stat_of(v);
-      md << " " << (s.valid ? sig(s.median * 1e3) : "—") << " |";
-      js << (op ? ", " : "") << json_string(model::OpProfile::name(op)) << ": " << stat_json(stat_of([&] {
-              for (double& x : v) x *= 1e3;
-              return v;
-            }()));
+      cells.push_back(s.valid ? sig(s.median) : "—");
+      arm["ms"][model::OpProfile::name(op)] = stat_json(s);
     }
     const std::vector<double> tot = totals(i), base_totals = totals(m.ratios.of[i]);
     std::vector<double> gbps, frac, speed;
@@ -1034,30 +1044,33 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       if (k < ceils.size()) frac.push_back(gbps.back() / ceils[k]);
       if (k < base_totals.size()) speed.push_back(base_totals[k] / tot[k]);
       for (int op = 0; op < kOps; ++op)
-        csv << run.index << "," << k << "," << a.name << "," << a.layout << "," << a.kernel << "," << a.threads << ","
-            << model::OpProfile::name(op) << "," << json_number(per_round[i][k][std::size_t(op)]) << "\n";
+        rep.rows.add({run.index, k, a.name, a.layout, a.kernel, a.threads, model::OpProfile::name(op), per_round[i][k][std::size_t(op)]});
     }
     const Stat total = stat_of(tot), g = stat_of(gbps), f = stat_of(frac), sp = stat_of(speed);
     if (t.verified && m.ratios.of[i] != i) noise.ratio(a.name, speed);
     noise.fraction(a.name, "its matmul fraction of the read ceiling", frac);
-    md << " " << with_range(total, "", 1e3) << " | " << spread_cell(tot) << " | " << (g.valid ? sig(g.median) : "—") << " | " << with_range(f, "%", 100) << " | "
-       << with_range(sp, "×") << " |\n";
-    js << "}, \"total_ms\": " << stat_json(Stat{total.median * 1e3, total.min * 1e3, total.max * 1e3, total.valid})
-       << ", \"spread\": " << json_number(spread(tot))
-       << ", \"matmul_gbps\": " << stat_json(g) << ", \"matmul_fraction_of_read_ceiling\": " << stat_json(f)
-       << ", \"speedup_vs_baseline\": " << stat_json(sp) << "}";
-    if (total.valid) bars.push_back({a.name, total.median * 1e3, total.min * 1e3, total.max * 1e3, ""});
+    for (std::string c : {with_range(total, "", 1e3), spread_cell(tot), g.valid ? sig(g.median) : "—", with_range(f, "%", 100),
+                          with_range(sp, "×")})
+      cells.push_back(std::move(c));
+    table.add(std::move(cells));
+    arm["total_ms"] = stat_json(Stat{total.median * 1e3, total.min * 1e3, total.max * 1e3, total.valid});
+    arm["spread"] = json_number(spread(tot));
+    arm["matmul_gbps"] = stat_json(g);
+    arm["matmul_fraction_of_read_ceiling"] = stat_json(f);
+    arm["speedup_vs_baseline"] = stat_json(sp);
+    js["arms"].push_back(std::move(arm));
   }
-  js << "]}";
-  md << arms_footer(m);
+  // The plot reads the arm rows just written, so it draws what summary.json says.
+  for (const Json& arm : js["arms"])
+    if (const Stat total = stat_from(arm["total_ms"]); total.valid) bars.push_back({arm["name"].get<std::string>(), total.median, total.min, total.max, ""});
+  md << table.markdown() << arms_footer(m);
   md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
         "arm's thread count; "
      << spread_note() << " of the totals; " << ratio_note(r) << ", of the totals.\n";
   if (!bars.empty()) rep.svgs.emplace_back("decode_ms.svg", svg_bars(rep.title + ": one decode token", "ms", bars, {}));
   rep.warnings = std::move(noise.warnings);
   rep.markdown = md.str();
-  rep.csv = csv.str();
-  rep.json = js.str();
+  rep.json = std::move(js);
   return rep;
 }
 

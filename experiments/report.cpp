@@ -7,10 +7,12 @@
 #include <ctime>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/table.hpp"
 #include "common/strings.hpp"
 #include "kernels/measure.hpp"
 #include "experiments/config.hpp"
@@ -91,39 +93,6 @@ std::string with_range(const Stat& s, const std::string& suffix, double scale) {
   return sig(s.median * scale) + suffix + " [" + sig(s.min * scale) + "–" + sig(s.max * scale) + "]";
 }
 
-std::string stat_json(const Stat& s) {
-  if (!s.valid) return "null";
-  return cat("{\"median\": ", json_number(s.median), ", \"min\": ", json_number(s.min), ", \"max\": ", json_number(s.max), "}");
-}
-
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          o += buf;
-        } else {
-          o += char(c);
-        }
-    }
-  }
-  return o + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  std::ostringstream os;
-  os << std::setprecision(9) << v;
-  return os.str();
-}
-
 Machine this_machine() {
   Machine m;
   m.cpu = cpu_features().model;
@@ -143,12 +112,16 @@ Machine this_machine() {
   return m;
 }
 
-std::string machine_json(const Machine& m) {
-  return cat("{\"cpu\": ", json_string(m.cpu), ", \"features\": ", json_string(m.features), ", \"cores\": ", m.cores,
-             ", \"hostname\": ", json_string(m.hostname), ", \"compiler\": ", json_string(m.compiler),
-             ", \"flags\": ", json_string(m.flags), ", \"build_type\": ", json_string(m.build_type),
-             ", \"git\": ", json_string(m.git), ", \"int8_compute_loop\": ", json_string(m.int8_loop),
-             ", \"started_utc\": ", json_string(m.started_utc), "}");
+Json sweep_json(const RunSpec& run) {
+  Json o = Json::object();
+  for (const auto& [k, v] : run.sweep_point) o[k] = v;
+  return o;
+}
+
+Json machine_json(const Machine& m) {
+  return Json{{"cpu", m.cpu}, {"features", m.features}, {"cores", m.cores}, {"hostname", m.hostname}, {"compiler", m.compiler},
+              {"flags", m.flags}, {"build_type", m.build_type}, {"git", m.git}, {"int8_compute_loop", m.int8_loop},
+              {"started_utc", m.started_utc}};
 }
 
 std::string machine_markdown(const Machine& m) {
@@ -215,12 +188,10 @@ std::string warnings_markdown(const std::vector<NoiseWarning>& w) {
   return s;
 }
 
-std::string warnings_json(const std::vector<NoiseWarning>& w) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < w.size(); ++i)
-    s += cat(i ? ", " : "", "{\"check\": ", json_string(w[i].check), ", \"arm\": ", json_string(w[i].arm), ", \"text\": ",
-             json_string(w[i].text), "}");
-  return s + "]";
+Json warnings_json(const std::vector<NoiseWarning>& w) {
+  Json a = Json::array();
+  for (const NoiseWarning& x : w) a.push_back(Json{{"check", x.check}, {"arm", x.arm}, {"text", x.text}});
+  return a;
 }
 
 int logical_cores() { return std::max(1, int(std::thread::hardware_concurrency())); }
@@ -268,50 +239,30 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
   for (const auto& [n, v] : r.compute_gmacs) comp_text.push_back(cat(n, " thr ", with_range(stat_of(v), " GMAC/s")));
   md << "memory read ceiling (streaming sum over " << sig(r.ceiling_bytes / (1 << 20)) << " MiB, each round): "
      << join(ceil_text, "; ") << "  \nint8 compute ceiling (register-only loop, each round): " << join(comp_text, "; ") << "\n\n";
-  md << "| arm | kernel | thr | bits/w | MB/call | oracle | ms/call | spread | Gweights/s | GB/s | GMAC/s | of int8 ceiling | of byte bound | "
-     << ratio_header(r) << " |\n";
-  md << "|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|\n";
-
-  std::ostringstream csv;
-  csv << "run,round,arm,layout,kernel,threads,options,bits_per_weight,bytes,weights,macs,reps,seconds,gbps,ceiling_gbps,"
-         "fraction_of_bound,speedup_vs_baseline,compute_ceiling_gmacs\n";
-  std::ostringstream js;
-  js << "{\"index\": " << run.index << ", \"name\": " << json_string(rep.title) << ", \"kind\": " << json_string(run.kind)
-     << ", \"sweep\": {";
-  for (std::size_t i = 0; i < run.sweep_point.size(); ++i)
-    js << (i ? ", " : "") << json_string(run.sweep_point[i].first) << ": " << json_string(run.sweep_point[i].second);
-  js << "}, \"params\": {";
-  {
-    bool first = true;
-    for (const auto& [k, v] : run.params) {
-      js << (first ? "" : ", ") << json_string(k) << ": " << json_string(value_text(*v.node));
-      first = false;
-    }
-  }
-  js << "}, \"baseline\": " << json_string(r.baseline) << ", \"interleaved\": " << (r.interleaved ? "true" : "false") << ", \"rounds\": " << r.rounds << ", \"warmup\": " << r.warmup
-     << ", \"ceiling_bytes\": " << json_number(r.ceiling_bytes) << ", \"ceiling_gbps\": {";
-  {
-    bool first = true;
-    for (const auto& [n, v] : r.ceiling_gbps) {
-      js << (first ? "" : ", ") << "\"" << n << "\": " << stat_json(stat_of(v));
-      first = false;
-    }
-    js << "}, \"compute_gmacs\": {";
-    first = true;
-    for (const auto& [n, v] : r.compute_gmacs) {
-      js << (first ? "" : ", ") << "\"" << n << "\": " << stat_json(stat_of(v));
-      first = false;
-    }
-  }
-  js << "}, \"arms\": [";
+  Table table({{"arm"}, {"kernel"}, {"thr", Align::right}, {"bits/w", Align::right}, {"MB/call", Align::right}, {"oracle"},
+               {"ms/call", Align::right}, {"spread", Align::right}, {"Gweights/s", Align::right}, {"GB/s", Align::right},
+               {"GMAC/s", Align::right}, {"of int8 ceiling", Align::right}, {"of byte bound", Align::right},
+               {ratio_header(r), Align::right}});
+  rep.rows.columns = {"run", "round", "arm", "layout", "kernel", "threads", "options", "bits_per_weight", "bytes", "weights", "macs",
+                      "reps", "seconds", "gbps", "ceiling_gbps", "fraction_of_bound", "speedup_vs_baseline", "compute_ceiling_gmacs"};
+  Json params = Json::object();
+  for (const auto& [k, v] : run.params) params[k] = value_text(*v.node);
+  const auto by_threads = [](const std::map<int, std::vector<double>>& m) {
+    Json o = Json::object();
+    for (const auto& [n, v] : m) o[std::to_string(n)] = stat_json(stat_of(v));
+    return o;
+  };
+  Json js = {{"index", run.index}, {"name", rep.title}, {"kind", run.kind}, {"sweep", sweep_json(run)}, {"params", params},
+             {"baseline", r.baseline}, {"interleaved", r.interleaved}, {"rounds", r.rounds}, {"warmup", r.warmup},
+             {"ceiling_bytes", json_number(r.ceiling_bytes)}, {"ceiling_gbps", by_threads(r.ceiling_gbps)},
+             {"compute_gmacs", by_threads(r.compute_gmacs)}, {"arms", Json::array()}};
 
   std::vector<BarItem> bars;
   std::vector<ScatterPoint> points;
   std::vector<RuleLine> control_rules;
   NoiseChecks noise;
   noise.ceilings(r);
-  for (std::size_t ai = 0; ai < r.arms.size(); ++ai) {
-    const ArmTiming& a = r.arms[ai];
+  for (const ArmTiming& a : r.arms) {
     const ArmSetup& s = a.setup;
     const Stat secs = stat_of(a.seconds);
     const Stat gb = stat_of(r.gbps(a));
@@ -327,23 +278,22 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
     const Stat cfrac = stat_of(compute_fracs);
     const std::string oracle = s.control ? "—" : a.verified ? "exact" : "**FAILED**";
     if (!a.verified) rep.ok = false;
-    md << "| " << s.name << (r.is_baseline(s.name) ? " (baseline)" : "") << " | " << (s.kernel.empty() ? "—" : s.kernel) << " | "
-       << threads_cell(s.threads) << " | " << (s.bits_per_weight > 0 ? fixed(s.bits_per_weight, 3) : "—") << " | " << (s.bytes > 0 ? sig(s.bytes / 1e6) : "—") << " | "
-       << oracle << " | " << with_range(secs, "", 1e3) << " | " << spread_cell(a.seconds) << " | " << (gw.valid ? sig(gw.median) : "—") << " | "
-       << (s.bytes > 0 && gb.valid ? sig(gb.median) : "—") << " | " << (gm.valid ? sig(gm.median) : "—") << " | "
-       << (cfrac.valid ? with_range(cfrac, "%", 100) : "—") << " | " << (frac.valid ? with_range(frac, "%", 100) : "—") << " | " << (speed.valid ? with_range(speed, "×") : "—") << " |\n";
-    js << (ai ? ", " : "") << "{\"name\": " << json_string(s.name) << ", \"layout\": " << json_string(s.layout)
-       << ", \"kernel\": " << json_string(s.kernel) << ", \"threads\": " << s.threads
-       << ", \"oversubscribed\": " << (oversubscribed(s.threads) ? "true" : "false") << ", \"options\": " << json_string(s.options)
-       << ", \"baseline\": " << json_string(s.baseline.empty() ? r.baseline : s.baseline)
-       << ", \"control\": " << (s.control ? "true" : "false") << ", \"verified\": " << (a.verified ? "true" : "false")
-       << ", \"failure\": " << json_string(a.failure) << ", \"bits_per_weight\": " << json_number(s.bits_per_weight)
-       << ", \"bytes_per_call\": " << json_number(s.bytes) << ", \"weight_bytes_per_call\": " << json_number(s.weight_bytes)
-       << ", \"weights_per_call\": " << json_number(s.weights) << ", \"macs_per_call\": " << json_number(s.macs)
-       << ", \"calls_per_sample\": " << a.reps << ", \"seconds_per_call\": " << stat_json(secs)
-       << ", \"spread\": " << json_number(spread(a.seconds)) << ", \"gbps\": " << stat_json(gb)
-       << ", \"gweights_per_s\": " << stat_json(gw) << ", \"gmacs_per_s\": " << stat_json(gm)
-       << ", \"fraction_of_compute_ceiling\": " << stat_json(cfrac) << ", \"fraction_of_byte_bound\": " << stat_json(frac) << ", \"speedup_vs_baseline\": " << stat_json(speed) << "}";
+    table.add({s.name + (r.is_baseline(s.name) ? " (baseline)" : ""), s.kernel.empty() ? "—" : s.kernel, threads_cell(s.threads),
+               s.bits_per_weight > 0 ? fixed(s.bits_per_weight, 3) : "—", s.bytes > 0 ? sig(s.bytes / 1e6) : "—", oracle,
+               with_range(secs, "", 1e3), spread_cell(a.seconds), gw.valid ? sig(gw.median) : "—",
+               s.bytes > 0 && gb.valid ? sig(gb.median) : "—", gm.valid ? sig(gm.median) : "—",
+               cfrac.valid ? with_range(cfrac, "%", 100) : "—", frac.valid ? with_range(frac, "%", 100) : "—",
+               speed.valid ? with_range(speed, "×") : "—"});
+    js["arms"].push_back(Json{{"name", s.name}, {"layout", s.layout}, {"kernel", s.kernel}, {"threads", s.threads},
+                              {"oversubscribed", oversubscribed(s.threads)}, {"options", s.options},
+                              {"baseline", s.baseline.empty() ? r.baseline : s.baseline}, {"control", s.control},
+                              {"verified", a.verified}, {"failure", a.failure}, {"bits_per_weight", json_number(s.bits_per_weight)},
+                              {"bytes_per_call", json_number(s.bytes)}, {"weight_bytes_per_call", json_number(s.weight_bytes)},
+                              {"weights_per_call", json_number(s.weights)}, {"macs_per_call", json_number(s.macs)},
+                              {"calls_per_sample", a.reps}, {"seconds_per_call", stat_json(secs)},
+                              {"spread", json_number(spread(a.seconds))}, {"gbps", stat_json(gb)}, {"gweights_per_s", stat_json(gw)},
+                              {"gmacs_per_s", stat_json(gm)}, {"fraction_of_compute_ceiling", stat_json(cfrac)},
+                              {"fraction_of_byte_bound", stat_json(frac)}, {"speedup_vs_baseline", stat_json(speed)}});
     const auto speeds = r.speedups(a);
     const auto fracs = r.bound_fractions(a);
     const auto gbs = r.gbps(a);
@@ -353,21 +303,26 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
     noise.fraction(s.name, "its fraction of the byte bound", fracs);
     noise.fraction(s.name, "its fraction of the int8 compute ceiling", compute_fracs);
     for (std::size_t i = 0; i < a.seconds.size(); ++i)
-      csv << run.index << "," << i << "," << s.name << "," << s.layout << "," << s.kernel << "," << s.threads << "," << s.options
-          << "," << json_number(s.bits_per_weight) << "," << json_number(s.bytes) << "," << json_number(s.weights) << ","
-          << json_number(s.macs) << "," << a.reps << "," << json_number(a.seconds[i]) << "," << json_number(gbs[i]) << ","
-          << (i < ceils.size() ? json_number(ceils[i]) : "") << ","
-          << (i < fracs.size() ? json_number(fracs[i]) : "") << "," << (i < speeds.size() ? json_number(speeds[i]) : "") << ","
-          << (i < comps.size() ? json_number(comps[i]) : "") << "\n";
-    if (s.control) {
+      rep.rows.add({run.index, i, s.name, s.layout, s.kernel, s.threads, s.options, s.bits_per_weight, s.bytes, s.weights, s.macs,
+                    a.reps, a.seconds[i], cell_at(gbs, i), cell_at(ceils, i), cell_at(fracs, i), cell_at(speeds, i),
+                    cell_at(comps, i)});
+  }
+  // The plots read the arm rows just written, so they draw what summary.json says.
+  for (const Json& arm : js["arms"]) {
+    const std::string name = arm["name"];
+    const Stat speed = stat_from(arm["speedup_vs_baseline"]);
+    if (arm["control"] == true) {
       if (speed.valid) control_rules.push_back({"no-weights control (" + sig(speed.median) + "×)", speed.median, speed.min, speed.max});
       continue;
     }
-    if (!a.verified) continue;
-    if (s.bytes > 0) bars.push_back({s.name, gb.median, gb.min, gb.max, frac.valid ? sig(frac.median * 100) + "% of bound" : ""});
-    if (s.bits_per_weight > 0 && speed.valid) points.push_back({s.name, s.bits_per_weight, speed.median, speed.min, speed.max});
+    if (arm["verified"] != true) continue;
+    const Stat gb = stat_from(arm["gbps"]), frac = stat_from(arm["fraction_of_byte_bound"]);
+    const double bits = number_of(arm["bits_per_weight"]);
+    if (number_of(arm["bytes_per_call"]) > 0 && gb.valid)
+      bars.push_back({name, gb.median, gb.min, gb.max, frac.valid ? sig(frac.median * 100) + "% of bound" : ""});
+    if (bits > 0 && speed.valid) points.push_back({name, bits, speed.median, speed.min, speed.max});
   }
-  js << "]}";
+  md << table.markdown();
   std::vector<int> thread_counts;
   for (const ArmTiming& a : r.arms) {
     if (!a.verified) md << "\n**" << a.setup.name << " failed verification and was not timed:** " << a.failure << "\n";
@@ -399,8 +354,7 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
                                                      cat("byte bound (", base->setup.threads, "-thread ceiling)"), control_rules));
   }
   rep.markdown = md.str();
-  rep.csv = csv.str();
-  rep.json = js.str();
+  rep.json = std::move(js);
   return rep;
 }
 

@@ -1,5 +1,6 @@
-// What a run leaves behind: a raw per-round CSV, a JSON summary, a Markdown table (also printed)
-// and SVG plots. Kinds fill a RunReport; report_timing turns a measured TimingResult into one.
+// What a run leaves behind: typed raw rows (written as CSV), a JSON summary object, a Markdown
+// table (also printed) and SVG plots. Kinds fill a RunReport; report_timing turns a measured
+// TimingResult into one.
 #pragma once
 
 #include <functional>
@@ -7,6 +8,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "experiments/results.hpp"
 
 namespace ternlab::experiments {
 
@@ -49,13 +52,13 @@ struct NoiseChecks {
   void fraction(const std::string& arm, const std::string& what, const std::vector<double>& per_round);
 };
 std::string warnings_markdown(const std::vector<NoiseWarning>& w);  // "" when none
-std::string warnings_json(const std::vector<NoiseWarning>& w);      // a JSON array
+Json warnings_json(const std::vector<NoiseWarning>& w);  // a JSON array
 
 struct RunReport {
   std::string title;
   std::string markdown;                                    // table and notes
-  std::string csv;                                         // raw rows with a header line
-  std::string json;                                        // one JSON object
+  Rows rows;                                               // raw rows (rounds.csv, or the kind's own file)
+  Json json;                                               // one JSON object
   std::vector<std::pair<std::string, std::string>> svgs;   // file suffix ("gbps.svg"), content
   bool ok = true;                                          // false: an arm failed verification
   std::vector<NoiseWarning> warnings;                      // printed and written by the runner
@@ -80,7 +83,9 @@ struct Machine {
   int cores = 0;
 };
 Machine this_machine();
-std::string machine_json(const Machine& m);
+Json machine_json(const Machine& m);
+// The run's point in its sweep: {"key": "value"} per swept key.
+Json sweep_json(const RunSpec& run);
 std::string machine_markdown(const Machine& m);
 
 RunReport report_timing(const RunSpec& run, const TimingResult& r);
@@ -99,13 +104,9 @@ std::string threads_cell(int threads);
 // A line for the notes under a table when any of `threads` exceeds the cores, else "".
 std::string oversubscribed_note(const std::vector<int>& threads);
 
-// Small JSON helpers for kinds that build their own report.
-std::string json_string(const std::string& s);
-std::string json_number(double v);
-// Table cells: three significant digits; "median [min–max]" scaled and suffixed; a Stat as JSON.
+// Table cells: three significant digits; "median [min–max]" scaled and suffixed.
 std::string sig(double v);
 std::string with_range(const Stat& s, const std::string& suffix = "", double scale = 1);
-std::string stat_json(const Stat& s);
 
 // Plots. Each returns a complete SVG document.
 struct BarItem {

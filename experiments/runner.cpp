@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
+#include "experiments/results.hpp"
 #include "experiments/config.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/run_context.hpp"
@@ -31,14 +33,6 @@ void write_file(const fs::path& p, const std::string& text) {
   f << text;
   f.close();
   if (!f) fail("cannot write ", p.string());
-}
-
-// The run's JSON object with its warnings added as the last member: every kind's report carries
-// them the same way without each kind writing them.
-std::string with_warnings(const std::string& json, const std::vector<NoiseWarning>& w) {
-  const std::size_t close = json.find_last_of('}');
-  if (close == std::string::npos) return json;
-  return json.substr(0, close) + ", \"warnings\": " + warnings_json(w) + json.substr(close);
 }
 
 std::string run_prefix(const RunSpec& r, std::size_t runs) {
@@ -116,40 +110,40 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
   std::string md = "# " + name + "\n\n" + machine_markdown(machine) + "\nexperiment: `" + path + "`";
   for (const std::string& o : opt.overrides) md += " `--set " + o + "`";
   md += "\n\n";
-  std::string json = "{\"file\": " + json_string(path) + ", \"overrides\": [";
-  for (std::size_t i = 0; i < opt.overrides.size(); ++i) json += (i ? ", " : "") + json_string(opt.overrides[i]);
-  json += "], \"machine\": " + machine_json(machine) + ", \"runs\": [";
+  Json json = {{"file", path}, {"overrides", opt.overrides}, {"machine", machine_json(machine)}, {"runs", Json::array()}};
   std::vector<std::pair<int, NoiseWarning>> all_warnings;
+  std::set<std::string> written;  // the files a reader finds, named once each in the last line
   for (const RunSpec& r : plan.runs) {
     const KindInfo& kind = find_kind(r.kind, r.at("kind"));
     out << "\nrun " << r.index + 1 << "/" << plan.runs.size() << ": " << r.name() << "\n" << std::flush;
     RunReport rep = kind.run(r, ctx);
     progress.finish();
     const std::string prefix = run_prefix(r, plan.runs.size());
-    write_file(temp.path / (prefix + "rounds.csv"), rep.csv);
+    write_file(temp.path / (prefix + rep.rows.file), csv_text(rep.rows));
+    written.insert(rep.rows.file);
     std::string plots;
     for (const auto& [suffix, svg] : rep.svgs) {
       write_file(temp.path / (prefix + suffix), svg);
       plots += "![" + suffix + "](" + prefix + suffix + ")\n";
+      written.insert("plots");
     }
     const std::string noise = warnings_markdown(rep.warnings);
     out << "\n" << rep.markdown << noise;
     for (const auto& [suffix, svg] : rep.svgs) out << "plot: " << prefix << suffix << "\n";
     md += rep.markdown + noise + "\n" + plots + "\n";
-    json += (r.index ? ", " : "") + with_warnings(rep.json, rep.warnings);
+    // Every kind's object carries its warnings the same way, as its last member.
+    rep.json["warnings"] = warnings_json(rep.warnings);
+    json["runs"].push_back(std::move(rep.json));
     for (const NoiseWarning& w : rep.warnings) all_warnings.emplace_back(r.index, w);
     if (!rep.ok) outcome.exit_code = 1;
   }
   // Every run's warnings again at the end, where a reader of the summary looks first.
-  json += "], \"warnings\": [";
+  json["warnings"] = Json::array();
   std::string noise_md;
-  for (std::size_t i = 0; i < all_warnings.size(); ++i) {
-    const auto& [run, w] = all_warnings[i];
-    json += cat(i ? ", " : "", "{\"run\": ", run, ", \"check\": ", json_string(w.check), ", \"arm\": ", json_string(w.arm),
-                ", \"text\": ", json_string(w.text), "}");
+  for (const auto& [run, w] : all_warnings) {
+    json["warnings"].push_back(Json{{"run", run}, {"check", w.check}, {"arm", w.arm}, {"text", w.text}});
     noise_md += cat("- warning", plan.runs.size() > 1 ? cat(" (run ", run + 1, ")") : "", ": ", w.text, "\n");
   }
-  json += "]}\n";
   if (!all_warnings.empty()) {
     const std::string head = cat("## Noise warnings\n\n", all_warnings.size(), " warning", all_warnings.size() == 1 ? "" : "s",
                                  " (thresholds in docs/experiments.md, \"Noise\"):\n\n");
@@ -157,7 +151,7 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
     out << "\n" << head << noise_md;
   }
   write_file(temp.path / "summary.md", md);
-  write_file(temp.path / "summary.json", json);
+  write_file(temp.path / "summary.json", json_text(json));
 
   fs::path final_path = output / (name + "-" + stamp);
   for (int i = 2; fs::exists(final_path); ++i) final_path = output / (name + "-" + stamp + "-" + std::to_string(i));
@@ -165,7 +159,7 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
   temp.keep = true;
   outcome.folder = final_path.string();
   outcome.markdown = md;
-  out << "\nresults: " << outcome.folder << "/ (summary.md, summary.json, rounds.csv, plots)\n";
+  out << "\nresults: " << outcome.folder << "/ (summary.md, summary.json, " << join(written) << ")\n";
   return outcome;
 }
 

@@ -1,6 +1,6 @@
-// The NEON dotprod instantiations of the shared slot-mask and permute strategies. Generic headers come first and
-// keep the baseline target; the template below the pragma is compiled with +dotprod and reached
-// only through kernels_for() after HWCAP reported asimddp.
+// The NEON dotprod instantiations. Generic headers come first and keep the baseline target; the
+// policies, strategy templates and the stock kernel below the pragma are compiled with +dotprod
+// and reached only through kernels_for() after HWCAP reported asimddp.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "kernels/arm_kernels.hpp"
 #include "kernels/kernel.hpp"
+#include "kernels/kernel_id.hpp"
 #include "kernels/kernel_plan.hpp"
 
 #if defined(__aarch64__)
@@ -18,13 +19,16 @@
 #pragma GCC push_options
 #pragma GCC target("arch=armv8.2-a+dotprod")
 #include "kernels/isa/neon_dotprod.hpp"
-#include "kernels/strategies/permute.hpp"
-#include "kernels/strategies/slot_mask.hpp"
+#include "kernels/neon/prism_neon.hpp"
+#include "kernels/strategies/neon_list.hpp"
 
 namespace ternlab::detail {
 namespace {
 
-using P = isa::NeonDotprod;
+void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
+  strategies::add_neon_strategies<isa::NeonDotprod, isa::NeonDotprodX2>(L, out, gaps);
+  if (L.facts.natural_two_bit) add_or_note(out, gaps, Strategy::prism_neon, Isa::dotprod, "", baselines::PrismNeon::kFns);
+}
 
 }  // namespace
 }  // namespace ternlab::detail
@@ -32,14 +36,7 @@ using P = isa::NeonDotprod;
 
 namespace ternlab::detail {
 void add_dotprod_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
-  if (L.facts.slot_vectorizable) {
-    KernelFns k;
-    const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
-    add_or_note(out, gaps, "slot-mask", "dotprod", why, k);
-  }
-  // Every layout: the fallback, ranked below the strategies above by dispatch.
-  KernelFns any;
-  add_or_note(out, gaps, "permute", "dotprod", strategies::pick_permute<P>(L, any), any);
+  add_kernels(L, out, gaps);
 }
 }  // namespace ternlab::detail
 

@@ -1,27 +1,59 @@
 #include "kernels/catalog.hpp"
 
+#include <utility>
+
+#include <range/v3/view/map.hpp>
+
+#include "common/error.hpp"
+#include "common/strings.hpp"
 #include "kernels/arm_kernels.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/x86_kernels.hpp"
-#if defined(__aarch64__)
-#include "kernels/neon/neon_kernels.hpp"
-#endif
 
 namespace ternlab {
 
 namespace {
+constexpr std::pair<Strategy, std::string_view> kStrategyNames[] = {
+    {Strategy::reference, "reference"}, {Strategy::broadcast, "broadcast"},
+    {Strategy::slot_mask, "slot-mask"}, {Strategy::base3, "base3"},
+    {Strategy::unpack, "unpack"},       {Strategy::unpack_vecdot, "unpack-vecdot"},
+    {Strategy::prism_neon, "prism-neon"}, {Strategy::permute, "permute"},
+};
+}  // namespace
+
+std::string_view strategy_name(Strategy strategy) {
+  for (const auto& [s, n] : kStrategyNames)
+    if (s == strategy) return n;
+  return "?";
+}
+
+std::optional<Strategy> strategy_named(std::string_view name) {
+  for (const auto& [s, n] : kStrategyNames)
+    if (n == name) return s;
+  return std::nullopt;
+}
+
+std::string strategy_names() { return join(kStrategyNames | ranges::views::values); }
+
+Strategy parse_strategy(std::string_view name) {
+  if (const auto s = strategy_named(name)) return *s;
+  fail("unknown kernel strategy '", name, "' (known: ", strategy_names(), ")");
+}
+
+std::string kernel_name(Strategy strategy, Isa isa) { return cat(strategy_name(strategy), "/", isa_name(isa)); }
+
+namespace {
 std::vector<KernelVariant> collect(const LayoutInfo& layout, std::vector<KernelGap>* gaps) {
-  std::vector<KernelVariant> v{KernelVariant{"reference", "scalar", &gemv_reference, &gemm_reference}};
+  std::vector<KernelVariant> v{KernelVariant{Strategy::reference, Isa::scalar, &gemv_reference, &gemm_reference}};
   // x86 strategies (broadcast, slot-mask, unpack, base3) per ISA the CPU runs; each adds only what
   // the layout's properties and plan admit.
   if (isa_supported(Isa::avx2)) detail::add_avx2_kernels(layout, v, gaps);
   if (isa_supported(Isa::avx512vnni)) detail::add_avx512vnni_kernels(layout, v, gaps);
-  // The shared slot-mask template on NEON dotprod (the 16-byte policy).
+  // The same strategies per aarch64 feature level (plain NEON, dotprod), then i8mm's smmla gemm,
+  // which pairs with the dotprod gemv listed before it.
+  if (isa_supported(Isa::neon)) detail::add_neon_kernels(layout, v, gaps);
   if (isa_supported(Isa::dotprod)) detail::add_dotprod_kernels(layout, v, gaps);
-#if defined(__aarch64__)
-  // NEON-specific paths: stock unpack, base-3, plain-NEON slot-mask, smmla gemm.
-  neon::add_neon_kernels(layout, v);
-#endif
+  if (isa_supported(Isa::i8mm)) detail::add_i8mm_kernels(layout, v, gaps);
   return v;
 }
 }  // namespace

@@ -7,16 +7,18 @@
 #include <vector>
 
 #include "kernels/kernel.hpp"
+#include "kernels/kernel_id.hpp"
 
 namespace ternlab {
 
 struct KernelVariant {
-  std::string strategy;  // "reference", "slot-mask", "unpack", "base3"
-  std::string isa;       // "scalar", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"
+  Strategy strategy = Strategy::reference;
+  Isa isa = Isa::scalar;
   GemvFn gemv = nullptr;
   GemmFn gemm = nullptr;
   GemvPhases phases{};  // set where the gemv's activations are prepared once per call (run_gemv)
-  std::string name() const { return strategy + "/" + isa; }
+  bool emulated = false;  // the ISA's kernels built through SIMDe (tests only): named "isa-simde"
+  std::string name() const { return kernel_name(strategy, isa) + (emulated ? "-simde" : ""); }
 };
 
 std::vector<KernelVariant> kernels_for(const LayoutInfo& layout);
@@ -24,14 +26,16 @@ std::vector<KernelVariant> kernels_for(const LayoutInfo& layout);
 // A strategy that the layout's properties admit, on an ISA this CPU runs, whose plan refused the
 // layout at that ISA's width (t2w3's 96-byte payload is no whole number of 64-byte vectors).
 struct KernelGap {
-  std::string strategy, isa, why;
+  Strategy strategy;
+  Isa isa;
+  std::string why;
 };
 std::vector<KernelGap> kernel_gaps(const LayoutInfo& layout);
 
 namespace detail {
 // Lists the kernel when its plan accepted the layout (`why` empty), else records the gap.
-inline void add_or_note(std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps, const char* strategy,
-                        const char* isa, const std::string& why, const KernelFns& k) {
+inline void add_or_note(std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps, Strategy strategy, Isa isa,
+                        const std::string& why, const KernelFns& k) {
   if (why.empty())
     out.push_back({strategy, isa, k.gemv, k.gemm, k.phases});
   else if (gaps)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "common/error.hpp"
@@ -13,49 +14,41 @@ namespace ternlab {
 
 namespace {
 
-int strategy_rank(const std::string& s) {
+int strategy_rank(Strategy s) {
   for (int i = 0; i < int(std::size(kStrategyPreference)); ++i)
     if (s == kStrategyPreference[i]) return i;
   return int(std::size(kStrategyPreference));
 }
 
-// ISAs compare only within one architecture's ladder (scalar is below all of them).
-bool at_or_below(Isa isa, Isa ceiling) {
-  if (isa == Isa::scalar) return true;
-  const bool x86 = isa == Isa::avx2 || isa == Isa::avx512vnni;
-  const bool x86_ceiling = ceiling == Isa::avx2 || ceiling == Isa::avx512vnni;
-  if (ceiling != Isa::scalar && x86 != x86_ceiling) return false;
-  return int(isa) <= int(ceiling);
-}
+std::string isa_names(const std::vector<Isa>& isas) { return join(isas | ranges::views::transform(isa_name)); }
 
 std::string variant_names(const std::vector<KernelVariant>& all) {
   return join(all | ranges::views::transform([](const KernelVariant& k) { return k.name(); }));
 }
 
-KernelChoice choose(const LayoutInfo& layout, Isa ceiling, const std::string& only_strategy) {
+KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strategy> only_strategy) {
   const std::vector<KernelVariant> listed = kernels_for(layout);
   std::vector<KernelVariant> all = listed;
-  if (!only_strategy.empty()) {
-    std::erase_if(all, [&](const KernelVariant& k) { return k.strategy != only_strategy; });
+  if (only_strategy) {
+    std::erase_if(all, [&](const KernelVariant& k) { return k.strategy != *only_strategy; });
     if (all.empty())
-      fail("no kernel '", only_strategy, "' (no variant of that strategy) for layout '", layout.name, "' on this CPU (available: ",
-           variant_names(listed), ")");
+      fail("no kernel '", strategy_name(*only_strategy), "' (no variant of that strategy) for layout '", layout.name,
+           "' on this CPU (available: ", variant_names(listed), ")");
   }
   // The fallback (permute) after every other SIMD kernel whatever their ISAs, so a layout that
   // admits a richer strategy keeps it; then the richest ISA, then the preferred strategy; stable
   // keeps the catalog's order otherwise.
   std::stable_sort(all.begin(), all.end(), [](const KernelVariant& a, const KernelVariant& b) {
     const bool fa = a.strategy == kFallbackStrategy, fb = b.strategy == kFallbackStrategy;
-    const bool ra = a.strategy == "reference", rb = b.strategy == "reference";
+    const bool ra = a.strategy == Strategy::reference, rb = b.strategy == Strategy::reference;
     if (ra != rb) return rb;
     if (fa != fb) return fb;
-    const int ia = int(parse_isa(a.isa)), ib = int(parse_isa(b.isa));
-    return ia != ib ? ia > ib : strategy_rank(a.strategy) < strategy_rank(b.strategy);
+    return a.isa != b.isa ? int(a.isa) > int(b.isa) : strategy_rank(a.strategy) < strategy_rank(b.strategy);
   });
   KernelChoice c;
   bool chosen = false;
   for (const KernelVariant& k : all) {
-    if (!at_or_below(parse_isa(k.isa), ceiling)) {
+    if (!isa_at_or_below(k.isa, ceiling)) {
       c.notes.push_back(cat(k.name(), ": passed over, above the ceiling ", isa_name(ceiling)));
     } else if (chosen) {
       c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first",
@@ -70,54 +63,76 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, const std::string& on
     }
   }
   if (!chosen)  // only with a strategy filter: the reference kernel is otherwise always at or below
-    fail("no kernel of strategy '", only_strategy, "' for layout '", layout.name, "' at or below the ISA ceiling ",
-         isa_name(ceiling), " (available: ", variant_names(listed), ")");
+    fail("no kernel of strategy '", strategy_name(*only_strategy), "' for layout '", layout.name,
+         "' at or below the ISA ceiling ", isa_name(ceiling), " (available: ", variant_names(listed), ")");
   // What the layout or the CPU rules out, so the listing is explicit about the absent arms.
-  for (Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::dotprod, Isa::i8mm})
+  for (Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::neon, Isa::dotprod, Isa::i8mm})
     if (!isa_supported(isa)) c.notes.push_back(cat(isa_name(isa), ": no kernels, this CPU lacks it (", feature_string(), ")"));
   const std::vector<KernelGap> gaps = kernel_gaps(layout);
-  for (const KernelGap& g : gaps) c.notes.push_back(cat(g.strategy, "/", g.isa, ": no kernel, its plan refuses the layout: ", g.why));
-  for (const std::string& s : layout.strategies())
+  for (const KernelGap& g : gaps)
+    c.notes.push_back(cat(kernel_name(g.strategy, g.isa), ": no kernel, its plan refuses the layout: ", g.why));
+  std::vector<Strategy> admitted;
+  for (const std::string& name : layout.strategies()) admitted.push_back(parse_strategy(name));
+  for (Strategy s : admitted)
     if (std::none_of(listed.begin(), listed.end(), [&](const KernelVariant& k) { return k.strategy == s; }) &&
         std::none_of(gaps.begin(), gaps.end(), [&](const KernelGap& g) { return g.strategy == s; }))
-      c.notes.push_back(cat(s, ": no kernel for this CPU (", feature_string(), ")"));
-  for (const char* s : {"broadcast", "slot-mask", "unpack", "base3"}) {
-    const auto props = layout.strategies();
-    if (std::find(props.begin(), props.end(), s) == props.end())
-      c.notes.push_back(cat(s, ": not applicable, the layout lacks the property"));
-  }
+      c.notes.push_back(cat(strategy_name(s), ": no kernel for this CPU (", feature_string(), ")"));
+  for (Strategy s : {Strategy::broadcast, Strategy::slot_mask, Strategy::unpack, Strategy::base3})
+    if (std::find(admitted.begin(), admitted.end(), s) == admitted.end())
+      c.notes.push_back(cat(strategy_name(s), ": not applicable, the layout lacks the property"));
   return c;
 }
 
 }  // namespace
 
-KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling) { return choose(layout, ceiling, ""); }
+bool isa_at_or_below(Isa isa, Isa ceiling) {
+  if (isa == Isa::scalar) return true;
+  const bool x86 = isa == Isa::avx2 || isa == Isa::avx512vnni;
+  const bool x86_ceiling = ceiling == Isa::avx2 || ceiling == Isa::avx512vnni;
+  if (ceiling != Isa::scalar && x86 != x86_ceiling) return false;
+  return int(isa) <= int(ceiling);
+}
+
+KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling) { return choose(layout, ceiling, std::nullopt); }
 KernelChoice best_kernel(const LayoutInfo& layout) { return best_kernel(layout, best_isa()); }
-KernelChoice best_kernel_of(const LayoutInfo& layout, const std::string& strategy, Isa ceiling) {
+KernelChoice best_kernel_of(const LayoutInfo& layout, Strategy strategy, Isa ceiling) {
   return choose(layout, ceiling, strategy);
 }
-KernelChoice best_kernel_of(const LayoutInfo& layout, const std::string& strategy) {
+KernelChoice best_kernel_of(const LayoutInfo& layout, Strategy strategy) {
   return best_kernel_of(layout, strategy, best_isa());
+}
+
+std::vector<KernelVariant> kernels_under_ceiling(const LayoutInfo& layout) {
+  std::vector<KernelVariant> all = kernels_for(layout);
+  std::erase_if(all, [](const KernelVariant& k) { return !isa_at_or_below(k.isa, best_isa()); });
+  return all;
 }
 
 KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
   if (text.empty() || text == "best") return best_kernel(layout).variant;
   const auto slash = text.find('/');
-  if (slash == std::string::npos) return best_kernel_of(layout, text).variant;
+  const std::string name = text.substr(0, slash);
+  const std::optional<Strategy> strategy = strategy_named(name);
+  if (!strategy)
+    fail("no kernel '", text, "' for layout '", layout.name, "': unknown strategy '", name, "' (strategies: ",
+         strategy_names(), "; available here: ", variant_names(kernels_for(layout)), ")");
+  if (slash == std::string::npos) return best_kernel_of(layout, *strategy).variant;
   const Isa isa = parse_isa(text.substr(slash + 1));
   if (!isa_supported(isa))
-    fail("kernel '", text, "': ISA '", isa_name(isa), "' is not supported on this CPU (", feature_string(), ")");
-  if (!at_or_below(isa, best_isa()))
+    fail("kernel '", text, "': ISA '", isa_name(isa), "' is not supported on this CPU (", cpu_features().model,
+         "; supported here: ", isa_names(supported_isas()), ")");
+  if (!isa_at_or_below(isa, best_isa()))
     fail("kernel '", text, "': ISA '", isa_name(isa), "' is above the ISA ceiling ", isa_name(best_isa()),
          " (--isa); name a variant at or below it");
-  return find_kernel(layout, text);
+  return find_kernel(layout, *strategy, isa);
 }
 
-KernelVariant find_kernel(const LayoutInfo& layout, const std::string& name) {
+KernelVariant find_kernel(const LayoutInfo& layout, Strategy strategy, Isa isa) {
   const std::vector<KernelVariant> all = kernels_for(layout);
   for (const KernelVariant& k : all)
-    if (k.name() == name) return k;
-  fail("no kernel '", name, "' for layout '", layout.name, "' on this CPU (available: ", variant_names(all), ")");
+    if (k.strategy == strategy && k.isa == isa) return k;
+  fail("no kernel '", kernel_name(strategy, isa), "' for layout '", layout.name, "' on this CPU (available: ",
+       variant_names(all), ")");
 }
 
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,

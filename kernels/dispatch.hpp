@@ -1,9 +1,10 @@
 // Choosing a kernel and running it on a thread pool.
 //
 // best_kernel(layout, ceiling) picks, among kernels_for(layout), the richest ISA not above the
-// ceiling and, within it, the first strategy of kStrategyPreference; the permute strategy only where
-// no other SIMD kernel runs, the reference kernel last. It also says, per candidate, why it was taken or passed over, so a run can record the
-// path it measured (`ternlab kernels`, `--isa`).
+// ceiling and, within it, the first strategy of kStrategyPreference (kernel_id.hpp); the permute
+// strategy only where no other SIMD kernel runs, the reference kernel last. It also says, per
+// candidate, why it was taken or passed over, so a run can record the path it measured
+// (`ternlab kernels`, `--isa`).
 #pragma once
 
 #include <cstdint>
@@ -17,12 +18,6 @@
 
 namespace ternlab {
 
-inline constexpr const char* kStrategyPreference[] = {"broadcast", "slot-mask", "base3", "unpack", "unpack-vecdot", "permute", "reference"};
-
-// The strategy every valid layout gets (kernels/strategies/permute.hpp): ranked below every other
-// SIMD strategy whatever its ISA, above only the reference.
-inline constexpr const char* kFallbackStrategy = "permute";
-
 struct KernelChoice {
   KernelVariant variant;
   std::vector<std::string> notes;  // one line per candidate: "slot-mask/avx2: chosen", "...: above ceiling avx2"
@@ -33,16 +28,24 @@ KernelChoice best_kernel(const LayoutInfo& layout, Isa ceiling);
 KernelChoice best_kernel(const LayoutInfo& layout);
 // The same choice restricted to one strategy ("slot-mask": its richest ISA at or below the ceiling);
 // throws naming the layout's kernels when the strategy has none here.
-KernelChoice best_kernel_of(const LayoutInfo& layout, const std::string& strategy, Isa ceiling);
-KernelChoice best_kernel_of(const LayoutInfo& layout, const std::string& strategy);
+KernelChoice best_kernel_of(const LayoutInfo& layout, Strategy strategy, Isa ceiling);
+KernelChoice best_kernel_of(const LayoutInfo& layout, Strategy strategy);
 
-// The variant called "strategy/isa" for this layout; throws listing the available ones.
-KernelVariant find_kernel(const LayoutInfo& layout, const std::string& name);
+// The variant (strategy, isa) for this layout; throws listing the available ones.
+KernelVariant find_kernel(const LayoutInfo& layout, Strategy strategy, Isa isa);
+
+// ISAs compare only within one architecture's ladder (scalar is below all of them).
+bool isa_at_or_below(Isa isa, Isa ceiling);
+
+// kernels_for(layout) without the variants above the ISA ceiling: every arm a run may measure
+// (bench, the planner's measured choice); select_kernel picks from the same set.
+std::vector<KernelVariant> kernels_under_ceiling(const LayoutInfo& layout);
 
 // The one selector behind every `kernel` option (the model's --kernel, experiment arms, bench):
 // "" or "best" = best_kernel; a bare strategy ("slot-mask") = best_kernel_of; "strategy/isa" =
-// that variant, refused when the ISA is unknown, absent from this CPU or above the ISA ceiling
-// (the message names which). Each honours the process ceiling (set_isa_ceiling, CLI --isa).
+// that variant, refused when the strategy or ISA is unknown, the ISA absent from this CPU or above
+// the ISA ceiling (the message names which). Each honours the process ceiling (set_isa_ceiling,
+// CLI --isa).
 KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text);
 
 // y = W x for one token, row groups split statically over the pool's threads (ThreadPool::split,

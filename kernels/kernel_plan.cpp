@@ -16,6 +16,51 @@ namespace ternlab {
 
 namespace {
 
+// The smmla gemm's units (SlotVectorPlan::TileUnit) of a 16-byte plan; returns why not, or "".
+// smmla multiplies a 2x8 weight operand by two tokens' 8 activations: a row-pair slot is that
+// operand as stored; single-row words are zipped two by two, which needs both rows' word k to
+// cover the same weights. Either way each slot must start on an 8-weight chunk of q8_Kx4.
+std::string build_tiles(const LayoutInfo& L, SlotVectorPlan& p) {
+  if (p.vector_bytes != kWordBytes) return cat("the smmla gemm reads ", kWordBytes, "-byte words");
+  if (L.k != kBlockK) return cat("blocks of ", L.k, " weights (the q8_Kx4 chunks assume ", kBlockK, ")");
+  p.tile_pairs = L.facts.pairs_rows;
+  p.words_per_unit = p.tile_pairs ? 4 : 2;
+  const int lanes = p.tile_pairs ? 8 : 16;
+  p.slot_stride = L.slot_plan.front().slot[1].k0 - L.slot_plan.front().slot[0].k0;
+  if (p.slot_stride < lanes || p.slot_stride % lanes != 0)
+    return cat("slot stride ", p.slot_stride, " is not a whole number of ", lanes, "-weight lanes");
+  int filled[kMaxPlanRows] = {};
+  for (const WordPlan& w : L.slot_plan) {
+    const SlotLanes& s0 = w.slot[0];
+    for (int s = 1; s < 4; ++s)
+      if (w.slot[s].k0 != s0.k0 + s * p.slot_stride)
+        return cat("the slots of the word at byte ", w.byte_offset, " are not ", p.slot_stride, " weights apart");
+    if (s0.k0 % 8 != 0) return cat("the word at byte ", w.byte_offset, " starts off an 8-weight chunk (k ", s0.k0, ")");
+    int u = 0;
+    while (u < p.tile_units && (p.tile_unit[u].row_a != s0.row_a || p.tile_unit[u].row_b != s0.row_b)) ++u;
+    if (u == p.tile_units) {
+      if (u == kMaxPlanRows) return cat("more than ", kMaxPlanRows, " units");
+      p.tile_unit[u].row_a = s0.row_a;
+      p.tile_unit[u].row_b = s0.row_b;
+      ++p.tile_units;
+    }
+    if (filled[u] == p.words_per_unit) return cat("row ", s0.row_a, " has more than ", p.words_per_unit, " words");
+    p.tile_unit[u].word_offset[filled[u]] = w.byte_offset;
+    p.tile_unit[u].word_k0[filled[u]++] = s0.k0;
+  }
+  for (int u = 0; u < p.tile_units; ++u)
+    if (filled[u] != p.words_per_unit) return cat("row ", p.tile_unit[u].row_a, " has fewer than ", p.words_per_unit, " words");
+  if (p.tile_units * (p.tile_pairs ? 2 : 1) != L.rows) return cat("the words' units do not cover the ", L.rows, " rows once each");
+  if (!p.tile_pairs) {
+    if (p.tile_units % 2 != 0) return cat(p.tile_units, " single-row units do not pair up for zips");
+    for (int u = 1; u < p.tile_units; ++u)
+      for (int k = 0; k < p.words_per_unit; ++k)
+        if (p.tile_unit[u].word_k0[k] != p.tile_unit[0].word_k0[k])
+          return "single-row words pair up for zips only when every row's word k covers the same weights";
+  }
+  return "";
+}
+
 SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, int max_group) {
   SlotVectorPlan p;
   p.layout = &L;
@@ -140,6 +185,7 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
     for (int e = 0; e < 4; ++e) p.fold_words = p.fold_words && p.pair_index[4 * r + e] == 16 * (r / 4) + r % 4 + 4 * e;
   p.scales_contiguous = true;
   for (int r = 0; r < L.rows; ++r) p.scales_contiguous = p.scales_contiguous && p.scale_offset[r] == p.scale_offset[0] + 2 * r;
+  p.tile_why_not = build_tiles(L, p);
   return p;
 }
 
@@ -160,6 +206,17 @@ const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_byte
   auto& slot = cache[{&layout, vector_bytes, pos, max_group}];
   if (!slot) slot = std::make_unique<SlotVectorPlan>(build_slot_plan(layout, vector_bytes, pos, max_group));
   return *slot;
+}
+
+int neon_pair_position(int a, int /*u*/, int h) { return 4 * (a / 2) + 2 * (a % 2) + h; }
+
+const SlotVectorPlan& neon_slot_plan(const LayoutInfo& layout) {
+  return slot_vector_plan(layout, kWordBytes, &neon_pair_position, kNeonGroupVectors);
+}
+
+std::string smmla_why_not(const LayoutInfo& layout) {
+  const SlotVectorPlan& p = neon_slot_plan(layout);
+  return p.why_not.empty() ? p.tile_why_not : p.why_not;
 }
 
 void expand_slot_activations(const SlotVectorPlan& p, const LayoutInfo& L, const std::int8_t* q, std::uint8_t* out) {

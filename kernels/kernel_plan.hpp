@@ -58,6 +58,23 @@ struct SlotVectorPlan {
   // For 16-lane policies (AVX-512): every 16-byte word of each pair vector (groups 2k, 2k+1)
   // holds rows 4k .. 4k+3 in its four lanes, so summing the words gathers the rows (t2p, t2p8).
   bool fold_words = false;
+
+  // The matrix-instruction view of a 16-byte plan (the NEON i8mm smmla gemm, kernels/arm_i8mm.cpp):
+  // the block's words as units, a row pair (row_a in bytes 0-7, row_b in 8-15) or a single row, in
+  // the order the slot plan lists them; slot s of a unit's word holds the weights from
+  // k0 + s * slot_stride, one stride for the whole layout. tile_why_not is empty when the gemm
+  // runs the layout (smmla_why_not).
+  struct TileUnit {
+    int row_a = -1, row_b = -1;
+    int word_offset[4] = {};  // from the block start
+    int word_k0[4] = {};      // first weight of slot 0
+  };
+  std::string tile_why_not;
+  bool tile_pairs = false;
+  int slot_stride = 0;
+  int tile_units = 0;       // row pairs, or single rows (then zipped two by two)
+  int words_per_unit = 0;   // 4 for a row pair (2 x 128 weights), 2 for a single row
+  TileUnit tile_unit[kMaxPlanRows] = {};
 };
 
 // Where the ISA policy stores the pair sum (group accumulator a, 16-byte word u of it, half h).
@@ -67,6 +84,15 @@ using PairPosition = int (*)(int j, int u, int h);
 // Groups hold at most `max_group` vectors (the policy's kGroupVectors); larger ones are split.
 const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_bytes, PairPosition pos,
                                        int max_group = kMaxPlanVectors);
+
+// The NEON 16-byte policies' plan (kernels/isa/neon.hpp): their pair sums come from
+// vpaddq(c_a, c_a+1) = [c_a pairs 0,1 | c_a+1 pairs 0,1], and their group sums are int32.
+int neon_pair_position(int a, int u, int h);
+inline constexpr int kNeonGroupVectors = 8;
+const SlotVectorPlan& neon_slot_plan(const LayoutInfo& layout);
+// Why the NEON i8mm smmla gemm cannot run `layout` (its plan's tile_why_not, or why the layout has
+// no 16-byte slot plan at all); empty when it can. The one rule the catalog and the tests read.
+std::string smmla_why_not(const LayoutInfo& layout);
 
 // Expands one 128-value activation block for the plan into `out` (expanded_block_bytes).
 void expand_slot_activations(const SlotVectorPlan& plan, const LayoutInfo& layout, const std::int8_t* q128,

@@ -136,7 +136,7 @@ KernelChoice plan_kernel(const PackedMatrix& w, std::int64_t tokens, ThreadPool&
   if (mode == PlanMode::estimate) return estimate;
 
   const PlanKey key = plan_key(L, w.rows, w.cols, tokens, pool.size());
-  const std::vector<KernelVariant> all = kernels_for(L);
+  const std::vector<KernelVariant> all = kernels_under_ceiling(L);  // a wisdom entry above --isa is not taken
   if (wisdom)
     if (const WisdomEntry* e = wisdom->find(key)) {
       const auto it = std::find_if(all.begin(), all.end(), [&](const KernelVariant& k) { return k.name() == e->variant; });
@@ -150,12 +150,8 @@ KernelChoice plan_kernel(const PackedMatrix& w, std::int64_t tokens, ThreadPool&
     }
 
   // Candidates: every variant at or below the ceiling, the reference only when it is alone.
-  std::vector<KernelVariant> cand;
-  for (const KernelVariant& k : all) {
-    const Isa isa = parse_isa(k.isa);
-    const bool above = isa != Isa::scalar && int(isa) > int(best_isa());
-    if (!above && k.strategy != "reference") cand.push_back(k);
-  }
+  std::vector<KernelVariant> cand = all;
+  std::erase_if(cand, [](const KernelVariant& k) { return k.strategy == Strategy::reference; });
   if (cand.empty()) return estimate;
 
   const std::vector<float> xf = make_float_activations(tokens, w.cols, 17);

@@ -65,22 +65,22 @@ void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std:
   if (L.facts.row_interleaved) {
     std::string why = strategies::pick_broadcast<P, 8>(L, k);
     if (!why.empty()) why = strategies::pick_broadcast<P, 16>(L, k);
-    add_or_note(out, gaps, "broadcast", "avx2", why, k);
+    add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, k);
   }
   if (L.facts.slot_vectorizable) {
     const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
-    add_or_note(out, gaps, "slot-mask", "avx2", why, k);
+    add_or_note(out, gaps, Strategy::slot_mask, P::kIsa, why, k);
   }
   if (L.facts.natural_two_bit) {
     using PerColumn = strategies::Unpack<P, false>;
-    add_or_note(out, gaps, strategies::Unpack<P>::kStrategy, "avx2", "", strategies::Unpack<P>::kFns);
-    add_or_note(out, gaps, PerColumn::kStrategy, "avx2", "", PerColumn::kFns);
+    add_or_note(out, gaps, strategies::Unpack<P>::kStrategy, P::kIsa, "", strategies::Unpack<P>::kFns);
+    add_or_note(out, gaps, PerColumn::kStrategy, P::kIsa, "", PerColumn::kFns);
   }
   if (L.facts.digit_planar)
-    add_or_note(out, gaps, "base3", "avx2", base3_plan(L).why_not, {&strategies::Base3<P>::gemv, &strategies::Base3<P>::gemm});
+    add_or_note(out, gaps, Strategy::base3, P::kIsa, base3_plan(L).why_not, {&strategies::Base3<P>::gemv, &strategies::Base3<P>::gemm});
   // Every layout: the fallback, ranked below the strategies above by dispatch.
   KernelFns any;
-  add_or_note(out, gaps, "permute", "avx2", strategies::pick_permute<P>(L, any), any);
+  add_or_note(out, gaps, Strategy::permute, P::kIsa, strategies::pick_permute<P>(L, any), any);
 }
 
 std::int64_t avx2_maddubs_loop(std::int64_t iters) { return maddubs_loop(iters); }

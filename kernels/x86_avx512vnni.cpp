@@ -84,20 +84,20 @@ void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vect
   KernelFns k;
   if (L.facts.row_interleaved) {
     const std::string why = strategies::pick_broadcast<P, 16>(L, k);  // sets k
-    add_or_note(out, gaps, "broadcast", P::name, why, k);
+    add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, k);
   }
   if (L.facts.slot_vectorizable) {
     const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
-    add_or_note(out, gaps, "slot-mask", P::name, why, k);
+    add_or_note(out, gaps, Strategy::slot_mask, P::kIsa, why, k);
   }
   if (L.facts.natural_two_bit) {
     using PerColumn = strategies::Unpack<P, false>;
-    add_or_note(out, gaps, strategies::Unpack<P>::kStrategy, P::name, "", strategies::Unpack<P>::kFns);
-    add_or_note(out, gaps, PerColumn::kStrategy, P::name, "", PerColumn::kFns);
+    add_or_note(out, gaps, strategies::Unpack<P>::kStrategy, P::kIsa, "", strategies::Unpack<P>::kFns);
+    add_or_note(out, gaps, PerColumn::kStrategy, P::kIsa, "", PerColumn::kFns);
   }
   // Every layout: the fallback, ranked below the strategies above by dispatch.
   KernelFns any;
-  add_or_note(out, gaps, "permute", P::name, strategies::pick_permute<P>(L, any), any);
+  add_or_note(out, gaps, Strategy::permute, P::kIsa, strategies::pick_permute<P>(L, any), any);
 }
 
 }  // namespace
@@ -109,7 +109,9 @@ namespace ternlab::detail {
 
 #if defined(TERNLAB_AVX512_EMULATED)
 void add_avx512vnni_emulated_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
+  const std::size_t first = out.size();
   add_kernels(L, out, gaps);
+  for (std::size_t i = first; i < out.size(); ++i) out[i].emulated = true;
 }
 #else
 void add_avx512vnni_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {

@@ -66,6 +66,21 @@ Perplexity perplexity(Model& m, std::span<const std::int32_t> tokens, int chunk)
   return p;
 }
 
+std::vector<float> all_logits(Model& m, std::span<const std::int32_t> tokens) {
+  const auto& c = m.config();
+  const std::string& file = m.file().source;
+  if (tokens.empty()) fail(file, ": logits of an empty token sequence");
+  if (c.context_length && tokens.size() > c.context_length)
+    fail(file, ": ", tokens.size(), " tokens exceed the model's context length (qwen35.context_length = ",
+         c.context_length, ")");
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= c.n_vocab)
+      fail(file, ": token ", i, " is id ", tokens[i], ", outside the vocabulary [0, ", c.n_vocab,
+           ") of token_embd.weight");
+  Session s = m.new_session();
+  return m.forward(s, tokens, true);
+}
+
 OpProfile profile_decode(Model& m, std::span<const std::int32_t> prompt) {
   Session s = m.new_session();
   const auto logits = m.forward(s, prompt);

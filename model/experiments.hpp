@@ -34,6 +34,11 @@ struct Perplexity {
 // first of a chunk is predicted.
 Perplexity perplexity(Model& m, std::span<const std::int32_t> tokens, int chunk);
 
+// Logits at every position of `tokens` (tokens x vocab, row-major) from one fresh session: row t
+// scores the token after tokens[t]. Refuses an empty sequence, an id outside the vocabulary, and a
+// sequence longer than the file's qwen35.context_length (naming the file and the key).
+std::vector<float> all_logits(Model& m, std::span<const std::int32_t> tokens);
+
 // Per-op wall time of one decode token after prefilling `prompt`.
 OpProfile profile_decode(Model& m, std::span<const std::int32_t> prompt);
 

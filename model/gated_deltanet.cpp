@@ -8,7 +8,7 @@ namespace ternlab::model {
 
 void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x, const Q8KBatch& xr,
                     int tokens, std::vector<float>& conv_state, std::vector<float>& state, float* out,
-                    ThreadPool& pool, OpProfile* profile) {
+                    ThreadPool& pool, OpProfile* profile, StateRing* ring, int layer) {
   const std::int64_t d = c.n_embd, ch = c.conv_channels(), vdim = c.ssm_value_dim();
   const int Dk = c.ssm_state, Dv = c.ssm_state, Hk = c.ssm_k_heads, Hv = c.ssm_v_heads, K = c.ssm_conv;
   const std::int64_t key_dim = c.ssm_key_dim();
@@ -89,6 +89,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
         for (int j = 0; j < Dv; ++j) tiled[std::size_t(e * Dv + j)] = n[std::size_t(j)] * silu(zt[e * Dv + j]);
       }
     });
+    if (ring && t < ring->slots) ring->record(layer, t, conv_state, state);
     float* yt = y.data() + t * vdim;
     if (c.gdn_v_grouped)
       tiled_to_grouped(tiled.data(), yt, Dv, Hk, Hv / Hk);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 
 #include "common/error.hpp"
 #include "common/fp16.hpp"
@@ -223,25 +224,74 @@ std::vector<float> Model::embed(std::int32_t token) const {
 
 // --- forward ------------------------------------------------------------------------------------
 
+double seconds_now(bool cpu) {
+  if (!cpu) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+void StateRing::record(int layer, int slot, const std::vector<float>& conv_now, const std::vector<float>& state_now) {
+  const double t0 = seconds_now(cpu_clock);
+  conv[std::size_t(layer)][std::size_t(slot)].assign(conv_now.begin(), conv_now.end());
+  state[std::size_t(layer)][std::size_t(slot)].assign(state_now.begin(), state_now.end());
+  record_seconds += seconds_now(cpu_clock) - t0;
+}
+
+void Model::rollback(Session& s, StateRing& ring, int keep) const {
+  if (keep < 1 || keep > ring.slots + 1)
+    fail("rollback: keep ", keep, " tokens of a recorded call of ", ring.slots + 1, " (1 .. ", ring.slots + 1, ")");
+  if (s.pos != ring.pos0 + ring.slots + 1)
+    fail("rollback: the session is at position ", s.pos, ", the ring recorded the call ending at ",
+         ring.pos0 + ring.slots + 1);
+  if (keep == ring.slots + 1) return;
+  s.pos = ring.pos0 + keep;
+  const std::size_t kv = std::size_t(cfg_.n_head_kv) * std::size_t(cfg_.head_dim);
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const auto L = std::size_t(l);
+    if (cfg_.is_gdn(l)) {
+      s.conv[L].swap(ring.conv[L][std::size_t(keep - 1)]);
+      s.state[L].swap(ring.state[L][std::size_t(keep - 1)]);
+    } else {
+      s.k_cache[L].resize(std::size_t(s.pos) * kv);
+      s.v_cache[L].resize(std::size_t(s.pos) * kv);
+    }
+  }
+  ring.slots = keep - 1;  // the swapped-out slots now hold later states: nothing past keep is valid
+}
+
 std::vector<float> Model::forward(Session& s, std::span<const std::int32_t> tokens, bool all_logits,
-                                  OpProfile* profile) {
+                                  OpProfile* profile, StateRing* ring) {
   if (tokens.empty()) fail("forward: no tokens");
+  if (ring) {
+    if (tokens.size() > std::size_t(chunk_))
+      fail("forward: ", tokens.size(), " tokens recorded for rollback must fit one gemm batch of ", chunk_);
+    ring->pos0 = s.pos;
+    ring->slots = int(tokens.size()) - 1;
+    ring->conv.resize(std::size_t(cfg_.n_layer));
+    ring->state.resize(std::size_t(cfg_.n_layer));
+    for (int l = 0; l < cfg_.n_layer; ++l)
+      if (cfg_.is_gdn(l) && ring->conv[std::size_t(l)].size() < std::size_t(ring->slots)) {
+        ring->conv[std::size_t(l)].resize(std::size_t(ring->slots));
+        ring->state[std::size_t(l)].resize(std::size_t(ring->slots));
+      }
+  }
   std::vector<float> logits;
   for (std::size_t i = 0; i < tokens.size(); i += std::size_t(chunk_)) {
     const auto n = std::min(tokens.size() - i, std::size_t(chunk_));
     const bool last = i + n == tokens.size();
     if (!all_logits && !last) {
       std::vector<float> ignored;
-      forward_chunk(s, tokens.subspan(i, n), false, ignored, profile);
+      forward_chunk(s, tokens.subspan(i, n), false, ignored, profile, ring);
     } else {
-      forward_chunk(s, tokens.subspan(i, n), all_logits, logits, profile);
+      forward_chunk(s, tokens.subspan(i, n), all_logits, logits, profile, ring);
     }
   }
   return logits;
 }
 
 void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool all_logits,
-                          std::vector<float>& logits, OpProfile* profile) {
+                          std::vector<float>& logits, OpProfile* profile, StateRing* ring) {
   const ModelConfig& c = cfg_;
   const int T = int(tokens.size());
   const std::int64_t d = c.n_embd;
@@ -264,7 +314,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
     const Q8KBatch ar = rotate_and_quantize(c, a, T, d, *pool_, profile);  // site 1, shared by the projections
     if (w.gdn)
       gated_deltanet(c, w.linear, a, ar, T, s.conv[std::size_t(l)], s.state[std::size_t(l)], m.data(), *pool_,
-                     profile);
+                     profile, ring, l);
     else
       attention(c, w.attn, ar, T, s.pos, s.k_cache[std::size_t(l)], s.v_cache[std::size_t(l)], m.data(), *pool_,
                 profile);

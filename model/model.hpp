@@ -65,6 +65,24 @@ struct Session {
   std::vector<std::vector<float>> k_cache, v_cache;  // per layer: [pos][kv_heads * head_dim]
 };
 
+// The Gated DeltaNet states after each token of one forward call, so that a rejected draft can be
+// undone (model/speculative.hpp): the recurrence cannot be run backwards, and attention's KV cache
+// is simply truncated. Slot t holds every GDN layer's conv window and recurrent state after token t
+// of the call; the last token's states are the session's own, so a call of n tokens fills n - 1
+// slots. Buffers keep their capacity from call to call (rollback swaps them with the session's).
+struct StateRing {
+  int pos0 = 0;   // the session position before the recorded call
+  int slots = 0;  // tokens recorded: the call's first `slots` tokens
+  std::vector<std::vector<std::vector<float>>> conv, state;  // [layer][slot]
+  double record_seconds = 0;  // time spent copying states in, summed over calls
+  bool cpu_clock = false;     // record_seconds in process CPU time instead of wall time
+  void record(int layer, int slot, const std::vector<float>& conv_now, const std::vector<float>& state_now);
+};
+
+// Seconds on the steady clock, or of this process's CPU time (all its threads) when `cpu`: on a
+// machine shared with other jobs, CPU time leaves out the time the scheduler gives them.
+double seconds_now(bool cpu);
+
 // Wall time per op kind, for one forward call (experiment hook).
 struct OpProfile {
   enum Op { matmul, quantize, hadamard, gdn, attention, norm, other, count };
@@ -86,8 +104,18 @@ class Model {
 
   // Runs `tokens` at positions s.pos... and returns logits: for the last token only, or for every
   // token when `all_logits` (tokens x vocab, row-major).
+  // With a `ring`, the GDN states after each token but the last are recorded into it (the tokens
+  // must then fit one gemm batch, max_batch()), so rollback() can return to any of them.
   std::vector<float> forward(Session& s, std::span<const std::int32_t> tokens, bool all_logits = false,
-                             OpProfile* profile = nullptr);
+                             OpProfile* profile = nullptr, StateRing* ring = nullptr);
+  // Undoes the last forward call recorded in `ring` down to its first `keep` tokens: the session
+  // position moves back, the KV caches are truncated and the GDN states are swapped with the
+  // ring's slot keep - 1 (the same floats a forward of those tokens alone leaves). keep may be
+  // 1 .. ring.slots + 1; the latter changes nothing.
+  void rollback(Session& s, StateRing& ring, int keep) const;
+  // Tokens per gemm batch: a prompt runs in chunks of this many, and a forward call recording a
+  // StateRing must fit one.
+  int max_batch() const { return chunk_; }
 
   // Bytes of ternary weights streamed per decoded token (every ternary matrix but the embedding).
   std::uint64_t ternary_bytes_per_token() const;
@@ -97,7 +125,7 @@ class Model {
 
  private:
   void forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool all_logits, std::vector<float>& logits,
-                     OpProfile* profile);
+                     OpProfile* profile, StateRing* ring);
   ModelConfig cfg_;
   gguf::File file_;
   const LayoutInfo* layout_ = nullptr;
@@ -112,10 +140,12 @@ class Model {
 };
 
 // Layer kinds, one file each. `x` holds T tokens x d (the normed input), `xr` the same rotated.
+// gated_deltanet records its states after each of the first ring->slots tokens into `ring` (layer
+// `layer`) when one is given.
 struct Scratch;
 void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x,
                     const Q8KBatch& xr, int tokens, std::vector<float>& conv_state, std::vector<float>& state,
-                    float* out, ThreadPool& pool, OpProfile* profile);
+                    float* out, ThreadPool& pool, OpProfile* profile, StateRing* ring = nullptr, int layer = 0);
 void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,
                std::vector<float>& k_cache, std::vector<float>& v_cache, float* out, ThreadPool& pool,
                OpProfile* profile);

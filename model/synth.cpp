@@ -133,6 +133,17 @@ const std::vector<SynthPreset>& synth_presets() {
   return presets;
 }
 
+SynthPreset with_layers(const SynthPreset& p, int layers) {
+  if (layers < 1) fail("a synthetic model needs at least 1 layer, got ", layers);
+  SynthPreset q = p;
+  q.config.n_layer = layers;
+  q.config.recurrent.resize(std::size_t(layers));
+  for (int l = 0; l < layers; ++l)
+    q.config.recurrent[std::size_t(l)] = (l + 1) % q.config.full_attention_interval != 0;
+  q.name = cat(p.name, " (", layers, " layers)");
+  return q;
+}
+
 const SynthPreset& find_preset(const std::string& name) {
   for (const auto& p : synth_presets())
     if (p.name == name) return p;

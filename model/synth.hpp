@@ -20,6 +20,9 @@ struct SynthPreset {
 
 const std::vector<SynthPreset>& synth_presets();
 const SynthPreset& find_preset(const std::string& name);  // throws listing the names
+// The preset with `layers` layers of the same shapes (every full_attention_interval-th one
+// attention): per-layer costs at full size without the full-size file.
+SynthPreset with_layers(const SynthPreset& p, int layers);
 
 struct SynthOptions {
   std::uint64_t seed = 2026;

@@ -8,6 +8,7 @@ packages=(
   libeigen3-dev librange-v3-dev doctest-dev libcli11-dev libtomlplusplus-dev libbenchmark-dev
   g++-aarch64-linux-gnu qemu-user   # the aarch64 test suite runs under emulation
   librsvg2-bin                      # renders result SVGs to PNG for a look
+  nlohmann-json3-dev                # summary.json is written and read back (tests) through it
   libsimde-dev                      # the tests run the AVX-512 kernels through it where the CPU lacks AVX-512
 )
 

@@ -17,9 +17,7 @@
 #include "kernels/testdata.hpp"
 #include "tests/support.hpp"
 
-#if defined(__aarch64__)
-#include "kernels/neon/plans.hpp"
-#endif
+#include "kernels/kernel_plan.hpp"
 
 using namespace ternlab;
 
@@ -200,7 +198,7 @@ TEST_SUITE("dispatch") {
       CHECK(variant_names(*L).size() == ks.size());  // no variant listed twice
       for (const KernelVariant& k : ks) {
         CAPTURE(k.name());
-        CHECK(isa_supported(parse_isa(k.isa)));
+        CHECK(isa_supported(k.isa));
         CHECK(bool(k.gemv));
         CHECK(bool(k.gemm));
       }
@@ -215,35 +213,33 @@ TEST_SUITE("dispatch") {
     const bool dotprod = cpu != "cortex-a72", i8mm = cpu == "max";
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
+      // Every aarch64 level runs the shared strategies through its NEON policies wherever the
+      // shared plans accept the layout; i8mm adds the smmla gemm where its one rule (smmla_why_not,
+      // the catalog's own) accepts it; dotprod adds PrismML's stock kernel as a baseline arm.
       std::set<std::string> want{"reference/scalar"};
-      const auto add = [&](const std::string& strategy, bool with_i8mm) {
-        want.insert(strategy + "/neon");
-        if (dotprod) want.insert(strategy + "/dotprod");
-        if (i8mm && with_i8mm) want.insert(strategy + "/i8mm");
+      const auto add = [&](const char* strategy, bool with_i8mm) {
+        want.insert(cat(strategy, "/neon"));
+        if (dotprod) want.insert(cat(strategy, "/dotprod"));
+        if (i8mm && with_i8mm) want.insert(cat(strategy, "/i8mm"));
       };
       if (L->facts.natural_two_bit) add("unpack", false);
-      if (L->facts.digit_planar) add("base3", false);
-      // NEON's own plan decides; smmla takes row pairs as stored, or single rows zipped in pairs of
-      // units (t2w3's 3 rows: plain NEON only).
-      const auto prog = neon::slot_program(*L);
-      const bool smmla = prog.chunk_aligned && (prog.pairs || (prog.units % 2 == 0 && prog.shared_kbase));
-      if (L->facts.slot_vectorizable && prog.ok) add("slot-mask", smmla);
-      if (dotprod) want.insert("permute/dotprod");  // the fallback takes every layout where sdot is
-      // slot-mask/dotprod comes from the shared slot-mask template (kernels/strategies), which its
-      // own tests pin; here it may or may not be present, but only where dotprod is.
-      std::set<std::string> got = variant_names(*L);
-      if (got.erase("slot-mask/dotprod")) CHECK(dotprod);
-      want.erase("slot-mask/dotprod");
-      CHECK(got == want);
+      if (L->facts.natural_two_bit && dotprod) want.insert("prism-neon/dotprod");
+      if (L->facts.digit_planar && base3_plan(*L).why_not.empty()) add("base3", false);
+      if (L->facts.slot_vectorizable && neon_slot_plan(*L).why_not.empty()) add("slot-mask", smmla_why_not(*L).empty());
+      add("permute", false);  // the fallback: every valid layout, on every NEON level
+      CHECK(variant_names(*L) == want);
     }
-    // The stock layouts and the test-only one, named, so a silently lost property fails here too.
+    // The stock layouts and the test-only ones, named, so a silently lost property or plan fails here.
     CHECK(variant_names(find_layout("pq2_0")).count("unpack/neon") == 1);
+    CHECK(variant_names(find_layout("pq2_0")).count("prism-neon/dotprod") == (dotprod ? 1u : 0u));
     CHECK(variant_names(find_layout("ptq1_0")).count("base3/neon") == 1);
     CHECK(variant_names(find_layout("t2x4")).count("slot-mask/neon") == 1);
+    CHECK(variant_names(find_layout("t2w3")).count("slot-mask/neon") == 1);
+    CHECK(variant_names(find_layout("t2w3")).count("slot-mask/i8mm") == 0);  // 3 single rows: no zip pairs
     CHECK(variant_names(find_layout("t2p8")).count("slot-mask/i8mm") == (i8mm ? 1u : 0u));
     CHECK(variant_names(find_layout("t2p")).count("slot-mask/i8mm") == (i8mm ? 1u : 0u));
-    CHECK(neon::slot_program(find_layout("t2w")).slot_stride == 32);  // t2w's half-row words
-    CHECK(neon::slot_program(find_layout("t2p")).slot_stride == 8);
+    CHECK(neon_slot_plan(find_layout("t2w")).slot_stride == 32);  // t2w's half-row words
+    CHECK(neon_slot_plan(find_layout("t2p")).slot_stride == 8);
     CHECK(variant_names(find_layout("t2w")).count("slot-mask/i8mm") == (i8mm ? 1u : 0u));
     CHECK(variant_names(find_layout("pq2_0")).count("unpack/dotprod") == (dotprod ? 1u : 0u));
 #endif
@@ -272,9 +268,7 @@ TEST_SUITE("dispatch") {
 #if defined(__aarch64__)
     const std::set<std::string> names = variant_names(L);
     CHECK(names.count("slot-mask/neon") == 1);
-    // Both gemv forms run: t2p's units share each word's activations, this layout's cannot.
-    CHECK(neon::slot_program(find_layout("t2p")).shared_kbase);
-    CHECK_FALSE(neon::slot_program(L).shared_kbase);
+    CHECK(smmla_why_not(L).empty());  // row pairs on 8-weight chunks, whatever their k order
     if (isa_supported(Isa::i8mm)) CHECK(names.count("slot-mask/i8mm") == 1);
     CHECK(paths == int(names.size()));
 #else
@@ -300,13 +294,21 @@ TEST_SUITE("dispatch") {
     int refused = 0;
     for (const LayoutInfo* built_for : all_layouts())
       for (const KernelVariant& k : kernels_for(*built_for)) {
-        if (k.strategy == "reference") continue;
+        if (k.strategy == Strategy::reference) continue;
         for (const LayoutInfo* other : all_layouts()) {
-          const bool readable = k.strategy == "broadcast"  ? other->facts.row_interleaved && other->rows == built_for->rows
-                                : k.strategy == "slot-mask"  ? other->facts.slot_vectorizable
-                                : k.strategy.starts_with("unpack") ? other->facts.natural_two_bit
-                                : k.strategy == "base3"  ? other->facts.digit_planar
-                                                         : true;
+          bool readable = true;
+          switch (k.strategy) {
+            case Strategy::broadcast: readable = other->facts.row_interleaved && other->rows == built_for->rows; break;
+            case Strategy::slot_mask: readable = other->facts.slot_vectorizable; break;
+            case Strategy::unpack:
+            case Strategy::unpack_vecdot:
+            case Strategy::prism_neon: readable = other->facts.natural_two_bit; break;
+            case Strategy::base3: readable = other->facts.digit_planar; break;
+            case Strategy::permute:  // one template, each layout's own plan: what that layout lists
+              readable = std::ranges::any_of(kernels_for(*other), [&](const KernelVariant& o) { return o.name() == k.name(); });
+              break;
+            case Strategy::reference: break;
+          }
           if (readable) continue;
           CAPTURE(k.name());
           CAPTURE(other->name);
@@ -315,7 +317,7 @@ TEST_SUITE("dispatch") {
           std::vector<float> y(static_cast<std::size_t>(rows));
           // The gemv may be shared with another ISA's variant (slot-mask/i8mm runs the dotprod
           // gemv), so its message names the strategy and the layout; the gemm names the variant.
-          test::check_error([&] { k.gemv(p, x.row(0), y.data(), 0, p.row_groups()); }, k.strategy + "/",
+          test::check_error([&] { k.gemv(p, x.row(0), y.data(), 0, p.row_groups()); }, cat(strategy_name(k.strategy), "/"),
                             std::string(other->name));
           test::check_error([&] { k.gemm(p, x, y.data(), rows, 0, p.row_groups()); }, k.name(), std::string(other->name));
           ++refused;
@@ -336,10 +338,11 @@ TEST_SUITE("dispatch") {
         CAPTURE(L->name);
         CAPTURE(k.name());
         CHECK(select_kernel(*L, k.name()).name() == k.name());  // no ceiling: every listed variant
-        if (k.isa == "scalar") continue;
+        if (k.isa == Isa::scalar) continue;
         set_isa_ceiling(Isa::scalar);
         test::check_error([&] { select_kernel(*L, k.name()); }, k.name(), "above the ISA ceiling scalar");
-        test::check_error([&] { select_kernel(*L, k.strategy); }, k.strategy, "ceiling");
+        const std::string strategy(strategy_name(k.strategy));
+        test::check_error([&] { select_kernel(*L, strategy); }, strategy, "ceiling");
         CHECK(select_kernel(*L, "best").name() == "reference/scalar");
         CHECK(select_kernel(*L, "").name() == "reference/scalar");
         clear_isa_ceiling();
@@ -359,9 +362,10 @@ TEST_SUITE("dispatch") {
       for (const KernelVariant& k : kernels_for(*L)) {
         const KernelVariant chosen = best_kernel_of(*L, k.strategy).variant;
         CHECK(chosen.strategy == k.strategy);
-        CHECK(int(parse_isa(chosen.isa)) >= int(parse_isa(k.isa)));  // never a poorer ISA of the strategy
+        CHECK(int(chosen.isa) >= int(k.isa));  // never a poorer ISA of the strategy
       }
-      test::check_error([&] { best_kernel_of(*L, "teleport"); }, "no kernel 'teleport'", L->name, "reference/scalar");
+      test::check_error([&] { select_kernel(*L, "teleport"); }, "no kernel 'teleport'", L->name, "unknown strategy",
+                        "reference/scalar");
     }
   }
 

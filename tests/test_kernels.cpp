@@ -112,8 +112,11 @@ TEST_SUITE("kernels") {
         CHECK(has(ks, "unpack/avx2") == L->facts.natural_two_bit);
         CHECK(has(ks, "base3/avx2") == L->facts.digit_planar);
       }
-      // The shared slot-mask template also instantiates the 16-byte NEON dotprod policy.
+      // The shared templates also instantiate the NEON policies, plain and dotprod alike.
       CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && whole_vectors(*L, 16)));
+      CHECK(has(ks, "slot-mask/neon") == (isa_supported(Isa::neon) && whole_vectors(*L, 16)));
+      CHECK(has(ks, "unpack/neon") == (isa_supported(Isa::neon) && L->facts.natural_two_bit));
+      CHECK(has(ks, "base3/neon") == (isa_supported(Isa::neon) && L->facts.digit_planar));
       if (isa_supported(Isa::avx512vnni)) {
         CHECK(has(ks, "slot-mask/avx512vnni") == whole_vectors(*L, 64));
         CHECK(has(ks, "unpack/avx512vnni") == L->facts.natural_two_bit);
@@ -144,6 +147,7 @@ TEST_SUITE("kernels") {
       const auto ks = kernels_for(L);
       if (isa_supported(Isa::avx2)) CHECK(has(ks, "slot-mask/avx2"));
       if (isa_supported(Isa::dotprod)) CHECK(has(ks, "slot-mask/dotprod"));
+      if (isa_supported(Isa::neon)) CHECK(has(ks, "slot-mask/neon"));
       for (const KernelVariant& k : test::checked_kernels_for(L)) {
         CAPTURE(k.name());
         CHECK(mismatches(k, L, 24, 768, 5) == 0);
@@ -168,8 +172,8 @@ TEST_SUITE("kernels") {
     if (isa_supported(Isa::avx512vnni)) {
       const auto gaps = kernel_gaps(find_layout("t2w3"));
       REQUIRE(gaps.size() == 1);
-      CHECK(gaps[0].strategy == "slot-mask");
-      CHECK(gaps[0].isa == "avx512vnni");
+      CHECK(gaps[0].strategy == Strategy::slot_mask);
+      CHECK(gaps[0].isa == Isa::avx512vnni);
       const auto notes = best_kernel(find_layout("t2w3")).notes;
       CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
         return n.find("slot-mask/avx512vnni: no kernel, its plan refuses the layout") != std::string::npos;
@@ -259,25 +263,33 @@ TEST_SUITE("kernels") {
   }
 
   TEST_CASE("every registered layout has a SIMD kernel on every ISA the build targets, exact against the oracle") {
-    // x86: AVX2 natively, AVX-512 natively or through SIMDe; aarch64: NEON dotprod where the CPU has it.
-    std::vector<std::string> isas;
-    if (isa_supported(Isa::avx2)) isas = {"avx2", isa_supported(Isa::avx512vnni) ? "avx512vnni" : "avx512vnni-simde"};
-    if (isa_supported(Isa::dotprod)) isas.push_back("dotprod");
+    // x86: AVX2 natively, AVX-512 natively and through SIMDe; aarch64: plain NEON, and dotprod
+    // where the CPU has it (i8mm adds only a gemm to dotprod's slot-mask).
+    struct Target {
+      Isa isa;
+      bool emulated;
+      std::string name() const { return cat(isa_name(isa), emulated ? "-simde" : ""); }
+    };
+    std::vector<Target> isas;
+    if (isa_supported(Isa::avx2)) isas = {{Isa::avx2, false}, {Isa::avx512vnni, true}};
+    if (isa_supported(Isa::avx512vnni)) isas.push_back({Isa::avx512vnni, false});
+    if (isa_supported(Isa::neon)) isas.push_back({Isa::neon, false});
+    if (isa_supported(Isa::dotprod)) isas.push_back({Isa::dotprod, false});
 #if defined(__x86_64__)
     CHECK(isa_supported(Isa::avx2));  // the oldest x86 machine this project targets (Zen 3)
+#elif defined(__aarch64__)
+    CHECK(isa_supported(Isa::neon));  // every aarch64 core
 #endif
-    // Expected skip: an aarch64 CPU without dotprod (qemu cortex-a72) runs only the plain-NEON
-    // paths of the layouts that admit them; the permute strategy needs sdot.
-    if (isas.empty()) MESSAGE("no SIMD ISA of the shared strategies on this CPU (", feature_string(), ")");
+    REQUIRE_FALSE(isas.empty());
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
       const auto ks = test::checked_kernels_for(*L);
-      for (const std::string& isa : isas) {
-        CAPTURE(isa);
-        CHECK(std::any_of(ks.begin(), ks.end(), [&](const KernelVariant& k) { return k.isa == isa; }));
+      for (const Target& t : isas) {
+        CAPTURE(t.name());
+        CHECK(std::any_of(ks.begin(), ks.end(), [&](const KernelVariant& k) { return k.isa == t.isa && k.emulated == t.emulated; }));
       }
       for (const KernelVariant& k : ks) {
-        if (k.strategy != "permute") continue;  // the others: the oracle suite
+        if (k.strategy != Strategy::permute) continue;  // the others: the oracle suite
         CAPTURE(k.name());
         CHECK(mismatches(k, *L, test::whole_rows(*L, 8), 512, 5) == 0);
       }
@@ -310,17 +322,17 @@ TEST_SUITE("kernels") {
     CHECK(t2p.in_place);
     CHECK(t2p.shuffled_lanes == 0);
     const KernelChoice c = best_kernel(find_layout("t2p"));
-    CHECK(c.variant.strategy != "permute");
+    CHECK(c.variant.strategy != Strategy::permute);
     const KernelChoice m = best_kernel(t2m);
     if (kernels_for(t2m).size() > 1) {
-      CHECK(m.variant.strategy == "permute");
+      CHECK(m.variant.strategy == Strategy::permute);
       CHECK(m.notes.front().find("no richer strategy") != std::string::npos);
       CHECK(std::any_of(m.notes.begin(), m.notes.end(), [](const std::string& n) {
         return n == "slot-mask: not applicable, the layout lacks the property";
       }));
     }
-    for (const KernelVariant& k : c.variant.strategy == "reference" ? std::vector<KernelVariant>{} : kernels_for(find_layout("t2p")))
-      if (k.strategy == "permute") {
+    for (const KernelVariant& k : c.variant.strategy == Strategy::reference ? std::vector<KernelVariant>{} : kernels_for(find_layout("t2p")))
+      if (k.strategy == Strategy::permute) {
         CHECK(std::any_of(c.notes.begin(), c.notes.end(), [&](const std::string& n) {
           return n.starts_with(k.name() + ": passed over") && n.find("fallback") != std::string::npos;
         }));
@@ -342,12 +354,12 @@ TEST_SUITE("kernels") {
       const auto ks = test::checked_kernels_for(*L);
       int permute = 0;
       for (const KernelVariant& k : ks) {
-        if (k.strategy != "permute") continue;
+        if (k.strategy != Strategy::permute) continue;
         CAPTURE(k.name());
         ++permute;
         CHECK(mismatches(k, *L, 16, 384, 5) == 0);
       }
-      if (isa_supported(Isa::avx2) || isa_supported(Isa::dotprod)) CHECK(permute >= 2);
+      if (isa_supported(Isa::avx2) || isa_supported(Isa::neon)) CHECK(permute >= 2);
     }
   }
 
@@ -398,7 +410,7 @@ TEST_SUITE("kernels") {
       for (const std::string& n : c.notes) above |= n.find("unpack/avx2: passed over, above the ceiling scalar") == 0;
       CHECK(above);
     }
-    check_error([] { find_kernel(find_layout("t2p"), "unpack/avx2"); }, "no kernel 'unpack/avx2'", "t2p",
+    check_error([] { find_kernel(find_layout("t2p"), Strategy::unpack, Isa::avx2); }, "no kernel 'unpack/avx2'", "t2p",
                 "reference/scalar");
   }
 
@@ -439,16 +451,17 @@ TEST_SUITE("bad-input") {
     const Q8KBatch x = quantize_batch(make_float_activations(1, 256, 1).data(), 1, 256);
     std::vector<float> y(4);
     for (const KernelVariant& k : test::checked_kernels_for(find_layout("t2p")))
-      if (k.strategy == "slot-mask") {
+      if (k.strategy == Strategy::slot_mask) {
         CAPTURE(k.name());
         // slot-mask/i8mm runs the dotprod gemv, whose message names that variant: check the strategy.
-        check_error([&] { k.gemv(pq, x.row(0), y.data(), 0, 4); }, k.strategy + "/", "pq2_0", "not slot-vectorizable");
+        check_error([&] { k.gemv(pq, x.row(0), y.data(), 0, 4); }, cat(strategy_name(k.strategy), "/"), "pq2_0", "not slot-vectorizable");
         check_error([&] { k.gemm(pq, x, y.data(), 4, 0, 4); }, k.name(), "pq2_0");
       }
     for (const KernelVariant& k : test::checked_kernels_for(find_layout("pq2_0")))
-      if (k.strategy.starts_with("unpack")) check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
+      if (k.strategy == Strategy::unpack || k.strategy == Strategy::unpack_vecdot || k.strategy == Strategy::prism_neon)
+        check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
     for (const KernelVariant& k : test::checked_kernels_for(find_layout("ptq1_0")))
-      if (k.strategy == "base3") check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
+      if (k.strategy == Strategy::base3) check_error([&] { k.gemv(t2p, x.row(0), y.data(), 0, 1); }, k.name(), "t2p");
   }
 
   TEST_CASE("the thread-pool drivers check shapes, token counts and alignment before running") {

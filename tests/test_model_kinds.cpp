@@ -140,7 +140,8 @@ TEST_SUITE("model-kinds") {
     }
     CHECK(values.size() == 1);
     // 40 tokens in chunks of 16: 15 + 15 + 7 predicted tokens.
-    CHECK(rep.json.find("\"predicted\": 37") != std::string::npos);
+    REQUIRE(rep.json["arms"].size() == 8);
+    for (const Json& arm : rep.json["arms"]) CHECK(arm["predicted"] == 37);
   }
 
   TEST_CASE("greedy: equal tokens across layouts; an arm on different weights is reported failed") {
@@ -170,19 +171,30 @@ TEST_SUITE("model-kinds") {
     CHECK(rep.ok);
     for (int op = 0; op < model::OpProfile::count; ++op) {
       CHECK(rep.markdown.find(model::OpProfile::name(op)) != std::string::npos);
-      CHECK(rep.csv.find(cat(",1,", model::OpProfile::name(op), ",")) != std::string::npos);  // t2p's row, 1 thread
+      CHECK(csv_text(rep.rows).find(cat(",1,", model::OpProfile::name(op), ",")) != std::string::npos);  // t2p's row, 1 thread
     }
-    CHECK(rep.json.find("\"ternary matmul\": {\"median\"") != std::string::npos);
+    REQUIRE(rep.json["arms"].size() == 2);
+    for (const Json& arm : rep.json["arms"]) {
+      const double matmul = arm["ms"]["ternary matmul"]["median"], total = arm["total_ms"]["median"];
+      CHECK(matmul > 0);
+      CHECK(matmul <= total);
+    }
   }
 
   TEST_CASE("configs/model-*.toml validate, and model-tiny.toml runs on the micro preset") {
     int files = 0;
-    for (const auto& e : fs::directory_iterator(TERNLAB_SOURCE_DIR "/configs"))
-      if (e.path().filename().string().rfind("model-", 0) == 0) {
-        INFO(e.path().string());
-        CHECK_NOTHROW(load_plan(e.path().string(), {}));
-        ++files;
-      }
+    {
+      // The configs name files relative to the repository root, where the docs run them.
+      const fs::path was = fs::current_path();
+      fs::current_path(TERNLAB_SOURCE_DIR);
+      for (const auto& e : fs::directory_iterator("configs"))
+        if (e.path().filename().string().rfind("model-", 0) == 0) {
+          INFO(e.path().string());
+          CHECK_NOTHROW(load_plan(e.path().string(), {}));
+          ++files;
+        }
+      fs::current_path(was);
+    }
     CHECK(files >= 5);
     std::ostringstream out;
     const RunOutcome o = run_experiment_file(TERNLAB_SOURCE_DIR "/configs/model-tiny.toml",
@@ -205,10 +217,10 @@ TEST_SUITE("model-kinds") {
     CHECK(rep.markdown.find("ratios against 'pq2_0' at each arm's load ('pq2_0 load=mmap', 'pq2_0 load=memory')") != std::string::npos);
     // In the JSON each arm names its own baseline.
     const auto baseline_of = [&](const std::string& arm) {
-      const std::size_t at = rep.json.find("{\"name\": \"" + arm + "\"");
-      REQUIRE(at != std::string::npos);
-      const std::size_t b = rep.json.find("\"baseline\": \"", at) + 13;
-      return rep.json.substr(b, rep.json.find('"', b) - b);
+      for (const Json& a : rep.json["arms"])
+        if (a["name"] == arm) return a["baseline"].get<std::string>();
+      FAIL("no arm named ", arm);
+      return std::string();
     };
     CHECK(baseline_of("t2p load=mmap") == "pq2_0 load=mmap");
     CHECK(baseline_of("t2p load=memory") == "pq2_0 load=memory");
@@ -289,8 +301,11 @@ TEST_SUITE("model-kinds") {
     CHECK(o.markdown.find("| vs baseline (separate passes) |") != std::string::npos);
     CHECK(o.markdown.find("round i of the baseline's pass and round i of the arm's pass") != std::string::npos);
     CHECK(o.markdown.find("one arm's model at a time") != std::string::npos);
-    const std::string json = read(fs::path(o.folder) / "summary.json");
-    CHECK(json.find("\"interleaved\": false, \"arms\": \"one-at-a-time\", \"ratios\": \"separate passes\"") != std::string::npos);
+    const Json json = Json::parse(read(fs::path(o.folder) / "summary.json"));
+    CHECK(json["runs"][0]["interleaved"] == false);
+    CHECK(json["runs"][0]["arm_order"] == "one-at-a-time");
+    CHECK(json["runs"][0]["arms"].size() == 2);
+    CHECK(json["runs"][0]["ratios"] == "separate passes");
     const std::string csv = read(fs::path(o.folder) / "rounds.csv");
     for (const char* layout : {"pq2_0", "t2p"})
       for (int round = 0; round < 2; ++round) CHECK_MESSAGE(csv.find(cat(",tg2,", round, ",", layout, ",")) != std::string::npos, layout);
@@ -299,7 +314,7 @@ TEST_SUITE("model-kinds") {
     // The same as interleaved says so.
     const RunReport inter = run_text(head("decode") + "tokens = 2\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
     CHECK(inter.markdown.find("arms interleaved in the order below") != std::string::npos);
-    CHECK(inter.json.find("\"interleaved\": true") != std::string::npos);
+    CHECK(inter.json["interleaved"] == true);
 
     // speed times both phases per arm; an arm on other weights still fails against the baseline's kept tokens.
     const RunReport speed = run_text(head("speed") + "prefill_tokens = 4\ndecode_tokens = 2\narms = \"one-at-a-time\"\n" + kAllLayouts);
@@ -317,7 +332,7 @@ TEST_SUITE("model-kinds") {
     CHECK(ppl.arm_values[0].get("perplexity") == ppl.arm_values[1].get("perplexity"));
     const RunReport prof = run_text(head("profile") + "prompt_tokens = 4\narms = \"one-at-a-time\"\n[[arm]]\nlayout = [\"pq2_0\", \"t2p\"]\n");
     CHECK(prof.ok);
-    CHECK(prof.json.find("\"total_ms\": {\"median\"") != std::string::npos);
+    for (const Json& arm : prof.json["arms"]) CHECK(arm["total_ms"]["median"].get<double>() > 0);
   }
 
   TEST_CASE("bad input names the file, line and key before anything runs") {

@@ -34,11 +34,11 @@ TEST_SUITE("planner") {
         const std::vector<KernelVariant> all = kernels_for(*L);
         CHECK(std::any_of(all.begin(), all.end(), [&](const KernelVariant& k) { return k.name() == c.variant.name(); }));
         if (all.size() > 1) {  // a SIMD kernel exists: the reference is never a candidate then
-          CHECK(c.variant.strategy != "reference");
+          CHECK(c.variant.strategy != Strategy::reference);
           CHECK(std::count_if(c.notes.begin(), c.notes.end(),
                               [](const std::string& n) { return n.find(": measured ") != std::string::npos; }) ==
                 std::count_if(all.begin(), all.end(), [](const KernelVariant& k) {
-                  return k.strategy != "reference" && int(parse_isa(k.isa)) <= int(best_isa());
+                  return k.strategy != Strategy::reference && isa_at_or_below(k.isa, best_isa());
                 }));
           // Saved: a fresh Wisdom reads it, and the next plan takes it without measuring.
           const Wisdom again(file);

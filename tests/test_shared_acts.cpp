@@ -46,7 +46,7 @@ TEST_SUITE("shared-acts") {
     const LayoutInfo& t2p = find_layout("t2p");
     const LayoutInfo& t2x4 = find_layout("t2x4");
     for (const KernelVariant& k : kernels_for(t2p)) {
-      if (!k.phases || k.strategy != "slot-mask") continue;
+      if (!k.phases || k.strategy != Strategy::slot_mask) continue;
       CAPTURE(k.name());
       const PackedMatrix w = pack(make_weights(8, 256, 1), t2x4);
       const Q8KBatch x = quantize_batch(make_float_activations(1, 256, 1).data(), 1, 256);

@@ -8,13 +8,15 @@
 
 #include <cstdint>
 
+#include "kernels/cpu.hpp"
 #include "kernels/isa/rows8.hpp"
 #include "kernels/kernel_plan.hpp"
 
 namespace ternlab::isa {
 
 struct Avx2 : Rows8<Avx2> {
-  static constexpr const char* name = "avx2";
+  static constexpr const char* name = "avx2";  // in messages; the identity is kIsa
+  static constexpr Isa kIsa = Isa::avx2;
   static constexpr int kBytes = 32;
   using V = __m256i;
 

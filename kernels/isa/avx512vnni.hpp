@@ -30,6 +30,7 @@
 
 #include <cstdint>
 
+#include "kernels/cpu.hpp"
 #include "kernels/isa/rows8.hpp"
 #include "kernels/kernel_plan.hpp"
 
@@ -46,6 +47,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
 #else
   static constexpr const char* name = "avx512vnni";
 #endif
+  static constexpr Isa kIsa = Isa::avx512vnni;
   static constexpr int kBytes = 64;
   using V = __m512i;
 

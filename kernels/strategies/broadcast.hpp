@@ -37,7 +37,7 @@ namespace ternlab::strategies {
 template <class P, int R>
 struct Broadcast {
   static_assert(R % 8 == 0 && R <= 16, "row-interleaved blocks have 8 or 16 rows");
-  static constexpr const char* kStrategy = "broadcast";
+  static constexpr Strategy kStrategy = Strategy::broadcast;
   static constexpr int kLanes = P::kLanes;
   static constexpr int kVectors = R / kLanes;  // vectors per strip
   static constexpr int kStrips = 8;            // 128 weights per row per block, 16 per strip

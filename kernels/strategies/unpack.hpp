@@ -19,6 +19,7 @@
 
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
+#include "kernels/kernel_id.hpp"
 #include "kernels/kernel_plan.hpp"
 
 namespace ternlab::strategies {
@@ -29,11 +30,11 @@ namespace ternlab::strategies {
 template <class P, bool kTiled = true>
 struct Unpack {
   using V = typename P::V;
-  static constexpr const char* kStrategy = kTiled ? "unpack" : "unpack-vecdot";
+  static constexpr Strategy kStrategy = kTiled ? Strategy::unpack : Strategy::unpack_vecdot;
 
   static void check(const LayoutInfo& L) {
     if (!L.facts.natural_two_bit)
-      fail(kStrategy, "/", P::name, " kernel cannot run layout '", L.name, "': not natural 2-bit order");
+      fail(strategy_name(kStrategy), "/", P::name, " kernel cannot run layout '", L.name, "': not natural 2-bit order");
   }
 
   // One row against T tokens' prepared activations: out[t] = the row's dot product with token t.

@@ -4,11 +4,16 @@
   1. tokenizer: `ternlab tokenize tokenizer.gguf TEXT` gives HF tokenizers' ids and decodes back;
   2. model: `ternlab model generate tiny_bonsai.gguf` reproduces HF's prompt ids and greedy tokens in every
      layout (until an end-of-generation token, where ternlab stops);
-  3. writer: `ternlab model synth` files (PQ2_0 and PTQ1_0) read by gguf-py meet the Bonsai contract.
+  3. logits: `ternlab model logits tiny_bonsai.gguf --tokens IDS --out F.npy` (every position, teacher forced),
+     read with numpy, against HF's float64 logits, within what q8_K activation rounding can do: the fixture's
+     [simulation] table measured that noise with ref_gguf.py (max |diff|, relative RMS, minimum cosine);
+     the bounds are twice it, as in the C++ golden suite;
+  4. writer: `ternlab model synth` files (PQ2_0 and PTQ1_0) read by gguf-py meet the Bonsai contract.
 
   check_ternlab.py PATH/TO/ternlab [--layouts pq2_0,ptq1_0,t2p,t2x4]
 
-The C++ golden tests compare logits; this is the quick end-to-end view of the same fixtures.
+The C++ golden tests compare logits in-process; this is the end-to-end view of the same fixtures through
+the command line only.
 """
 from __future__ import annotations
 
@@ -79,6 +84,41 @@ def check_model(exe: str, layouts: list[str]) -> tuple[int, int]:
     return ok, bad
 
 
+def check_logits(exe: str, layouts: list[str]) -> tuple[int, int]:
+    import numpy as np
+
+    golden = tomllib.loads((FIXTURES / "tiny_bonsai_golden.toml").read_text(encoding="utf-8"))
+    sim = golden["simulation"]
+    # Twice the q8_K noise ref_gguf.py measured on this fixture (float32 + ggml L2 + q8_K activations):
+    # a correct engine's rounding stays inside; a wrong convention gives cosine ~0.
+    max_abs = 2 * sim["noise_q8k_f32_ggml_l2_max_abs"]
+    max_rel_rms = 2 * sim["noise_q8k_f32_ggml_l2_max_rel_rms"]
+    min_cos = 1 - 2 * (1 - sim["noise_q8k_f32_ggml_l2_min_cosine"])
+    allv = np.fromfile(FIXTURES / golden["logits_file"], dtype="<f8")
+    V = golden["vocab"]
+    ok = bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for layout in layouts:
+            for p in golden["prompt"]:
+                out = Path(tmp) / f"{layout}-{p['name']}.npy"
+                run([exe, "model", "logits", str(FIXTURES / golden["gguf"]), "--tokens",
+                     ",".join(str(t) for t in p["sequence_ids"]), "--layout", layout, "--out", str(out)])
+                got = np.load(out).astype(np.float64)
+                n = p["positions"]
+                ref = allv[p["logits_offset_bytes"] // 8: p["logits_offset_bytes"] // 8 + n * V].reshape(n, V)
+                diff = float(np.abs(got - ref).max()) if got.shape == ref.shape else float("inf")
+                rel = float(np.sqrt(np.sum((got - ref) ** 2) / np.sum(ref * ref))) if got.shape == ref.shape else 1.0
+                cos = (float((np.sum(got * ref, axis=1) / np.sqrt(np.sum(got * got, axis=1) * np.sum(ref * ref, axis=1))).min())
+                       if got.shape == ref.shape else 0.0)
+                if diff <= max_abs and rel <= max_rel_rms and cos >= min_cos:
+                    ok += 1
+                else:
+                    bad += 1
+                    print(f"logits {layout} {p['name']}: shape {got.shape} vs {ref.shape}, max |diff| {diff:.3g} "
+                          f"(bound {max_abs:.3g}), relative RMS {rel:.3g} ({max_rel_rms:.3g}), min cosine {cos:.5f} ({min_cos:.5f})")
+    return ok, bad
+
+
 def check_synth(exe: str) -> tuple[int, int]:
     ok = bad = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,12 +139,14 @@ def main() -> int:
     args = ap.parse_args()
     t_ok, t_bad, t_skip = check_tokenizer(args.ternlab)
     m_ok, m_bad = check_model(args.ternlab, args.layouts.split(","))
+    l_ok, l_bad = check_logits(args.ternlab, args.layouts.split(","))
     s_ok, s_bad = check_synth(args.ternlab)
     print(f"tokenizer: {t_ok} cases identical, {t_bad} different, {t_skip} left to the C++ test")
     print(f"model: {m_ok} prompt x layout runs with HF's greedy tokens, {m_bad} different")
+    print(f"logits: {l_ok} prompt x layout runs within twice the simulated q8_K noise of HF's, {l_bad} outside")
     print(f"synth: {s_ok} ternlab-written files pass gguf-py + Bonsai contract, {s_bad} fail")
-    print(f"{t_ok + m_ok + s_ok} passed, {t_bad + m_bad + s_bad} failed")
-    return 1 if t_bad + m_bad + s_bad else 0
+    print(f"{t_ok + m_ok + l_ok + s_ok} passed, {t_bad + m_bad + l_bad + s_bad} failed")
+    return 1 if t_bad + m_bad + l_bad + s_bad else 0
 
 
 if __name__ == "__main__":

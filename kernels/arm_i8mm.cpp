@@ -6,22 +6,49 @@
 // Single-row words (t2x4, spec 5.8) take the zips the row-pair layout was designed to remove: two
 // rows' slots are decoded to u, their 64-bit halves zipped into [row a 8 | row b 8] operands, and
 // each meets chunks kc and kc + 1: 4 smmla per slot per row pair, tiles of u . y directly.
-// Compiled with -march=armv8.2-a+dotprod+i8mm (CMakeLists.txt), called only where kernels/cpu.hpp
-// reports HWCAP2_I8MM.
+// The units come from the shared slot plan (SlotVectorPlan's tile view, kernels/kernel_plan.hpp);
+// the gemv of slot-mask/i8mm is slot-mask/dotprod's. Generic headers come first and keep the
+// baseline target; the code below the pragma is compiled with +i8mm and reached only through
+// kernels_for() after HWCAP2 reported i8mm.
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
 
-#include "kernels/neon/isa.hpp"
-#include "kernels/neon/neon_kernels.hpp"
-#include "kernels/neon/plans.hpp"
+#include "common/error.hpp"
+#include "kernels/arm_kernels.hpp"
+#include "kernels/kernel.hpp"
+#include "kernels/kernel_id.hpp"
+#include "kernels/kernel_plan.hpp"
 
-#if !defined(__ARM_FEATURE_MATMUL_INT8)
-#error "kernels_i8mm.cpp must be compiled with i8mm enabled (-march=armv8.2-a+dotprod+i8mm)"
-#endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
 
-namespace ternlab::neon {
+#pragma GCC push_options
+#pragma GCC target("arch=armv8.2-a+dotprod+i8mm")
+
+namespace ternlab::detail {
 
 namespace {
+
+using TileUnit = SlotVectorPlan::TileUnit;
+
+float load_half(const std::uint8_t* p) {
+  __fp16 h;
+  __builtin_memcpy(&h, p, 2);
+  return float(h);
+}
+
+// Slot s of a 2-bit word, masked in place (4^s u for s = 0..2); slot 3 is shifted down instead,
+// since 64 u would read as negative int8 for u >= 2.
+template <int S>
+int8x16_t slot(uint8x16_t v) {
+  if constexpr (S == 3)
+    return vreinterpretq_s8_u8(vshrq_n_u8(v, 6));
+  else
+    return vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(std::uint8_t(3u << (2 * S)))));
+}
 
 // Sums of the 128 activations of half h for tokens 0..3: the q8_Kx4 16-sums of token t for groups
 // 8h..8h+7 sit at 32h + 4t + {0..3} and 32h + 16 + 4t + {0..3} (q8k.hpp, x4_bsum_index).
@@ -68,18 +95,16 @@ inline void smmla_zipped(std::array<int32x4_t, 2>& t, uint8x16_t va, uint8x16_t 
 struct TileRows {
   int a, b;
 };
-TileRows tile_rows(const SlotProgram& P, int u) {
-  return P.pairs ? TileRows{P.unit[std::size_t(u)].row_a, P.unit[std::size_t(u)].row_b}
-                 : TileRows{P.unit[std::size_t(2 * u)].row_a, P.unit[std::size_t(2 * u + 1)].row_a};
+TileRows tile_rows(const SlotVectorPlan& P, int u) {
+  return P.tile_pairs ? TileRows{P.tile_unit[u].row_a, P.tile_unit[u].row_b}
+                      : TileRows{P.tile_unit[2 * u].row_a, P.tile_unit[2 * u + 1].row_a};
 }
 
-}  // namespace
-
-void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
-                         std::int64_t g1) {
-  require_layout(*w.layout, NeonStrategy::smmla, "i8mm");
-  const SlotProgram& P = slot_program(*w.layout);
-  const int tiles = P.pairs ? P.units : P.units / 2;  // 2-row tiles per row group
+void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0, std::int64_t g1) {
+  const SlotVectorPlan& P = neon_slot_plan(*w.layout);
+  const std::string why = smmla_why_not(*w.layout);
+  if (!why.empty()) fail(kernel_name(Strategy::slot_mask, Isa::i8mm), " kernel cannot run layout '", w.layout->name, "': ", why);
+  const int tiles = P.tile_pairs ? P.tile_units : P.tile_units / 2;  // 2-row tiles per row group
   const int slot_bytes = 4 * P.slot_stride;            // q8_Kx4 interleaves 4 tokens: slot s is 4 s stride bytes on
   for (std::int64_t tile = 0; tile < x.tiles_count(); ++tile) {
     const BlockQ8Kx4* xt = x.tile(tile);
@@ -102,13 +127,13 @@ void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std
                                                 vcombine_f32(vget_high_f32(dy), vget_high_f32(dy))};
         for (int u = 0; u < tiles; ++u) {
           std::array<int32x4_t, 2> s;  // u . y per (row a | b) x (token pair q)
-          if (P.pairs) {
-            const SlotUnit& unit = P.unit[std::size_t(u)];
+          if (P.tile_pairs) {
+            const TileUnit& unit = P.tile_unit[u];
             PairTile t;
             t.m1 = t.m4 = t.m16 = {vdupq_n_s32(0), vdupq_n_s32(0)};
-            for (const SlotWord& word : unit.words) {
-              const uint8x16_t v = vld1q_u8(blk + word.byte_offset);
-              const std::int8_t* chunk = q8 + 4 * word.kbase;  // chunk kbase / 8: 32 bytes each
+            for (int k = 0; k < P.words_per_unit; ++k) {
+              const uint8x16_t v = vld1q_u8(blk + unit.word_offset[k]);
+              const std::int8_t* chunk = q8 + 4 * unit.word_k0[k];  // chunk k0 / 8: 32 bytes each
               smmla_slot<0>(t, v, chunk);
               smmla_slot<1>(t, v, chunk + slot_bytes);
               smmla_slot<2>(t, v, chunk + 2 * slot_bytes);
@@ -120,13 +145,13 @@ void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std
               s[std::size_t(q)] = vshrq_n_s32(s16, 4);
             }
           } else {
-            const SlotUnit& ua = P.unit[std::size_t(2 * u)];
-            const SlotUnit& ub = P.unit[std::size_t(2 * u + 1)];
+            const TileUnit& ua = P.tile_unit[2 * u];
+            const TileUnit& ub = P.tile_unit[2 * u + 1];
             s = {vdupq_n_s32(0), vdupq_n_s32(0)};
             for (int k = 0; k < P.words_per_unit; ++k) {
-              const uint8x16_t va = vld1q_u8(blk + ua.words[std::size_t(k)].byte_offset);
-              const uint8x16_t vb = vld1q_u8(blk + ub.words[std::size_t(k)].byte_offset);
-              const std::int8_t* chunk = q8 + 4 * ua.words[std::size_t(k)].kbase;  // slot s: slot_bytes further
+              const uint8x16_t va = vld1q_u8(blk + ua.word_offset[k]);
+              const uint8x16_t vb = vld1q_u8(blk + ub.word_offset[k]);
+              const std::int8_t* chunk = q8 + 4 * ua.word_k0[k];  // slot s: slot_bytes further
               smmla_zipped<0>(s, va, vb, chunk);
               smmla_zipped<1>(s, va, vb, chunk + slot_bytes);
               smmla_zipped<2>(s, va, vb, chunk + 2 * slot_bytes);
@@ -134,8 +159,8 @@ void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std
             }
           }
           const TileRows rows = tile_rows(P, u);
-          const float da = load_half(blk + P.scale_offset[std::size_t(rows.a)]);
-          const float db = load_half(blk + P.scale_offset[std::size_t(rows.b)]);
+          const float da = load_half(blk + P.scale_offset[rows.a]);
+          const float db = load_half(blk + P.scale_offset[rows.b]);
           const float32x4_t dw = {da, da, db, db};
           for (int q = 0; q < 2; ++q)
             acc[std::size_t(u)][std::size_t(q)] =
@@ -158,4 +183,26 @@ void gemm_slot_mask_i8mm(const PackedMatrix& w, const Q8KBatch& x, float* y, std
   }
 }
 
-}  // namespace ternlab::neon
+}  // namespace
+}  // namespace ternlab::detail
+#pragma GCC pop_options
+
+namespace ternlab::detail {
+void add_i8mm_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
+  if (!L.facts.slot_vectorizable) return;
+  const auto dot = std::find_if(out.begin(), out.end(), [](const KernelVariant& k) {
+    return k.strategy == Strategy::slot_mask && k.isa == Isa::dotprod;
+  });
+  const std::string why = dot == out.end() ? "slot-mask/dotprod, whose gemv it shares, is not listed" : smmla_why_not(L);
+  if (why.empty())
+    out.push_back({Strategy::slot_mask, Isa::i8mm, dot->gemv, &gemm, dot->phases});
+  else if (gaps)
+    gaps->push_back({Strategy::slot_mask, Isa::i8mm, why});
+}
+}  // namespace ternlab::detail
+
+#else  // not aarch64
+namespace ternlab::detail {
+void add_i8mm_kernels(const LayoutInfo&, std::vector<KernelVariant>&, std::vector<KernelGap>*) {}
+}  // namespace ternlab::detail
+#endif

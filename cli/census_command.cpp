@@ -1,0 +1,82 @@
+// `ternlab kernels census`: each kernel's hot loop read back from this binary's machine code, its
+// instructions classified and counted per 64 int8 multiply-accumulates (per 64 weights for a gemv).
+#include <iomanip>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "common/error.hpp"
+#include "inspect/census.hpp"
+#include "kernels/catalog.hpp"
+#include "kernels/cpu.hpp"
+#include "layouts/stock.hpp"
+
+namespace ternlab::cli {
+
+namespace {
+
+struct CensusOptions {
+  std::vector<std::string> layouts;
+  std::string isa;
+  bool show = false;
+};
+
+void print_census_row(const std::string& layout, const std::string& kernel, const char* op,
+                      const inspect::LoopCensus& c) {
+  using inspect::InsnClass;
+  std::cout << std::left << std::setw(16) << layout << std::setw(26) << kernel << std::setw(6) << op << std::right
+            << std::setw(7) << c.insns.size() << std::setw(8) << c.macs << std::fixed << std::setprecision(1);
+  for (InsnClass cls : inspect::kInsnClasses) std::cout << std::setw(8) << c.per64(cls);
+  std::cout << "\n";
+}
+
+void show_loop(const inspect::LoopCensus& c) {
+  std::cout << "    in " << c.function << "\n";
+  for (const inspect::Insn& i : c.insns)
+    std::cout << "    " << std::hex << std::setw(8) << i.address << std::dec << "  " << std::left << std::setw(6)
+              << inspect::to_string(i.cls) << " " << std::setw(14) << i.mnemonic << i.operands << std::right
+              << (i.macs ? "    ; " + std::to_string(i.macs) + " MACs" : "") << "\n";
+}
+
+void census(const CensusOptions& o) {
+  if (!o.isa.empty()) set_isa_ceiling(parse_isa(o.isa));
+  std::vector<const LayoutInfo*> layouts;
+  if (o.layouts.empty())
+    for (const LayoutInfo* L : all_layouts()) layouts.push_back(L);
+  else
+    for (const std::string& n : o.layouts) layouts.push_back(&find_layout(n));
+
+  std::cout << "hot loop of each kernel, read from this binary's machine code (" << inspect::objdump_command()
+            << "); counts are instructions per 64 int8 multiply-accumulates (for a gemv, per 64 weights)\n";
+  std::cout << std::left << std::setw(16) << "layout" << std::setw(26) << "kernel" << std::setw(6) << "op"
+            << std::right << std::setw(7) << "insns" << std::setw(8) << "MACs";
+  for (inspect::InsnClass cls : inspect::kInsnClasses) std::cout << std::setw(8) << inspect::to_string(cls);
+  std::cout << "\n";
+  for (const LayoutInfo* L : layouts)
+    for (const KernelVariant& k : kernels_for(*L)) {
+      if (k.isa == Isa::scalar) continue;  // the reference kernels have no int8 vector loop to count
+      const void* gemv = k.phases.rows ? reinterpret_cast<const void*>(k.phases.rows)
+                                       : reinterpret_cast<const void*>(k.gemv);
+      const std::pair<const char*, const void*> ops[] = {{"gemv", gemv},
+                                                         {"gemm", reinterpret_cast<const void*>(k.gemm)}};
+      for (const auto& [op, fn] : ops) {
+        if (!fn) continue;
+        const inspect::LoopCensus c = inspect::census_of(fn);
+        print_census_row(std::string(L->name), k.name(), op, c);
+        if (o.show) show_loop(c);
+      }
+    }
+}
+
+}  // namespace
+
+void add_census_command(CLI::App& kernels) {
+  auto* c = kernels.add_subcommand(
+      "census", "Count each kernel's hot-loop instructions per 64 weights from the compiled machine code");
+  static CensusOptions o;
+  c->add_option("--layouts", o.layouts, "Only these layouts")->delimiter(',');
+  c->add_option("--isa", o.isa, "ISA ceiling (scalar, avx2, avx512vnni, neon, dotprod, i8mm)");
+  c->add_flag("--show", o.show, "Print each loop's instructions with their class");
+  c->callback([] { census(o); });
+}
+
+}  // namespace ternlab::cli

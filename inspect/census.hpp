@@ -1,0 +1,54 @@
+// The instruction census of a compiled kernel: its hot loop read back from the machine code
+// (objdump on the running binary), every instruction classified, and the counts scaled to 64
+// int8 multiply-accumulates, which for a gemv is 64 weights. "Stock unpacking costs 16 chores
+// and 4 dot instructions per 64 weights" becomes a reading of the code, not a claim.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace ternlab::inspect {
+
+enum class InsnClass { load, chore, dot, other };
+inline constexpr std::array<InsnClass, 4> kInsnClasses = {InsnClass::load, InsnClass::chore, InsnClass::dot,
+                                                          InsnClass::other};
+const char* to_string(InsnClass c);
+
+// One disassembled instruction of the loop.
+struct Insn {
+  unsigned long long address = 0;
+  std::string mnemonic, operands;
+  InsnClass cls = InsnClass::other;
+  int macs = 0;  // int8 multiply-accumulates the instruction performs (dot instructions only)
+};
+
+// What an instruction is, from its mnemonic and operands (x86 AT&T syntax or AArch64 syntax).
+//   dot:   int8 multiply-accumulate (vpdpbusd, vpmaddubsw, vpmaddwd, sdot, udot, smmla, smull, smlal, ...)
+//   load:  a vector load or broadcast from memory
+//   chore: any other vector-register instruction: masks, shifts, shuffles, adds, subtracts, converts
+//   other: scalar work: loop control, addresses, prefetches
+// and how many int8 multiply-accumulates a dot instruction does (vpdpbusd zmm: 64, sdot .16b: 16).
+Insn classify(unsigned long long address, std::string mnemonic, std::string operands);
+
+struct LoopCensus {
+  std::string function;       // demangled name of the function the loop is in
+  unsigned long long begin = 0, end = 0;  // loop addresses, end inclusive (the backward branch)
+  std::vector<Insn> insns;    // the loop body in address order
+  std::array<int, 4> count{};  // per InsnClass, per iteration
+  int macs = 0;               // int8 multiply-accumulates per iteration
+  // Instructions of a class per 64 multiply-accumulates.
+  double per64(InsnClass c) const { return macs > 0 ? 64.0 * count[std::size_t(c)] / macs : 0.0; }
+};
+
+// The hot loop of the machine code at `fn` in the running binary: of the innermost loops that do
+// int8 multiply-accumulates (in the function or, failing that, in the functions it calls, two
+// calls deep), the one doing the most of them. Throws ternlab::Error when objdump is missing or
+// no such loop exists, saying which.
+LoopCensus census_of(const void* fn);
+
+// The disassembler used: $TERNLAB_OBJDUMP, else the target's cross objdump when cross-compiled
+// (aarch64-linux-gnu-objdump), else objdump.
+std::string objdump_command();
+
+}  // namespace ternlab::inspect

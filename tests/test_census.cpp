@@ -1,0 +1,114 @@
+// The instruction census reads loops back from machine code: on a probe loop written in assembly,
+// whose instructions are known by construction, it must find exactly that loop and count each class;
+// on every SIMD kernel of every layout it must find a multiply-accumulate loop.
+#include <doctest/doctest.h>
+
+#include "inspect/census.hpp"
+#include "kernels/catalog.hpp"
+#include "layouts/stock.hpp"
+#include "ternlab_test_layouts.hpp"
+
+using namespace ternlab;
+using inspect::InsnClass;
+
+// Never called: only disassembled. Per iteration: 1 load, 3 chores, 2 dots, 3 other.
+#if defined(__x86_64__)
+asm(R"(
+  .text
+  .globl ternlab_census_probe
+  .type ternlab_census_probe, @function
+ternlab_census_probe:
+  vpxord %zmm5, %zmm5, %zmm5
+1:
+  vmovdqu64 (%rdi), %zmm0
+  vpandd %zmm1, %zmm0, %zmm2
+  vpsrlw $2, %zmm0, %zmm3
+  vpandd %zmm1, %zmm3, %zmm3
+  vpdpbusd %zmm2, %zmm4, %zmm5
+  vpdpbusd %zmm3, %zmm4, %zmm6
+  add $64, %rdi
+  dec %esi
+  jnz 1b
+  vzeroupper
+  ret
+  .size ternlab_census_probe, .-ternlab_census_probe
+)");
+constexpr int kProbeMacs = 128;  // two 512-bit vpdpbusd
+#elif defined(__aarch64__)
+asm(R"(
+  .text
+  .arch armv8.2-a+dotprod
+  .globl ternlab_census_probe
+  .type ternlab_census_probe, %function
+ternlab_census_probe:
+  movi v5.4s, #0
+1:
+  ldr q0, [x0], #16
+  and v2.16b, v0.16b, v1.16b
+  ushr v3.16b, v0.16b, #2
+  and v3.16b, v3.16b, v1.16b
+  sdot v5.4s, v2.16b, v4.16b
+  sdot v6.4s, v3.16b, v4.16b
+  add x2, x2, #1
+  subs w1, w1, #1
+  b.ne 1b
+  ret
+  .size ternlab_census_probe, .-ternlab_census_probe
+)");
+constexpr int kProbeMacs = 32;  // two 128-bit sdot
+#endif
+extern "C" void ternlab_census_probe();
+
+TEST_SUITE("census") {
+  TEST_CASE("a probe loop of known instructions is found and counted class by class") {
+    const inspect::LoopCensus c = inspect::census_of(reinterpret_cast<const void*>(&ternlab_census_probe));
+    INFO("loop in ", c.function);
+    CHECK(c.function == "ternlab_census_probe");
+    CHECK(c.insns.size() == 9);  // the loop only: not the zeroing before it, not the return after it
+    CHECK(c.count[std::size_t(InsnClass::load)] == 1);
+    CHECK(c.count[std::size_t(InsnClass::chore)] == 3);
+    CHECK(c.count[std::size_t(InsnClass::dot)] == 2);
+    CHECK(c.count[std::size_t(InsnClass::other)] == 3);
+    CHECK(c.macs == kProbeMacs);
+    CHECK(c.per64(InsnClass::dot) == doctest::Approx(2.0 * 64 / kProbeMacs));
+  }
+
+  TEST_CASE("classification of single instructions") {
+#if defined(__x86_64__)
+    CHECK(inspect::classify(0, "vpdpbusd", "%ymm2,%ymm4,%ymm5").macs == 32);
+    CHECK(inspect::classify(0, "vpdpbusd", "0x40(%rax),%zmm4,%zmm5").cls == InsnClass::dot);
+    CHECK(inspect::classify(0, "vpmaddubsw", "%ymm2,%ymm4,%ymm5").cls == InsnClass::dot);
+    CHECK(inspect::classify(0, "vpmaddwd", "%ymm2,%ymm4,%ymm5").cls == InsnClass::chore);  // widening, no new products
+    CHECK(inspect::classify(0, "vpbroadcastd", "0x4(%rsi),%zmm1").cls == InsnClass::load);
+    CHECK(inspect::classify(0, "vmovdqu", "%ymm1,(%rdi)").cls == InsnClass::other);  // a store
+    CHECK(inspect::classify(0, "vfmadd231ss", "%xmm1,%xmm2,%xmm0").cls == InsnClass::other);  // scalar float
+    CHECK(inspect::classify(0, "prefetcht0", "0x800(%rax)").cls == InsnClass::other);
+    CHECK(inspect::classify(0, "kmovw", "%eax,%k1").cls == InsnClass::chore);
+#else
+    CHECK(inspect::classify(0, "smmla", "v0.4s, v1.16b, v2.16b").macs == 32);
+    CHECK(inspect::classify(0, "sdot", "v0.4s, v1.16b, v2.4b[1]").macs == 16);
+    CHECK(inspect::classify(0, "smull", "v0.8h, v1.8b, v2.8b").macs == 8);
+    CHECK(inspect::classify(0, "ld1", "{v0.16b, v1.16b}, [x0], #32").cls == InsnClass::load);
+    CHECK(inspect::classify(0, "ldr", "x1, [x0]").cls == InsnClass::other);
+    CHECK(inspect::classify(0, "tbl", "v0.16b, {v1.16b}, v2.16b").cls == InsnClass::chore);
+    CHECK(inspect::classify(0, "prfm", "pldl1keep, [x0, #2048]").cls == InsnClass::other);
+#endif
+  }
+
+  TEST_CASE("every SIMD kernel of every layout has a multiply-accumulate loop to count") {
+    int counted = 0;
+    for (const LayoutInfo* L : all_layouts())
+      for (const KernelVariant& k : kernels_for(*L)) {
+        if (k.isa == Isa::scalar) continue;
+        CAPTURE(L->name);
+        CAPTURE(k.name());
+        const void* fn = k.phases.rows ? reinterpret_cast<const void*>(k.phases.rows)
+                                       : reinterpret_cast<const void*>(k.gemv);
+        const inspect::LoopCensus c = inspect::census_of(fn);
+        CHECK(c.macs > 0);
+        CHECK(c.count[std::size_t(InsnClass::dot)] > 0);
+        ++counted;
+      }
+    CHECK(counted > 0);
+  }
+}
