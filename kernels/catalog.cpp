@@ -17,7 +17,7 @@ constexpr std::pair<Strategy, std::string_view> kStrategyNames[] = {
     {Strategy::reference, "reference"}, {Strategy::broadcast, "broadcast"},
     {Strategy::slot_mask, "slot-mask"}, {Strategy::base3, "base3"},
     {Strategy::unpack, "unpack"},       {Strategy::unpack_vecdot, "unpack-vecdot"},
-    {Strategy::prism_neon, "prism-neon"},
+    {Strategy::prism_neon, "prism-neon"}, {Strategy::permute, "permute"},
 };
 }  // namespace
 

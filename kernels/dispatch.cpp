@@ -36,8 +36,14 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
       fail("no kernel '", strategy_name(*only_strategy), "' (no variant of that strategy) for layout '", layout.name,
            "' on this CPU (available: ", variant_names(listed), ")");
   }
-  // Richest ISA first, then the preferred strategy; stable keeps the catalog's order otherwise.
+  // The fallback (permute) after every other SIMD kernel whatever their ISAs, so a layout that
+  // admits a richer strategy keeps it; then the richest ISA, then the preferred strategy; stable
+  // keeps the catalog's order otherwise.
   std::stable_sort(all.begin(), all.end(), [](const KernelVariant& a, const KernelVariant& b) {
+    const bool fa = a.strategy == kFallbackStrategy, fb = b.strategy == kFallbackStrategy;
+    const bool ra = a.strategy == Strategy::reference, rb = b.strategy == Strategy::reference;
+    if (ra != rb) return rb;
+    if (fa != fb) return fb;
     return a.isa != b.isa ? int(a.isa) > int(b.isa) : strategy_rank(a.strategy) < strategy_rank(b.strategy);
   });
   KernelChoice c;
@@ -46,18 +52,22 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
     if (!isa_at_or_below(k.isa, ceiling)) {
       c.notes.push_back(cat(k.name(), ": passed over, above the ceiling ", isa_name(ceiling)));
     } else if (chosen) {
-      c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first"));
+      c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first",
+                            k.strategy == kFallbackStrategy && c.variant.strategy != kFallbackStrategy
+                                ? " (permute is the fallback for layouts no richer strategy admits)"
+                                : ""));
     } else {
       c.variant = k;
       chosen = true;
-      c.notes.push_back(cat(k.name(), ": chosen"));
+      c.notes.push_back(cat(k.name(), ": chosen",
+                            k.strategy == kFallbackStrategy ? " (no richer strategy has a kernel for this layout here)" : ""));
     }
   }
   if (!chosen)  // only with a strategy filter: the reference kernel is otherwise always at or below
     fail("no kernel of strategy '", strategy_name(*only_strategy), "' for layout '", layout.name,
          "' at or below the ISA ceiling ", isa_name(ceiling), " (available: ", variant_names(listed), ")");
   // What the layout or the CPU rules out, so the listing is explicit about the absent arms.
-  for (Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::dotprod, Isa::i8mm})
+  for (Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::neon, Isa::dotprod, Isa::i8mm})
     if (!isa_supported(isa)) c.notes.push_back(cat(isa_name(isa), ": no kernels, this CPU lacks it (", feature_string(), ")"));
   const std::vector<KernelGap> gaps = kernel_gaps(layout);
   for (const KernelGap& g : gaps)

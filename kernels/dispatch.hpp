@@ -1,9 +1,10 @@
 // Choosing a kernel and running it on a thread pool.
 //
 // best_kernel(layout, ceiling) picks, among kernels_for(layout), the richest ISA not above the
-// ceiling and, within it, the first strategy of kStrategyPreference (kernel_id.hpp); the reference kernel is the
-// fallback. It also says, per candidate, why it was taken or passed over, so a run can record the
-// path it measured (`ternlab kernels`, `--isa`).
+// ceiling and, within it, the first strategy of kStrategyPreference (kernel_id.hpp); the permute
+// strategy only where no other SIMD kernel runs, the reference kernel last. It also says, per
+// candidate, why it was taken or passed over, so a run can record the path it measured
+// (`ternlab kernels`, `--isa`).
 #pragma once
 
 #include <cstdint>

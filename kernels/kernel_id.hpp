@@ -19,12 +19,19 @@ enum class Strategy {
   unpack,         // natural 2-bit order: PrismML's x86 decode (spec 6.2), tiled gemm
   unpack_vecdot,  // the same with one vec_dot per (row, token) in gemm
   prism_neon,     // PrismML's stock NEON pq2_0 kernel (spec 6.1), a faithful baseline arm
+  permute,        // any valid layout: byte shuffles gather each row's codes for dot4 (the fallback)
 };
 
 // Which strategy best_kernel takes when several run on the same ISA, first preferred.
 inline constexpr Strategy kStrategyPreference[] = {Strategy::broadcast,     Strategy::slot_mask, Strategy::base3,
                                                    Strategy::unpack,        Strategy::unpack_vecdot,
-                                                   Strategy::prism_neon,    Strategy::reference};
+                                                   Strategy::prism_neon,    Strategy::permute,
+                                                   Strategy::reference};
+
+// The strategy every valid layout gets (kernels/strategies/permute.hpp): best_kernel ranks it below
+// every other SIMD kernel whatever their ISAs (a layout that admits a richer strategy keeps it),
+// above only the reference.
+inline constexpr Strategy kFallbackStrategy = Strategy::permute;
 
 std::string_view strategy_name(Strategy strategy);
 std::optional<Strategy> strategy_named(std::string_view name);

@@ -22,6 +22,7 @@
 #include "kernels/isa/stream_sum.hpp"
 #include "kernels/strategies/base3.hpp"
 #include "kernels/strategies/broadcast.hpp"
+#include "kernels/strategies/permute.hpp"
 #include "kernels/strategies/slot_mask.hpp"
 #include "kernels/strategies/unpack.hpp"
 
@@ -77,6 +78,9 @@ void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std:
   }
   if (L.facts.digit_planar)
     add_or_note(out, gaps, Strategy::base3, P::kIsa, base3_plan(L).why_not, {&strategies::Base3<P>::gemv, &strategies::Base3<P>::gemm});
+  // Every layout: the fallback, ranked below the strategies above by dispatch.
+  KernelFns any;
+  add_or_note(out, gaps, Strategy::permute, P::kIsa, strategies::pick_permute<P>(L, any), any);
 }
 
 std::int64_t avx2_maddubs_loop(std::int64_t iters) { return maddubs_loop(iters); }

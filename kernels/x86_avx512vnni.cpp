@@ -35,6 +35,7 @@
 #include "kernels/isa/dot_chains.hpp"
 #include "kernels/isa/stream_sum.hpp"
 #include "kernels/strategies/broadcast.hpp"
+#include "kernels/strategies/permute.hpp"
 #include "kernels/strategies/slot_mask.hpp"
 #include "kernels/strategies/unpack.hpp"
 
@@ -94,6 +95,9 @@ void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vect
     add_or_note(out, gaps, strategies::Unpack<P>::kStrategy, P::kIsa, "", strategies::Unpack<P>::kFns);
     add_or_note(out, gaps, PerColumn::kStrategy, P::kIsa, "", PerColumn::kFns);
   }
+  // Every layout: the fallback, ranked below the strategies above by dispatch.
+  KernelFns any;
+  add_or_note(out, gaps, Strategy::permute, P::kIsa, strategies::pick_permute<P>(L, any), any);
 }
 
 }  // namespace

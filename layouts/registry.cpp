@@ -46,6 +46,7 @@ std::vector<std::string> LayoutInfo::strategies() const {
   if (facts.slot_vectorizable) s.push_back("slot-mask");
   if (facts.natural_two_bit) s.push_back("unpack");
   if (facts.digit_planar) s.push_back("base3");
+  s.push_back("permute");  // any valid layout (kernels/strategies/permute.hpp)
   return s;
 }
 

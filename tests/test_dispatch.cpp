@@ -226,6 +226,7 @@ TEST_SUITE("dispatch") {
       if (L->facts.natural_two_bit && dotprod) want.insert("prism-neon/dotprod");
       if (L->facts.digit_planar && base3_plan(*L).why_not.empty()) add("base3", false);
       if (L->facts.slot_vectorizable && neon_slot_plan(*L).why_not.empty()) add("slot-mask", smmla_why_not(*L).empty());
+      add("permute", false);  // the fallback: every valid layout, on every NEON level
       CHECK(variant_names(*L) == want);
     }
     // The stock layouts and the test-only ones, named, so a silently lost property or plan fails here.
@@ -303,6 +304,9 @@ TEST_SUITE("dispatch") {
             case Strategy::unpack_vecdot:
             case Strategy::prism_neon: readable = other->facts.natural_two_bit; break;
             case Strategy::base3: readable = other->facts.digit_planar; break;
+            case Strategy::permute:  // one template, each layout's own plan: what that layout lists
+              readable = std::ranges::any_of(kernels_for(*other), [&](const KernelVariant& o) { return o.name() == k.name(); });
+              break;
             case Strategy::reference: break;
           }
           if (readable) continue;

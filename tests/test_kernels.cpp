@@ -37,6 +37,38 @@ struct RowPerSlot {
 };
 static_assert(SlotVectorizable<RowPerSlot>);
 
+// Layouts no in-place permutation can sort (declared here, not registered), so the permute plan
+// gathers them: 8 rows, each holding 2 bytes of every 16-byte word (8 single-row groups needed).
+struct Rows8Spread {
+  static constexpr LayoutSpec spec{
+      .name = "rows8-spread",
+      .summary = "test-only: byte r + 8 b + 16 w holds weights b + 2 s + 8 w of row r",
+      .rows = 8,
+      .code = Code::two_bit,
+      .scales = {.offset = 256, .row_stride = 2},
+      .pieces = pieces(Piece{.row = modes(bytes("r", 8, 1)),
+                             .k = modes(bytes("b", 2, 8), slots("s", 4, 1), bytes("w", 16, 16)),
+                             .byte_base = 0}),
+  };
+};
+// The base-3 counterpart: 8 rows interleaved byte by byte, digit n = weights j + 24 n.
+struct Trits8Spread {
+  static constexpr LayoutSpec spec{
+      .name = "trits8-spread",
+      .summary = "test-only: base-3, byte r + 8 j, digit n = weight j + 24 n of row r",
+      .rows = 8,
+      .code = Code::base3,
+      .scales = {.offset = 0, .row_stride = 2},
+      .pieces = pieces(Piece{.row = modes(bytes("r", 8, 1)),
+                             .k = modes(bytes("j", 24, 8), slots("n", 5, 1)),
+                             .byte_base = 16},
+                       Piece{.k_begin = 120,
+                             .row = modes(bytes("r", 8, 1)),
+                             .k = modes(bytes("j", 8, 8)),
+                             .byte_base = 208}),
+  };
+};
+
 // Whether a slot-vectorizable layout's payload is a whole number of `bytes`-wide vectors: the one
 // reason a slot plan may refuse a valid layout at some ISA's width (any shape has a kernel).
 bool whole_vectors(const LayoutInfo& L, int bytes) {
@@ -71,6 +103,10 @@ TEST_SUITE("kernels") {
         CHECK(bool(k.gemv));
         CHECK(bool(k.gemm));
       }
+      // The permute fallback takes every layout, on every ISA this CPU runs.
+      CHECK(has(ks, "permute/avx2") == isa_supported(Isa::avx2));
+      CHECK(has(ks, "permute/avx512vnni") == isa_supported(Isa::avx512vnni));
+      CHECK(has(ks, "permute/dotprod") == isa_supported(Isa::dotprod));
       if (isa_supported(Isa::avx2)) {
         CHECK(has(ks, "slot-mask/avx2") == whole_vectors(*L, 32));
         CHECK(has(ks, "unpack/avx2") == L->facts.natural_two_bit);
@@ -224,6 +260,109 @@ TEST_SUITE("kernels") {
     CHECK(std::memcmp(e.data(), e.data() + 8, 8) == 0);
     CHECK(std::int8_t(e[0]) == q[0]);
     CHECK(std::int8_t(e[32]) == q[8]);  // slot 1 of word 0: chunk 1
+  }
+
+  TEST_CASE("every registered layout has a SIMD kernel on every ISA the build targets, exact against the oracle") {
+    // x86: AVX2 natively, AVX-512 natively and through SIMDe; aarch64: plain NEON, and dotprod
+    // where the CPU has it (i8mm adds only a gemm to dotprod's slot-mask).
+    struct Target {
+      Isa isa;
+      bool emulated;
+      std::string name() const { return cat(isa_name(isa), emulated ? "-simde" : ""); }
+    };
+    std::vector<Target> isas;
+    if (isa_supported(Isa::avx2)) isas = {{Isa::avx2, false}, {Isa::avx512vnni, true}};
+    if (isa_supported(Isa::avx512vnni)) isas.push_back({Isa::avx512vnni, false});
+    if (isa_supported(Isa::neon)) isas.push_back({Isa::neon, false});
+    if (isa_supported(Isa::dotprod)) isas.push_back({Isa::dotprod, false});
+#if defined(__x86_64__)
+    CHECK(isa_supported(Isa::avx2));  // the oldest x86 machine this project targets (Zen 3)
+#elif defined(__aarch64__)
+    CHECK(isa_supported(Isa::neon));  // every aarch64 core
+#endif
+    REQUIRE_FALSE(isas.empty());
+    for (const LayoutInfo* L : all_layouts()) {
+      CAPTURE(L->name);
+      const auto ks = test::checked_kernels_for(*L);
+      for (const Target& t : isas) {
+        CAPTURE(t.name());
+        CHECK(std::any_of(ks.begin(), ks.end(), [&](const KernelVariant& k) { return k.isa == t.isa && k.emulated == t.emulated; }));
+      }
+      for (const KernelVariant& k : ks) {
+        if (k.strategy != Strategy::permute) continue;  // the others: the oracle suite
+        CAPTURE(k.name());
+        CHECK(mismatches(k, *L, test::whole_rows(*L, 8), 512, 5) == 0);
+      }
+    }
+  }
+
+  TEST_CASE("the permute plan sorts row-mixing words by row and is chosen only where nothing richer applies") {
+    const LayoutInfo& t2m = find_layout("t2m");
+    CHECK_FALSE(t2m.facts.slot_vectorizable);
+    CHECK_FALSE(t2m.facts.row_interleaved);
+    const PermutePlan& p = permute_plan(t2m, 32, 42);
+    REQUIRE(p.why_not.empty());
+    CHECK(p.in_place);
+    CHECK(p.single_op);
+    CHECK(p.slot_runs);                    // each vector's 4 slots share one load and shuffle
+    CHECK(p.shuffled_lanes == 32);         // 8 words x 4 slots, each needing its bytes sorted by row
+    CHECK(p.acc_items.size() == 2);        // 16 items, one lane-to-row map: rows 0-3 per 16 bytes
+    CHECK(p.item_ops.size() == 17);
+    for (int l = 0; l < 8; ++l) CHECK(p.lane_row[std::size_t(l)] == l % 4);
+    // Word 0, slot 0: row 0's bytes 0, 4, 8, 12 come first.
+    REQUIRE(p.ops[0].shuffle >= 0);
+    const std::uint8_t* idx = p.shuffles.data() + p.ops[0].shuffle;
+    CHECK(idx[0] == 0);
+    CHECK(idx[1] == 4);
+    CHECK(idx[2] == 8);
+    CHECK(idx[3] == 12);
+    CHECK(idx[4] == 1);
+    // t2p stays in place with no shuffle; its slot-mask kernel ranks first, permute is listed below.
+    const PermutePlan& t2p = permute_plan(find_layout("t2p"), 32, 42);
+    CHECK(t2p.in_place);
+    CHECK(t2p.shuffled_lanes == 0);
+    const KernelChoice c = best_kernel(find_layout("t2p"));
+    CHECK(c.variant.strategy != Strategy::permute);
+    const KernelChoice m = best_kernel(t2m);
+    if (kernels_for(t2m).size() > 1) {
+      CHECK(m.variant.strategy == Strategy::permute);
+      CHECK(m.notes.front().find("no richer strategy") != std::string::npos);
+      CHECK(std::any_of(m.notes.begin(), m.notes.end(), [](const std::string& n) {
+        return n == "slot-mask: not applicable, the layout lacks the property";
+      }));
+    }
+    for (const KernelVariant& k : c.variant.strategy == Strategy::reference ? std::vector<KernelVariant>{} : kernels_for(find_layout("t2p")))
+      if (k.strategy == Strategy::permute) {
+        CHECK(std::any_of(c.notes.begin(), c.notes.end(), [&](const std::string& n) {
+          return n.starts_with(k.name() + ": passed over") && n.find("fallback") != std::string::npos;
+        }));
+      }
+    // Under an AVX2 ceiling on a CPU with AVX-512, ptq1_0 keeps base3/avx2: the fallback on a wider
+    // ISA does not outrank a richer strategy.
+    if (isa_supported(Isa::avx2)) CHECK(best_kernel(find_layout("ptq1_0")).variant.name() == "base3/avx2");
+  }
+
+  TEST_CASE("the permute plan gathers (row, k) order where no word can be sorted in place, two-bit and base-3") {
+    for (const LayoutInfo* L : {&info_of<Rows8Spread>(), &info_of<Trits8Spread>()}) {
+      CAPTURE(L->name);
+      for (int vb : {16, 32, 64}) {
+        const PermutePlan& p = permute_plan(*L, vb, 42);
+        REQUIRE(p.why_not.empty());
+        CHECK_FALSE(p.in_place);
+        CHECK_FALSE(p.single_op);
+      }
+      const auto ks = test::checked_kernels_for(*L);
+      int permute = 0;
+      for (const KernelVariant& k : ks) {
+        if (k.strategy != Strategy::permute) continue;
+        CAPTURE(k.name());
+        ++permute;
+        CHECK(mismatches(k, *L, 16, 384, 5) == 0);
+      }
+      // x86: AVX2 and AVX-512 (native or SIMDe); aarch64: plain NEON, and dotprod where the CPU has it.
+      const int targets = isa_supported(Isa::avx2) ? 2 : int(isa_supported(Isa::neon)) + int(isa_supported(Isa::dotprod));
+      CHECK(permute >= targets);
+    }
   }
 
   TEST_CASE("the base-3 plan reads ptq1_0 in natural order and flags its overreaching windows") {

@@ -1,7 +1,7 @@
 // The NEON policies: one policy per vector width, each in two dot4 builds. Dot4 is what differs
 // between aarch64 feature levels; everything else is plain Armv8.0 NEON.
 //
-//   Neon<D>    16-byte vectors (one word): the slot-mask strategy
+//   Neon<D>    16-byte vectors (one word): the slot-mask and permute strategies
 //   NeonX2<D>  32-byte vectors as two q registers: the base-3 and unpack strategies, whose plans
 //              are laid out for 32-weight vectors
 //
@@ -76,6 +76,26 @@ struct Neon {
   }
   // vpaddq(c_a, c_a+1) = [c_a pairs 0,1 | c_a+1 pairs 0,1], as neon_slot_plan assumes.
   static int pair_position(int a, int u, int h) { return neon_pair_position(a, u, h); }
+
+  // --- permute (any layout): codes gathered by byte shuffles, one 2-bit field or digit an op ----
+  // Codes are 0..3 (|a| <= 127 for Mull's exactness) and the accumulator is int32: no narrow bound.
+  static constexpr int kPermAccItems = 1 << 20;
+  using PermAcc = V;
+  static uint8x16_t or_(uint8x16_t a, uint8x16_t b) { return vorrq_u8(a, b); }
+  static uint8x16_t shuffle_bytes(uint8x16_t a, uint8x16_t idx) { return vqtbl1q_u8(a, idx); }  // >= 16: 0
+  static uint8x16_t field(uint8x16_t v, int shift) {
+    return vandq_u8(vshlq_u8(v, vdupq_n_s8(std::int8_t(-shift))), vdupq_n_u8(3));
+  }
+  // Digit n of each byte: t = v * 3^n mod 256, then the top trit (t >= 86) + (t >= 171).
+  static uint8x16_t trit(uint8x16_t v, int mul) {
+    const uint8x16_t t = vmulq_u8(v, vdupq_n_u8(std::uint8_t(mul)));
+    return vaddq_u8(vshrq_n_u8(vcgeq_u8(t, vdupq_n_u8(86)), 7), vshrq_n_u8(vcgeq_u8(t, vdupq_n_u8(171)), 7));
+  }
+  static PermAcc perm_zero() { return vdupq_n_s32(0); }
+  static PermAcc perm_dot(PermAcc acc, uint8x16_t u, uint8x16_t y) {
+    return D::dot4(acc, vreinterpretq_s8_u8(u), vreinterpretq_s8_u8(y));
+  }
+  static void perm_store(PermAcc acc, std::int32_t* lanes) { vst1q_s32(lanes, acc); }
 
   static float fp16(const std::uint8_t* p) {
     __fp16 h;

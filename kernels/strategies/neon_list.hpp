@@ -1,6 +1,7 @@
 // What each aarch64 ISA unit lists: the shared strategies instantiated with its two NEON policies,
-// P (16 bytes: slot-mask) and X2 (32 bytes: base-3, unpack), each where the layout has the
-// property and the strategy's plan accepts it (otherwise a gap saying why).
+// P (16 bytes: slot-mask, permute) and X2 (32 bytes: base-3, unpack), each where the layout has the
+// property and the strategy's plan accepts it (otherwise a gap saying why); permute for every layout
+// its plan accepts.
 //
 // Include only from an aarch64 ISA translation unit, after its target pragma.
 #pragma once
@@ -11,6 +12,7 @@
 #include "kernels/catalog.hpp"
 #include "kernels/kernel_plan.hpp"
 #include "kernels/strategies/base3.hpp"
+#include "kernels/strategies/permute.hpp"
 #include "kernels/strategies/slot_mask.hpp"
 #include "kernels/strategies/unpack.hpp"
 
@@ -28,6 +30,9 @@ void add_neon_strategies(const LayoutInfo& L, std::vector<KernelVariant>& out, s
   if (L.facts.natural_two_bit) detail::add_or_note(out, gaps, Unpack<X2>::kStrategy, X2::kIsa, "", Unpack<X2>::kFns);
   if (L.facts.digit_planar)
     detail::add_or_note(out, gaps, Strategy::base3, X2::kIsa, base3_plan(L).why_not, {&Base3<X2>::gemv, &Base3<X2>::gemm});
+  // Every layout: the fallback, ranked below the strategies above by dispatch.
+  KernelFns any;
+  detail::add_or_note(out, gaps, Strategy::permute, P::kIsa, pick_permute<P>(L, any), any);
 }
 
 }  // namespace

@@ -1,0 +1,208 @@
+// The permute strategy: one template for every valid layout, two-bit or base-3, whatever its word
+// structure. It follows the layout's runtime PermutePlan (kernels/kernel_plan.hpp):
+//
+//   per token, once:  the activation under every byte of every item (0 under bytes without a
+//                     weight) + BlockActs
+//   per block:        for each accumulator, for each of its items: each op loads a vector at its
+//                     block offset, shuffles bytes within 16-byte lanes (P::shuffle_bytes: pshufb,
+//                     tbl) where the plan permutes, extracts one 2-bit field (P::field) or base-3
+//                     digit (P::trit) as a code, ORs it into the item; then dot4 of the codes with
+//                     the item's activations (P::perm_dot). Each int32 lane of an accumulator holds
+//                     one row's products, added to that row by the plan's lane_row; the +1 code
+//                     offset leaves with the q8_K partial sums (S - ysum); one fma per row.
+//
+// The richer strategies (broadcast, slot-mask, unpack, base3) are preferred wherever a layout
+// admits them; this is the fallback that keeps every layout off the scalar reference.
+//
+// Exactness: codes are 0..3 (2-bit) or 0..2 (trits), so the policies' dot4 cannot saturate
+// (P::kPermAccItems bounds a narrow accumulator); a block's sum per row is at most 128 * 3 * 128
+// and the fma association is gemv_reference's, so the floats are bit-identical.
+//
+// Include only from an ISA translation unit (after its #pragma GCC target).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "common/error.hpp"
+#include "kernels/kernel.hpp"
+#include "kernels/kernel_plan.hpp"
+
+namespace ternlab::strategies {
+
+template <class P>
+struct Permute {
+  using B = decltype(P::load(nullptr));  // a vector of bytes
+  static constexpr int kLanes = P::kBytes / 4;
+  // A block read through a padded copy when the plan reaches outside the matrix's buffer.
+  static constexpr int kPad = 2 * P::kBytes;
+
+  static const PermutePlan& plan(const LayoutInfo& L) { return permute_plan(L, P::kBytes, P::kPermAccItems); }
+
+  static const PermutePlan& bound(const void* plan, const PackedMatrix& w) {
+    const auto& p = *static_cast<const PermutePlan*>(plan);
+    if (p.layout != w.layout)
+      fail("permute/", P::name, " kernel bound to layout '", p.layout->name, "' was handed layout '", w.layout->name, "'");
+    return p;
+  }
+  static const PermutePlan& checked_plan(const LayoutInfo& L) {
+    const PermutePlan& p = plan(L);
+    if (!p.why_not.empty()) fail("permute/", P::name, " kernel cannot run layout '", L.name, "': ", p.why_not);
+    return p;
+  }
+
+  static B code(const PermutePlan& p, const PermutePlan::Op& op, const std::uint8_t* blk, bool two_bit) {
+    B v = P::load(blk + op.offset);
+    if (op.shuffle >= 0) v = P::shuffle_bytes(v, P::load(p.shuffles.data() + op.shuffle));
+    return two_bit ? P::field(v, op.param) : P::trit(v, op.param);
+  }
+
+  // Adds accumulator a's lanes to their rows.
+  static void add_lanes(const typename P::PermAcc& acc, const std::int8_t* lane_row, std::int32_t* s) {
+    alignas(64) std::int32_t lanes[kLanes];
+    P::perm_store(acc, lanes);
+    for (int l = 0; l < kLanes; ++l) s[lane_row[l]] += lanes[l];
+  }
+
+  // block_dot for plans with slot_runs: each vector loaded and shuffled once for all its slots.
+  template <Code C>
+  static void block_dot_runs(const PermutePlan& p, const std::uint8_t* blk, const std::uint8_t* x, std::int32_t* s) {
+    constexpr int kSlots = slots_per_byte(C);
+    constexpr int kMul[5] = {1, 3, 9, 27, 81};  // 3^n brings digit n to the top trit
+    const PermutePlan::Op* ops = p.ops.data();
+    const int accs = int(p.acc_items.size()) - 1;
+    for (int a = 0; a < accs; ++a) {
+      typename P::PermAcc acc = P::perm_zero();
+      for (int i = p.acc_items[std::size_t(a)]; i < p.acc_items[std::size_t(a) + 1]; i += kSlots) {
+        B v = P::load(blk + ops[i].offset);
+        if (ops[i].shuffle >= 0) v = P::shuffle_bytes(v, P::load(p.shuffles.data() + ops[i].shuffle));
+        const std::uint8_t* xi = x + std::size_t(i) * P::kBytes;
+#pragma GCC unroll 5
+        for (int sl = 0; sl < kSlots; ++sl) {
+          const B c = C == Code::two_bit ? P::field(v, 2 * sl) : P::trit(v, kMul[sl]);
+          acc = P::perm_dot(acc, c, P::load(xi + sl * P::kBytes));
+        }
+      }
+      add_lanes(acc, p.lane_row.data() + a * kLanes, s);
+    }
+  }
+
+  // Sum of u * y of each row of one block into s[0 .. rows - 1] (s[rows]: lanes of no row).
+  template <bool SingleOp>
+  static void block_dot(const PermutePlan& p, const std::uint8_t* blk, const std::uint8_t* x, std::int32_t* s) {
+    const bool two_bit = p.layout->code == Code::two_bit;
+    const PermutePlan::Op* ops = p.ops.data();
+    const int* item_ops = p.item_ops.data();
+    const std::int8_t* lane_row = p.lane_row.data();
+    const int accs = int(p.acc_items.size()) - 1;
+    for (int a = 0; a < accs; ++a) {
+      typename P::PermAcc acc = P::perm_zero();
+      for (int i = p.acc_items[std::size_t(a)]; i < p.acc_items[std::size_t(a) + 1]; ++i) {
+        B c;
+        if constexpr (SingleOp) {
+          c = code(p, ops[i], blk, two_bit);
+        } else {
+          c = code(p, ops[item_ops[i]], blk, two_bit);
+          for (int o = item_ops[i] + 1; o < item_ops[i + 1]; ++o) c = P::or_(c, code(p, ops[o], blk, two_bit));
+        }
+        acc = P::perm_dot(acc, c, P::load(x + std::size_t(i) * P::kBytes));
+      }
+      add_lanes(acc, lane_row + a * kLanes, s);
+    }
+  }
+
+  // Rows of groups [g0, g1) against one token's prepared activations; y[g * rows + r].
+  // Mode: 0 slot runs of 2-bit fields, 1 slot runs of base-3 digits, 2 one op an item, 3 several.
+  template <int Mode>
+  static void rows_of(const PermutePlan& p, const PackedMatrix& w, const SlotActs& a, float* y, std::int64_t g0,
+                      std::int64_t g1) {
+    const std::int64_t nb = w.blocks_per_row();
+    const int R = p.rows;
+    const std::uint8_t* base = w.bytes.data();
+    const std::ptrdiff_t size = std::ptrdiff_t(w.bytes.size());
+    alignas(64) std::uint8_t pad[kMaxBlockBytes + 2 * kPad];
+    for (std::int64_t g = g0; g < g1; ++g) {
+      float acc[kMaxPermuteRows] = {};
+      const std::uint8_t* blk = w.block(g, 0);
+      const std::uint8_t* xe = a.expanded;
+      for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes, xe += p.expanded_block_bytes) {
+        prefetch_ahead(blk, p.block_bytes);
+        const std::uint8_t* src = blk;
+        const std::ptrdiff_t at = blk - base;
+        if (at + p.read_lo < 0 || at + p.read_hi > size) {  // the matrix's first or last block
+          std::memset(pad, 0, sizeof pad);
+          const std::ptrdiff_t from = std::max<std::ptrdiff_t>(p.read_lo, -at);
+          const std::ptrdiff_t to = std::min<std::ptrdiff_t>(p.read_hi, size - at);
+          std::memcpy(pad + kPad + from, blk + from, std::size_t(to - from));
+          src = pad + kPad;
+        }
+        std::int32_t s[kMaxPermuteRows + 1] = {};
+        if constexpr (Mode == 0)
+          block_dot_runs<Code::two_bit>(p, src, xe, s);
+        else if constexpr (Mode == 1)
+          block_dot_runs<Code::base3>(p, src, xe, s);
+        else
+          block_dot<Mode == 2>(p, src, xe, s);
+        const BlockActs b = a.blocks[i];
+        for (int r = 0; r < R; ++r)
+          acc[r] = __builtin_fmaf(float(s[r] - b.ysum), P::fp16(blk + p.scale_offset[r]) * b.d, acc[r]);
+      }
+      for (int r = 0; r < R; ++r) y[g * R + r] = acc[r];
+    }
+  }
+
+  static void rows_any(const PermutePlan& p, const PackedMatrix& w, const SlotActs& a, float* y, std::int64_t g0,
+                       std::int64_t g1) {
+    if (p.slot_runs && p.layout->code == Code::two_bit)
+      rows_of<0>(p, w, a, y, g0, g1);
+    else if (p.slot_runs)
+      rows_of<1>(p, w, a, y, g0, g1);
+    else if (p.single_op)
+      rows_of<2>(p, w, a, y, g0, g1);
+    else
+      rows_of<3>(p, w, a, y, g0, g1);
+  }
+
+  // The gemv in two phases (GemvPhases): the prepared buffer holds every block's activations.
+  static std::size_t gemv_acts_bytes(const void* plan, const PackedMatrix& w) {
+    return prepared_acts_bytes(w.blocks_per_row(), bound(plan, w).expanded_block_bytes);
+  }
+  static void gemv_prepare(const void* plan, const PackedMatrix& w, const BlockQ8K* x, std::uint8_t* mem) {
+    prepare_permute_acts_into(bound(plan, w), x, w.blocks_per_row(), mem);
+  }
+  static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
+                        std::int64_t g1) {
+    const PermutePlan& p = bound(plan, w);
+    rows_any(p, w, view_prepared_acts(mem, w.blocks_per_row()), y, g0, g1);
+  }
+  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
+    const PermutePlan& p = checked_plan(*w.layout);
+    std::uint8_t* mem = kernel_scratch(gemv_acts_bytes(&p, w), 0);
+    gemv_prepare(&p, w, x, mem);
+    gemv_rows(&p, w, mem, y, g0, g1);
+  }
+  // One token at a time from the batch's plain rows: the fallback's gemm is its gemv per token.
+  static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
+                   std::int64_t g1) {
+    const PermutePlan& p = checked_plan(*w.layout);
+    std::uint8_t* mem = kernel_scratch(gemv_acts_bytes(&p, w), 0);
+    for (std::int64_t t = 0; t < x.tokens; ++t) {
+      gemv_prepare(&p, w, x.row(t), mem);
+      gemv_rows(&p, w, mem, y + t * ldy, g0, g1);
+    }
+  }
+
+  static KernelFns fns(const PermutePlan& p) { return {&gemv, &gemm, {&p, &gemv_acts_bytes, &gemv_prepare, &gemv_rows}}; }
+};
+
+// The permute kernels of layout L on policy P, or the plan's reason when there are none.
+template <class P>
+std::string pick_permute(const LayoutInfo& L, KernelFns& k) {
+  const PermutePlan& p = Permute<P>::plan(L);
+  if (p.why_not.empty()) k = Permute<P>::fns(p);
+  return p.why_not;
+}
+
+}  // namespace ternlab::strategies
