@@ -39,11 +39,17 @@ namespace {
 
 using Counts = std::array<std::uint8_t, kMaxMagnitude + 1>;
 
-std::uint64_t binom(int n, int k) {
-  std::uint64_t r = 1;
-  for (int i = 1; i <= k; ++i) r = r * static_cast<std::uint64_t>(n - k + i) / static_cast<std::uint64_t>(i);
-  return r;
-}
+// Pascal's triangle up to 24: the ranks call binomials in their inner loops.
+constexpr auto kBinom = [] {
+  std::array<std::array<std::uint64_t, 25>, 25> t{};
+  for (int n = 0; n <= 24; ++n) {
+    t[n][0] = 1;
+    for (int k = 1; k <= n; ++k) t[n][k] = t[n - 1][k - 1] + (k <= n - 1 ? t[n - 1][k] : 0);
+  }
+  return t;
+}();
+
+std::uint64_t binom(int n, int k) { return kBinom[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)]; }
 
 // Multinomial n!/∏ cnt_j! as a product of binomials: every partial product is itself a multinomial
 // no larger than the result, so nothing overflows while the result fits in 64 bits.

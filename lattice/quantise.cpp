@@ -95,8 +95,11 @@ Direction nearest_direction(std::span<const double, 24> q, int max_shell) {
   std::vector<double> class_score(table.size(), kNone);
   std::vector<std::uint32_t> class_word(table.size(), 0);
   const auto& words = golay_words();
-  bool any_odd = false;
-  for (const ClassSearch& k : table) any_odd |= k.odd && k.shell <= max_shell;
+  // The classes each codeword is scored against: the odd ones, and the even ones by Golay weight.
+  std::vector<std::size_t> odd_classes, even_classes[25];
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (table[i].shell <= max_shell) (table[i].odd ? odd_classes : even_classes[table[i].w]).push_back(i);
+  const bool any_odd = !odd_classes.empty();
 
   if (any_odd) {
     double prefix[25];
@@ -125,18 +128,15 @@ Direction nearest_direction(std::span<const double, 24> q, int max_shell) {
         prefix[n + 1] = prefix[n] + y;
         ++n;
       }
-      for (std::size_t i = 0; i < table.size(); ++i) {
+      for (std::size_t i : odd_classes) {
         const ClassSearch& k = table[i];
-        if (!k.odd || k.shell > max_shell) continue;
         const double s = k.on.score(prefix);
         if (s > class_score[i]) class_score[i] = s, class_word[i] = c;
       }
     }
   }
   for (int w : {0, 8, 12, 16, 24}) {
-    bool any = false;
-    for (const ClassSearch& k : table) any |= !k.odd && k.w == w && k.shell <= max_shell;
-    if (!any) continue;
+    if (even_classes[w].empty()) continue;
     const int start = golay_bucket_start(w);
     double on[25], off[25];
     for (int g = 0; g < golay_count(w); ++g) {
@@ -153,9 +153,8 @@ Direction nearest_direction(std::span<const double, 24> q, int max_shell) {
         }
       }
       const double smallest_on = non > 0 ? on[non] - on[non - 1] : 0;
-      for (std::size_t i = 0; i < table.size(); ++i) {
+      for (std::size_t i : even_classes[w]) {
         const ClassSearch& k = table[i];
-        if (k.odd || k.w != w || k.shell > max_shell) continue;
         double s = k.on.score(on) + k.off.score(off);
         // One sign flip of the smallest word value on the smallest support |q| repairs the parity.
         if (w > 0 && (negatives & 1) != k.parity) s -= 2.0 * k.word_min * smallest_on;
