@@ -11,5 +11,6 @@ void add_census_command(CLI::App& kernels);  // `ternlab kernels census`
 void add_run_command(CLI::App& app);
 void add_model_commands(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_lattice_commands(CLI::App& app);  // `ternlab lattice ...`
 
 }  // namespace ternlab::cli
