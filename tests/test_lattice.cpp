@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -12,9 +15,12 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
 #include "common/error.hpp"
+#include "common/npy.hpp"
 #include "lattice/golay.hpp"
 #include "lattice/leech.hpp"
 #include "lattice/quantise.hpp"
@@ -774,5 +780,23 @@ TEST_SUITE("lattice") {
     m.gain[2] = 2;
     e = error_of([&] { decode_matrix(m); });
     CHECK(e.find("tensor 'wq': block 2, field gain: 2 is not one bit") != std::string::npos);
+  }
+
+  TEST_CASE(".npy reader: what write_npy_f32 writes reads back; other dtypes are refused naming the field") {
+    const std::string path = (std::filesystem::temp_directory_path() / cat("ternlab-lattice-", ::getpid(), ".npy")).string();
+    const std::vector<float> v = {1.5f, -2.0f, 0.25f, 3.0f, -0.0f, 7.0f};
+    write_npy_f32(path, v, 2, 3);
+    const NpyMatrix m = read_npy_f32(path);
+    CHECK(m.rows == 2);
+    CHECK(m.cols == 3);
+    CHECK(m.values == v);
+    {
+      std::string bytes = npy_header_f32(1, 1);
+      bytes.replace(bytes.find("<f4"), 3, "<i4");
+      bytes += std::string(4, '\0');
+      std::ofstream(path, std::ios::binary) << bytes;
+    }
+    CHECK(error_of([&] { read_npy_f32(path); }).find("field descr is '<i4'") != std::string::npos);
+    std::filesystem::remove(path);
   }
 }
