@@ -252,10 +252,10 @@ const Ball& ball(int cap) {
 
 const std::vector<LatticeClass>& lattice_classes(int cap) { return ball(cap).classes; }
 
-const LatticeClass& lattice_class(int id, int cap) {
+const LatticeClass& lattice_class(int id, int cap, const std::string& what) {
   const auto& cls = ball(cap).classes;
   if (id < 1 || id > static_cast<int>(cls.size()))
-    fail("class id ", id, " is not one of the ", cls.size(), " classes of the ball Λ24(", cap, ") (ids 1…", cls.size(),
+    fail(what, ": class id ", id, " is not one of the ", cls.size(), " classes of the ball Λ24(", cap, ") (ids 1…", cls.size(),
          ")");
   return cls[static_cast<std::size_t>(id - 1)];
 }

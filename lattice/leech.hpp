@@ -40,8 +40,9 @@ struct LatticeClass {
 
 // The classes of the ball Λ24(cap), cap 12 or 13, in format-v1 order: element k has id k+1.
 const std::vector<LatticeClass>& lattice_classes(int cap = kServedCap);
-// The class with this id; a clear error when id is not one of the ball's classes.
-const LatticeClass& lattice_class(int id, int cap = kServedCap);
+// The class with this id; an error naming `what` (e.g. "tensor 'w', block 9, field class id") when
+// id is not one of the ball's classes.
+const LatticeClass& lattice_class(int id, int cap = kServedCap, const std::string& what = "class id");
 // Number of non-zero points of the ball (N(cap)) and the index width ⌈log2(N(cap)+1)⌉.
 std::uint64_t ball_points(int cap = kServedCap);
 int index_bits(int cap = kServedCap);

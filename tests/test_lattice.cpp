@@ -658,6 +658,8 @@ TEST_SUITE("lattice") {
     CHECK(error_of([] { rank_point(point_of({16})); }).find("outside the ball") != std::string::npos);
     CHECK(error_of([] { lattice_class(302); }).find("class id 302 is not one of the 301 classes") != std::string::npos);
     CHECK(error_of([] { lattice_class(0); }).find("class id 0 is not one of the 301 classes") != std::string::npos);
+    CHECK(error_of([] { lattice_class(511, 12, "tensor 'w', block 9, field class id"); })
+              .find("tensor 'w', block 9, field class id: class id 511 is not one of the 301 classes") != std::string::npos);
   }
 
   TEST_CASE("format-v1 map fingerprint (spec §3.7 proposal) equals the pinned constant") {
