@@ -12,5 +12,6 @@ void add_run_command(CLI::App& app);
 void add_report_command(CLI::App& app);  // `ternlab report`
 void add_model_commands(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_lattice_commands(CLI::App& app);  // `ternlab lattice ...`
 
 }  // namespace ternlab::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   ternlab::cli::add_report_command(app);
   ternlab::cli::add_model_commands(app);
   ternlab::cli::add_tokenize_command(app);
+  ternlab::cli::add_lattice_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
