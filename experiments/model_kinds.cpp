@@ -461,15 +461,21 @@ ModelArms plan_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n) 
   return m;
 }
 
-// Loads arm i (a load error fails that arm only).
-void load_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i) {
-  ModelArm& arm = m.arms[i];
+// How an arm's model is loaded: its layout, kernel, load mode and threads, and the run's prefill chunk.
+model::LoadOptions load_options(const RunSpec& run, const ModelArm& arm) {
   model::LoadOptions o;
   o.layout = arm.layout;
   o.kernel = arm.kernel;
   o.mode = gguf::parse_mode(arm.load);
   o.threads = arm.threads;
   o.prefill_chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
+  return o;
+}
+
+// Loads arm i (a load error fails that arm only).
+void load_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i) {
+  ModelArm& arm = m.arms[i];
+  const model::LoadOptions o = load_options(run, arm);
   try {
     arm.model = Model::load(arm.path, o);
   } catch (const Error& e) {
@@ -1224,12 +1230,7 @@ FaultSample fault_sample(const RunSpec& run, const ModelArm& arm, bool drop, int
   FaultSample s;
   if (drop) drop_page_cache(arm.path);
   s.cached_before_load = cached_fraction(arm.path);
-  model::LoadOptions o;
-  o.layout = arm.layout;
-  o.kernel = arm.kernel;
-  o.mode = gguf::parse_mode(arm.load);
-  o.threads = arm.threads;
-  o.prefill_chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
+  const model::LoadOptions o = load_options(run, arm);
   FaultCount f0 = faults_now();
   auto t0 = clock::now();
   std::unique_ptr<Model> model;

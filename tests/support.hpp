@@ -1,6 +1,9 @@
 // Shared helpers for the test suites.
 #pragma once
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <numeric>
 
 #include <doctest/doctest.h>
@@ -13,6 +16,21 @@
 #include "layouts/registry.hpp"
 
 namespace ternlab::test {
+
+// A scratch folder per test process and name, made on first use and removed at exit.
+template <const char* Name>
+const std::filesystem::path& scratch_folder() {
+  struct Folder {
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / (std::string(Name) + "-" + std::to_string(getpid()));
+    Folder() { std::filesystem::create_directories(dir); }
+    ~Folder() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  };
+  static Folder f;
+  return f.dir;
+}
 
 // Runs `f`, expecting a ternlab::Error whose message contains every fragment.
 template <class F, class... S>

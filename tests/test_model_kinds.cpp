@@ -31,19 +31,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A scratch folder per test process, removed at exit.
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / cat("ternlab-model-kinds-", getpid());
-  Scratch() { fs::create_directories(dir); }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
-const fs::path& scratch() {
-  static Scratch s;
-  return s.dir;
-}
+constexpr char kScratchName[] = "ternlab-model-kinds";
+const fs::path& scratch() { return test::scratch_folder<kScratchName>(); }
 
 // The micro preset with another seed: same shapes, different trits, so greedy tokens differ.
 const std::string& other_weights() {

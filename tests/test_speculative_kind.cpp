@@ -22,18 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / cat("ternlab-speculative-kind-", getpid());
-  Scratch() { fs::create_directories(dir); }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
-const fs::path& scratch() {
-  static Scratch s;
-  return s.dir;
-}
+constexpr char kScratchName[] = "ternlab-speculative-kind";
+const fs::path& scratch() { return test::scratch_folder<kScratchName>(); }
 
 std::string head() {
   return cat("kind = \"speculative\"\npreset = \"micro\"\nseed = 7\noutput = \"", (scratch() / "results").string(),
