@@ -18,6 +18,7 @@ constexpr std::pair<Strategy, std::string_view> kStrategyNames[] = {
     {Strategy::slot_mask, "slot-mask"}, {Strategy::base3, "base3"},
     {Strategy::unpack, "unpack"},       {Strategy::unpack_vecdot, "unpack-vecdot"},
     {Strategy::prism_neon, "prism-neon"}, {Strategy::permute, "permute"},
+    {Strategy::slot_mask_widen, "slot-mask-widen"},
 };
 }  // namespace
 

@@ -15,6 +15,7 @@ enum class Strategy {
   reference,      // the scalar kernel every other one is checked against
   broadcast,      // row-interleaved layouts: one activation dword against 8 or 16 rows
   slot_mask,      // slot-vectorizable layouts: AND per slot, dot4, recombine
+  slot_mask_widen,  // the same with each slot shifted down to 0..3 and widened on its own (an experiment arm)
   base3,          // digit-planar base-3 layouts: multiply by 3^n, read the top trit
   unpack,         // natural 2-bit order: PrismML's x86 decode (spec 6.2), tiled gemm
   unpack_vecdot,  // the same with one vec_dot per (row, token) in gemm
@@ -26,7 +27,7 @@ enum class Strategy {
 inline constexpr Strategy kStrategyPreference[] = {Strategy::broadcast,     Strategy::slot_mask, Strategy::base3,
                                                    Strategy::unpack,        Strategy::unpack_vecdot,
                                                    Strategy::prism_neon,    Strategy::permute,
-                                                   Strategy::reference};
+                                                   Strategy::slot_mask_widen, Strategy::reference};
 
 // The strategy every valid layout gets (kernels/strategies/permute.hpp): best_kernel ranks it below
 // every other SIMD kernel whatever their ISAs (a layout that admits a richer strategy keeps it),

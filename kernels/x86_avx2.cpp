@@ -70,6 +70,9 @@ void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std:
   if (L.facts.slot_vectorizable) {
     const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
     add_or_note(out, gaps, Strategy::slot_mask, P::kIsa, why, k);
+    // The same plan without the trick with 4 and 16, for experiments only (ranked last by dispatch).
+    KernelFns widen;
+    add_or_note(out, gaps, Strategy::slot_mask_widen, P::kIsa, strategies::pick_slot_mask_any<isa::Avx2WidenSlots>(L, widen), widen);
   }
   if (L.facts.natural_two_bit) {
     using PerColumn = strategies::Unpack<P, false>;

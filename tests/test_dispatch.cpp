@@ -299,7 +299,8 @@ TEST_SUITE("dispatch") {
           bool readable = true;
           switch (k.strategy) {
             case Strategy::broadcast: readable = other->facts.row_interleaved && other->rows == built_for->rows; break;
-            case Strategy::slot_mask: readable = other->facts.slot_vectorizable; break;
+            case Strategy::slot_mask:
+            case Strategy::slot_mask_widen: readable = other->facts.slot_vectorizable; break;
             case Strategy::unpack:
             case Strategy::unpack_vecdot:
             case Strategy::prism_neon: readable = other->facts.natural_two_bit; break;

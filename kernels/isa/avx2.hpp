@@ -10,6 +10,7 @@
 
 #include "kernels/cpu.hpp"
 #include "kernels/isa/rows8.hpp"
+#include "kernels/kernel_id.hpp"
 #include "kernels/kernel_plan.hpp"
 
 namespace ternlab::isa {
@@ -227,6 +228,29 @@ struct Avx2 : Rows8<Avx2> {
     __builtin_memcpy(&h, p, 2);
     return _cvtsh_ss(h);
   }
+};
+
+// The slot-mask strategy without the trick with 4 and 16 (Strategy::slot_mask_widen, an experiment
+// arm): every slot is shifted down to its code 0..3 and its dot widened to int32 on its own, so the
+// codes need no factor and the int16 recombination disappears, at the price of a shift and a
+// widening multiply-add per slot. Same plan, pair order and epilogue as Avx2; exact for the same
+// reason (u * y pairs fit int16, block sums int32).
+struct Avx2WidenSlots : Avx2 {
+  static constexpr Strategy kSlotStrategy = Strategy::slot_mask_widen;
+  static constexpr int kSlotShift = 0;
+  static Slots extract(V v) {
+    const V m = set1_u8(0x03);
+    return {{and_(v, m), and_(shr_u8_dirty<2>(v), m), and_(shr_u8_dirty<4>(v), m), and_(shr_u8_dirty<6>(v), m)}};
+  }
+  // int32 lanes: sum over slots of u * y, each slot widened separately.
+  static V slot_dot(const Slots& w, const std::uint8_t* x) {
+    const V one = set1_i16(1);
+    V s = _mm256_madd_epi16(_mm256_maddubs_epi16(w.s[0], load(x)), one);
+    for (int k = 1; k < 4; ++k) s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(w.s[k], load(x + 32 * k)), one));
+    return s;
+  }
+  static V slot_add(V a, V b) { return _mm256_add_epi32(a, b); }
+  static V slot_widen(V a) { return a; }
 };
 
 }  // namespace ternlab::isa

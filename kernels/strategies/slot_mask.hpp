@@ -26,6 +26,7 @@
 
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
+#include "kernels/kernel_id.hpp"
 #include "kernels/kernel_plan.hpp"
 
 namespace ternlab::strategies {
@@ -34,6 +35,12 @@ template <class P, int G, int M, int ROWS>
 struct SlotMask {
   static constexpr int kPairsPerRow = 2 * G * (P::kBytes / kWordBytes) / ROWS;
   static_assert(M <= P::kGroupVectors, "the policy's narrow group accumulator holds at most kGroupVectors vectors");
+
+  // The variant's name in messages: a policy may run the strategy as another Strategy (kSlotStrategy).
+  static std::string kernel() {
+    if constexpr (requires { P::kSlotStrategy; }) return kernel_name(P::kSlotStrategy, P::kIsa);
+    return kernel_name(Strategy::slot_mask, P::kIsa);
+  }
 
   static const SlotVectorPlan& plan(const LayoutInfo& L) {
     return slot_vector_plan(L, P::kBytes, &P::pair_position, P::kGroupVectors);
@@ -148,7 +155,7 @@ struct SlotMask {
   static const SlotVectorPlan& checked_plan(const LayoutInfo& L) {
     const SlotVectorPlan& p = plan(L);
     if (!fits(p))
-      fail("slot-mask/", P::name, " kernel (", G, " x ", M, " vectors, ", ROWS, " rows) cannot run layout '", L.name,
+      fail(kernel(), " kernel (", G, " x ", M, " vectors, ", ROWS, " rows) cannot run layout '", L.name,
            "': ", p.why_not.empty() ? std::string("its plan has another shape") : p.why_not);
     return p;
   }
@@ -170,7 +177,7 @@ struct SlotMask {
   static const SlotVectorPlan& bound(const void* plan, const PackedMatrix& w) {
     const auto& p = *static_cast<const SlotVectorPlan*>(plan);
     if (p.layout != w.layout)
-      fail("slot-mask/", P::name, " kernel bound to layout '", p.layout->name, "' was handed layout '", w.layout->name, "'");
+      fail(kernel(), " kernel bound to layout '", p.layout->name, "' was handed layout '", w.layout->name, "'");
     return p;
   }
   static std::size_t gemv_acts_bytes(const void* plan, const PackedMatrix& w) {
