@@ -47,9 +47,12 @@ struct Permute {
       fail("permute/", P::name, " kernel bound to layout '", p.layout->name, "' was handed layout '", w.layout->name, "'");
     return p;
   }
+  template <int Mode>
   static const PermutePlan& checked_plan(const LayoutInfo& L) {
     const PermutePlan& p = plan(L);
     if (!p.why_not.empty()) fail("permute/", P::name, " kernel cannot run layout '", L.name, "': ", p.why_not);
+    if (mode(p) != Mode)
+      fail("permute/", P::name, " kernel of mode ", Mode, " was handed layout '", L.name, "' of mode ", mode(p));
     return p;
   }
 
@@ -153,16 +156,10 @@ struct Permute {
     }
   }
 
-  static void rows_any(const PermutePlan& p, const PackedMatrix& w, const SlotActs& a, float* y, std::int64_t g0,
-                       std::int64_t g1) {
-    if (p.slot_runs && p.layout->code == Code::two_bit)
-      rows_of<0>(p, w, a, y, g0, g1);
-    else if (p.slot_runs)
-      rows_of<1>(p, w, a, y, g0, g1);
-    else if (p.single_op)
-      rows_of<2>(p, w, a, y, g0, g1);
-    else
-      rows_of<3>(p, w, a, y, g0, g1);
+  // The mode of plan p, as rows_of takes it.
+  static int mode(const PermutePlan& p) {
+    if (p.slot_runs) return p.layout->code == Code::two_bit ? 0 : 1;
+    return p.single_op ? 2 : 3;
   }
 
   // The gemv in two phases (GemvPhases): the prepared buffer holds every block's activations.
@@ -172,29 +169,45 @@ struct Permute {
   static void gemv_prepare(const void* plan, const PackedMatrix& w, const BlockQ8K* x, std::uint8_t* mem) {
     prepare_permute_acts_into(bound(plan, w), x, w.blocks_per_row(), mem);
   }
+  // One rows function per mode, bound when the kernel is chosen: no per-call switch, and the
+  // census reaches only the loop the plan runs.
+  template <int Mode>
   static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
                         std::int64_t g1) {
     const PermutePlan& p = bound(plan, w);
-    rows_any(p, w, view_prepared_acts(mem, w.blocks_per_row()), y, g0, g1);
+    rows_of<Mode>(p, w, view_prepared_acts(mem, w.blocks_per_row()), y, g0, g1);
   }
+  template <int Mode>
   static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
-    const PermutePlan& p = checked_plan(*w.layout);
+    const PermutePlan& p = checked_plan<Mode>(*w.layout);
     std::uint8_t* mem = kernel_scratch(gemv_acts_bytes(&p, w), 0);
     gemv_prepare(&p, w, x, mem);
-    gemv_rows(&p, w, mem, y, g0, g1);
+    gemv_rows<Mode>(&p, w, mem, y, g0, g1);
   }
   // One token at a time from the batch's plain rows: the fallback's gemm is its gemv per token.
+  template <int Mode>
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
-    const PermutePlan& p = checked_plan(*w.layout);
+    const PermutePlan& p = checked_plan<Mode>(*w.layout);
     std::uint8_t* mem = kernel_scratch(gemv_acts_bytes(&p, w), 0);
     for (std::int64_t t = 0; t < x.tokens; ++t) {
       gemv_prepare(&p, w, x.row(t), mem);
-      gemv_rows(&p, w, mem, y + t * ldy, g0, g1);
+      gemv_rows<Mode>(&p, w, mem, y + t * ldy, g0, g1);
     }
   }
 
-  static KernelFns fns(const PermutePlan& p) { return {&gemv, &gemm, {&p, &gemv_acts_bytes, &gemv_prepare, &gemv_rows}}; }
+  template <int Mode>
+  static KernelFns fns_of(const PermutePlan& p) {
+    return {&gemv<Mode>, &gemm<Mode>, {&p, &gemv_acts_bytes, &gemv_prepare, &gemv_rows<Mode>}};
+  }
+  static KernelFns fns(const PermutePlan& p) {
+    switch (mode(p)) {
+      case 0: return fns_of<0>(p);
+      case 1: return fns_of<1>(p);
+      case 2: return fns_of<2>(p);
+      default: return fns_of<3>(p);
+    }
+  }
 };
 
 // The permute kernels of layout L on policy P, or the plan's reason when there are none.
