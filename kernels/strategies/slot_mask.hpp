@@ -36,10 +36,11 @@ struct SlotMask {
   static constexpr int kPairsPerRow = 2 * G * (P::kBytes / kWordBytes) / ROWS;
   static_assert(M <= P::kGroupVectors, "the policy's narrow group accumulator holds at most kGroupVectors vectors");
 
-  // The variant's name in messages: a policy may run the strategy as another Strategy (kSlotStrategy).
+  // The variant's name in messages: a policy may run the strategy as another Strategy (kSlotStrategy),
+  // and the policy's own name tells builds of one ISA apart (avx512vnni-simde).
   static std::string kernel() {
-    if constexpr (requires { P::kSlotStrategy; }) return kernel_name(P::kSlotStrategy, P::kIsa);
-    return kernel_name(Strategy::slot_mask, P::kIsa);
+    if constexpr (requires { P::kSlotStrategy; }) return cat(strategy_name(P::kSlotStrategy), "/", P::name);
+    return cat(strategy_name(Strategy::slot_mask), "/", P::name);
   }
 
   static const SlotVectorPlan& plan(const LayoutInfo& L) {
