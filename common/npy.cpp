@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/fp16.hpp"
 
 namespace ternlab {
@@ -17,29 +17,6 @@ namespace {
 void check_shape(const std::string& path, std::span<const float> values, std::int64_t rows, std::int64_t cols) {
   if (rows < 0 || cols < 0 || std::uint64_t(rows) * std::uint64_t(cols) != values.size())
     fail(path, ": ", values.size(), " values do not form a ", rows, " x ", cols, " matrix");
-}
-
-// Writes through `body` into path.partial-<pid>, then renames it over `path`.
-template <class Body>
-void write_atomically(const std::string& path, Body&& body) {
-  const std::string partial = cat(path, ".partial-", getpid());
-  {
-    std::ofstream f(partial, std::ios::binary | std::ios::trunc);
-    if (!f) fail(path, ": cannot open for writing");
-    body(f);
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      std::filesystem::remove(partial, ec);
-      fail(path, ": write failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(partial, path, ec);
-  if (ec) {
-    std::filesystem::remove(partial, ec);
-    fail(path, ": cannot rename the finished file into place");
-  }
 }
 
 }  // namespace
@@ -61,7 +38,7 @@ std::string npy_header_f32(std::int64_t rows, std::int64_t cols) {
 
 void write_npy_f32(const std::string& path, std::span<const float> values, std::int64_t rows, std::int64_t cols) {
   check_shape(path, values, rows, cols);
-  write_atomically(path, [&](std::ofstream& f) {
+  write_atomically(path, [&](std::ostream& f) {
     const std::string h = npy_header_f32(rows, cols);
     f.write(h.data(), std::streamsize(h.size()));
     f.write(reinterpret_cast<const char*>(values.data()), std::streamsize(values.size_bytes()));
@@ -70,7 +47,7 @@ void write_npy_f32(const std::string& path, std::span<const float> values, std::
 
 void write_csv_f32(const std::string& path, std::span<const float> values, std::int64_t rows, std::int64_t cols) {
   check_shape(path, values, rows, cols);
-  write_atomically(path, [&](std::ofstream& f) {
+  write_atomically(path, [&](std::ostream& f) {
     std::string line;
     char buf[32];
     for (std::int64_t r = 0; r < rows; ++r) {

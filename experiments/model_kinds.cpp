@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/files.hpp"
 #include "common/memory.hpp"
 #include "experiments/memory.hpp"
 #include "common/strings.hpp"
@@ -423,15 +424,9 @@ void ensure_model(const ModelSource& src, std::ostream& log) {
   if (src.preset.empty() || fs::exists(src.path)) return;
   fs::create_directories(fs::path(src.path).parent_path());
   log << "synthesizing preset " << src.preset << " (seed " << src.seed << ") into " << src.path << "\n" << std::flush;
-  const std::string partial = cat(src.path, ".partial-", getpid());
-  try {
-    model::write_synthetic(model::find_preset(src.preset), partial, {src.seed, 142});
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(partial, ec);
-    throw;
-  }
-  fs::rename(partial, src.path);
+  replace_file_atomically(src.path, [&](const fs::path& partial) {
+    model::write_synthetic(model::find_preset(src.preset), partial.string(), {src.seed, 142});
+  });
 }
 
 // The arms as planned, nothing loaded: names, layouts, kernels, threads, load modes and files.

@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/strings.hpp"
 #include "kernels/measure.hpp"
 #include "kernels/testdata.hpp"
@@ -113,14 +114,9 @@ void Wisdom::save() const {
   const toml::table doc{{"choice", std::move(choices)}};
   std::error_code ec;
   if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path(), ec);
-  const std::filesystem::path tmp = path_.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
+  write_atomically(path_, [&](std::ostream& out) {
     out << "# ternlab wisdom: kernel variants measured fastest on this machine (kernels/planner.hpp)\n" << doc << "\n";
-    if (!out) fail("wisdom file ", tmp.string(), ": cannot write it");
-  }
-  std::filesystem::rename(tmp, path_, ec);
-  if (ec) fail("wisdom file ", path_.string(), ": cannot replace it (", ec.message(), ")");
+  });
 }
 
 // --- the planner ----------------------------------------------------------------------------------
