@@ -23,6 +23,8 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/peers/i2s.hpp"
+#include "kernels/peers/peers.hpp"
+#include "kernels/peers/tq2.hpp"
 #include "kernels/testdata.hpp"
 #include "layouts/registry.hpp"
 
@@ -32,15 +34,12 @@ namespace {
 
 constexpr std::int64_t kMaxDim = std::int64_t(1) << 20;
 
-// BitNet's I2_S format and AVX2 kernels (kernels/peers): an arm of layout "i2_s" in gemv and gemm
-// runs them beside the layouts, verified by the peer's own exact check (its activations are I8_S,
-// not q8_K, so the integer oracle of the layouts does not apply).
-constexpr const char* kPeerI2s = "i2_s";
-constexpr const char* kPeerI2sKernel = "bitnet-i2s/avx2";
-
-bool is_peer(const ArmSpec& arm) {
+// The peers' formats and AVX2 kernels (kernels/peers: BitNet's I2_S, ggml's TQ2_0): an arm whose
+// layout names one runs it beside the layouts, verified by the peer's own bit-exact check and, where
+// its arithmetic gives integers, against the oracle.
+const peers::PeerFormat* arm_peer(const ArmSpec& arm) {
   const Located at = arm.at("layout");
-  return at && as_string(at) == kPeerI2s;
+  return at ? peers::find_peer(as_string(at)) : nullptr;
 }
 
 bool arm_spawn(const ArmSpec& arm) {
@@ -84,21 +83,23 @@ Shape run_shape(const RunSpec& run, bool batch) {
   return s;
 }
 
-void validate_peer(const ArmSpec& a) {
+void validate_peer(const ArmSpec& a, const peers::PeerFormat& p, const Shape& s) {
   const Located at = a.at("layout");
   if (!isa_supported(Isa::avx2))
-    fail_at(at, "the I2_S peer arm runs BitNet's AVX2 kernel, and this CPU (", cpu_features().model, ") has no AVX2");
-  if (const Located k = a.at("kernel"); k && as_string(k) != "best" && as_string(k) != kPeerI2sKernel)
-    fail_at(k, "the I2_S peer arm has one kernel, ", kPeerI2sKernel, " (or best); '", as_string(k), "' is not it");
-  if (arm_spawn(a)) fail_at(a.at("spawn"), "the I2_S peer arm runs on the persistent pool only (spawn = false)");
+    fail_at(at, "the ", p.label, " peer arm runs its AVX2 kernel, and this CPU (", cpu_features().model, ") has no AVX2");
+  if (const Located k = a.at("kernel"); k && as_string(k) != "best" && as_string(k) != p.kernel)
+    fail_at(k, "the ", p.label, " peer arm has one kernel, ", p.kernel, " (or best); '", as_string(k), "' is not it");
+  if (arm_spawn(a)) fail_at(a.at("spawn"), "the ", p.label, " peer arm runs on the persistent pool only (spawn = false)");
+  if (s.cols % p.block != 0)
+    fail_at(at, p.label, " holds ", p.block, "-weight blocks; shape.cols = ", s.cols, " is not a multiple of ", p.block);
 }
 
 void validate_matrix_kind(const RunSpec& run, bool batch) {
   check_common(run);
   const Shape s = run_shape(run, batch);
   for (const ArmSpec& a : run.arms) {
-    if (is_peer(a)) {
-      validate_peer(a);
+    if (const peers::PeerFormat* p = arm_peer(a)) {
+      validate_peer(a, *p, s);
       continue;
     }
     const LayoutInfo& L = arm_layout(a);
@@ -144,39 +145,54 @@ std::string compare_exact(const std::vector<float>& y, const std::vector<std::in
   return "";
 }
 
-// The I2_S arm on the run's weights (unit scales: I2_S's one per-tensor scale is 1) and the same
-// float activations quantised to I8_S.
-ArmSetup peer_arm(const ArmSpec& a, const MatrixData& data, const Shape& s, int threads, ThreadPool* pool, double act_bytes,
-                  double out_bytes) {
-  const auto w = std::make_shared<const peers::I2sMatrix>(peers::pack_i2s(data.weights, a.name));
-  const auto x = std::make_shared<const peers::I8sActs>(peers::quantize_i8s(data.acts.f.data(), s.tokens, s.cols));
+// A peer arm on the run's weights (unit scales: I2_S's one per-tensor scale is 1, and TQ2_0's
+// 256-weight block scales are 1) and the run's activations: I2_S quantises the same floats to its
+// I8_S, TQ2_0 reads the q8_K blocks the layouts read, so its outputs are the oracle's integers too.
+ArmSetup peer_arm(const ArmSpec& a, const peers::PeerFormat& peer, const std::shared_ptr<const MatrixData>& data, const Shape& s,
+                  int threads, ThreadPool* pool, double act_bytes, double out_bytes) {
   auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
+  const std::int64_t rows = s.rows;
   ArmSetup setup;
+  std::function<std::string()> check;
+  if (peer.layout == "i2_s") {
+    const auto w = std::make_shared<const peers::I2sMatrix>(peers::pack_i2s(data->weights, a.name));
+    const auto x = std::make_shared<const peers::I8sActs>(peers::quantize_i8s(data->acts.f.data(), s.tokens, s.cols));
+    setup.weight_bytes = double(w->bytes.size());
+    if (s.tokens == 1)
+      setup.call = [=] { peers::run_i2s_gemv(*pool, *w, *x, y->data()); };
+    else
+      setup.call = [=] { peers::run_i2s_gemm(*pool, *w, *x, y->data(), rows); };
+    check = [=] {
+      peers::check_i2s(*w, *x, *y, rows);
+      return std::string();
+    };
+  } else {
+    const auto w = std::make_shared<const peers::Tq2Matrix>(peers::pack_tq2(data->weights, a.name));
+    setup.weight_bytes = double(w->bytes.size());
+    setup.call = [=] { peers::run_tq2_mul_mat(*pool, *w, data->x, y->data(), rows); };
+    check = [=] {
+      peers::check_tq2(*w, data->x, *y, rows);
+      return compare_exact(*y, data->want, rows);
+    };
+  }
   setup.name = a.name;
-  setup.layout = kPeerI2s;
-  setup.kernel = kPeerI2sKernel;
+  setup.layout = std::string(peer.layout);
+  setup.kernel = std::string(peer.kernel);
   setup.threads = threads;
   setup.options = "peer";
-  setup.weight_bytes = double(w->bytes.size());
   setup.bits_per_weight = setup.weight_bytes * 8 / double(s.rows * s.cols);
   setup.bytes = setup.weight_bytes + act_bytes + out_bytes;
   setup.weights = double(s.rows * s.cols);
   setup.macs = setup.weights * double(s.tokens);
-  const std::int64_t rows = s.rows;
-  if (s.tokens == 1)
-    setup.call = [=] { peers::run_i2s_gemv(*pool, *w, *x, y->data()); };
-  else
-    setup.call = [=] { peers::run_i2s_gemm(*pool, *w, *x, y->data(), rows); };
   const auto call = setup.call;
   setup.verify = [=] {
     std::fill(y->begin(), y->end(), std::numeric_limits<float>::quiet_NaN());
     call();
     try {
-      peers::check_i2s(*w, *x, *y, rows);
+      return check();
     } catch (const Error& e) {
       return std::string(e.what());
     }
-    return std::string();
   };
   return setup;
 }
@@ -195,10 +211,10 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
   std::vector<ArmSetup> arms;
   std::set<int> thread_counts;
   for (const ArmSpec& a : run.arms) {
-    if (is_peer(a)) {
+    if (const peers::PeerFormat* peer = arm_peer(a)) {
       const int threads = arm_threads(run, a);
       thread_counts.insert(threads);
-      arms.push_back(peer_arm(a, *data, s, threads, &ctx.pools.get(threads), act_bytes, out_bytes));
+      arms.push_back(peer_arm(a, *peer, data, s, threads, &ctx.pools.get(threads), act_bytes, out_bytes));
       continue;
     }
     const LayoutInfo& L = arm_layout(a);

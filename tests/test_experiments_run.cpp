@@ -465,11 +465,11 @@ layout = "t2p"
     fs::remove_all(dir);
   }
 
-  TEST_CASE("ternlab bench is a front end: its configs run through the runner, the I2_S peer included, ratios read from summary.json") {
+  TEST_CASE("ternlab bench is a front end: its configs run through the runner, the peers included, ratios read from summary.json") {
     BenchSpec b;
     b.threads = {1};
     b.cols = {3};
-    b.layouts = {"pq2_0", "t2p", "i2_s"};
+    b.layouts = {"pq2_0", "t2p", "i2_s", "tq2_0"};
     b.gemv_shape = b.gemm_shape = "128x256";
     b.rounds = 1;
     b.min_seconds = 1e-4;
@@ -483,14 +483,14 @@ layout = "t2p"
     for (const BenchConfig& c : configs) {
       INFO(c.toml);
       const bool gemm = c.kind == "gemm";
-      // Every variant of the two layouts this CPU runs (the reference only with --reference), then the peer where AVX2 is.
+      // Every variant of the two layouts this CPU runs (the reference only with --reference), then the peers where AVX2 is.
       std::set<std::string> want;
       for (const char* layout : {"pq2_0", "t2p"})
         for (const KernelVariant& k : kernels_for(find_layout(layout)))
           if (k.strategy != Strategy::reference && isa_supported(k.isa) && isa_at_or_below(k.isa, best_isa()) && k.gemv &&
               (!gemm || k.gemm))
             want.insert(cat(layout, " ", k.name()));
-      if (isa_supported(Isa::avx2)) want.insert("I2_S");
+      if (isa_supported(Isa::avx2)) want.insert({"BitNet I2_S", "ggml TQ2_0"});
       // A t2p arm has a ratio to pq2_0's unpack arm where one of the same ISA is among the arms.
       for (const std::string& name : want)
         if (name.starts_with("t2p ") && want.count(cat("pq2_0 unpack/", name.substr(name.find('/') + 1)))) unpack_pairs.insert(c.kind);
@@ -509,9 +509,13 @@ layout = "t2p"
       CHECK(run["kind"] == c.kind);
       for (const Json& arm : run["arms"]) {
         CHECK_MESSAGE(arm["verified"] == true, arm["name"]);
-        if (arm["name"] == "I2_S") {
+        if (arm["name"] == "BitNet I2_S") {
           CHECK(arm["layout"] == "i2_s");
           CHECK(arm["bits_per_weight"].get<double>() == doctest::Approx(2.0 + 32.0 * 8 / (128 * 256)));
+        }
+        if (arm["name"] == "ggml TQ2_0") {
+          CHECK(arm["layout"] == "tq2_0");
+          CHECK(arm["bits_per_weight"].get<double>() == doctest::Approx(66.0 * 8 / 256));
         }
       }
     }
@@ -520,6 +524,11 @@ layout = "t2p"
     CHECK((ratios.find("  gemm3  t2p") != std::string::npos) == (unpack_pairs.count("gemm") || isa_supported(Isa::avx2)));
     CHECK((ratios.find("ratios to the best peer arm") != std::string::npos) == isa_supported(Isa::avx2));
     check_error([&] { b.layouts = {"t2p", "nope"}; bench_configs(b); }, "nope");
+    if (isa_supported(Isa::avx2)) {
+      const fs::path cfg = write_config(dir, "kind = \"gemv\"\n[shape]\nrows = 16\ncols = 384\n[[arm]]\nlayout = \"tq2_0\"\n");
+      std::ostringstream out;
+      check_error([&] { run_experiment_file(cfg.string(), quiet(), out); }, "exp.toml:7", "layout", "TQ2_0", "256", "384");
+    }
     fs::remove_all(dir);
   }
 

@@ -1,8 +1,12 @@
-// The peers' formats and kernels that ternlab runs as faithful baseline arms: BitNet's I2_S.
+// The peers' formats and kernels that ternlab runs as faithful baseline arms: BitNet's I2_S and
+// ggml's TQ2_0.
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu.hpp"
+#include "kernels/oracle.hpp"
 #include "kernels/peers/i2s.hpp"
+#include "kernels/peers/tq2.hpp"
 #include "kernels/testdata.hpp"
 #include "tests/support.hpp"
 
@@ -79,5 +83,93 @@ TEST_SUITE("peers") {
     ThreadPool pool(1);
     std::vector<float> y(4);
     test::check_error([&] { run_i2s_gemv(pool, w, x, y.data()); }, "blk.0.ffn_up", "256");
+  }
+
+  TEST_CASE("TQ2_0 bytes: the spec's test vector (K = 256, +1 at 0 and 127, -1 at 32 and 128)") {
+    TernaryMatrix m(1, 256);
+    for (auto& u : m.codes) u = 1;  // w = 0
+    m.codes[0] = m.codes[127] = 2;
+    m.codes[32] = m.codes[128] = 0;
+    m.scales[0] = m.scales[1] = 0x3c00;  // 1.0
+    const Tq2Matrix w = pack_tq2(m, "vector");
+    REQUIRE(w.bytes.size() == 66);
+    for (int b = 0; b < 64; ++b) {
+      CAPTURE(b);
+      CHECK(w.bytes[std::size_t(b)] == (b == 0 ? 0x52 : b == 31 ? 0x95 : b == 32 ? 0x54 : 0x55));
+    }
+    CHECK(w.bytes[64] == 0x00);
+    CHECK(w.bytes[65] == 0x3c);
+  }
+
+  // Weights whose two 128-weight scales agree in every 256-weight block, as TQ2_0 stores them.
+  TernaryMatrix tq2_weights(std::int64_t rows, std::int64_t cols, std::uint64_t seed, ScaleKind scales) {
+    TernaryMatrix m = make_weights(rows, cols, seed, Fill::random, scales);
+    for (std::size_t i = 1; i < m.scales.size(); i += 2) m.scales[i] = m.scales[i - 1];
+    return m;
+  }
+
+  TEST_CASE("TQ2_0 mul_mat: every output bit-equal to the model of the path that ran, on 1, 2 and 3 threads") {
+    for (std::int64_t cols : {256, 2304}) {
+      const std::int64_t rows = 136;  // chunks of 16 and 64 rows with a partial last one
+      CAPTURE(cols);
+      const Tq2Matrix w = pack_tq2(tq2_weights(rows, cols, 5, ScaleKind::random), "t");
+      for (std::int64_t tokens : {1, 7, 20}) {  // gemv; fewer and more tokens than one 16-token tile
+        CAPTURE(tokens);
+        const std::vector<float> xf = make_float_activations(tokens, cols, 6);
+        const Q8KBatch x = quantize_batch(xf.data(), tokens, cols);
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          std::vector<float> y(std::size_t(rows * tokens), NAN);
+          run_tq2_mul_mat(pool, w, x, y.data(), rows);
+          CHECK_NOTHROW(check_tq2(w, x, y, rows));
+          const auto model = isa_supported(Isa::avx2) ? tq2_dot_avx2_model : tq2_dot_generic;
+          int differ = 0;
+          for (std::int64_t t = 0; t < tokens; ++t)
+            for (std::int64_t r = 0; r < rows; ++r) {
+              const float want = model(w.row(r), x.row(t), w.blocks_per_row()), got = y[std::size_t(t * rows + r)];
+              differ += std::memcmp(&want, &got, sizeof want) != 0;
+            }
+          CHECK(differ == 0);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("TQ2_0 both paths' arithmetic gives the exact integer sum where every product is an integer") {
+    // Unit weight scales and q8_K blocks with d = 1: each block's term is an integer below 2^24.
+    const std::int64_t rows = 16, cols = 1024, tokens = 3;
+    const TernaryMatrix m = tq2_weights(rows, cols, 9, ScaleKind::unit);
+    const UnitActivations a = make_unit_activations(tokens, cols, 10);
+    const Q8KBatch x = quantize_batch(a.f.data(), tokens, cols);
+    const std::vector<std::int64_t> want = oracle_int(m, a.i8, tokens);
+    const Tq2Matrix w = pack_tq2(m, "unit");
+    for (std::int64_t t = 0; t < tokens; ++t)
+      for (std::int64_t r = 0; r < rows; ++r) {
+        CAPTURE(r);
+        const double exact = double(want[std::size_t(t * rows + r)]);
+        CHECK(double(tq2_dot_avx2_model(w.row(r), x.row(t), w.blocks_per_row())) == exact);
+        CHECK(double(tq2_dot_generic(w.row(r), x.row(t), w.blocks_per_row())) == exact);
+        CHECK(double(tq2_dot(w.row(r), x.row(t), w.blocks_per_row())) == exact);
+      }
+  }
+
+  TEST_CASE("TQ2_0 bad input names the tensor: size, scale, shape, two scales in one block") {
+    const Tq2Matrix w = pack_tq2(tq2_weights(4, 512, 1, ScaleKind::random), "blk.0.ffn_down");
+    std::vector<std::uint8_t> bytes(w.bytes.begin(), w.bytes.end());
+    CHECK(tq2_from_bytes("blk.0.ffn_down", 4, 512, bytes).bytes.size() == bytes.size());
+    test::check_error([&] { tq2_from_bytes("blk.0.ffn_down", 4, 768, bytes); }, "blk.0.ffn_down", "bytes", "needs");
+    std::vector<std::uint8_t> inf = bytes;
+    inf[66 * 5 + 64] = 0x00;
+    inf[66 * 5 + 65] = 0x7c;  // fp16 +inf in row 2, block 1
+    test::check_error([&] { tq2_from_bytes("blk.0.ffn_down", 4, 512, inf); }, "blk.0.ffn_down", "row 2 block 1", "not finite");
+    test::check_error([] { pack_tq2(make_weights(2, 384, 1), "odd"); }, "odd", "256");
+    TernaryMatrix two = tq2_weights(2, 256, 3, ScaleKind::random);
+    two.scales[3] = std::uint16_t(two.scales[2] ^ 1);
+    test::check_error([&] { pack_tq2(two, "halves"); }, "halves", "row 1 block 0", "one per 256");
+    const std::vector<float> xf = make_float_activations(1, 256, 1);
+    const Q8KBatch x = quantize_batch(xf.data(), 1, 256);
+    ThreadPool pool(1);
+    std::vector<float> y(4);
+    test::check_error([&] { run_tq2_mul_mat(pool, w, x, y.data(), 4); }, "blk.0.ffn_down", "512");
   }
 }
