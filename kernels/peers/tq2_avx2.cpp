@@ -16,6 +16,7 @@ namespace ternlab::peers::detail {
 float tq2_dot_avx2(const std::uint8_t* w, const BlockQ8K* y, std::int64_t blocks) {
   const __m256i mask = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
   __m256 acc = _mm256_setzero_ps();
+  const float* fp16 = fp16_table();  // looked up once: a call inside the loop spills every register
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::uint8_t* qs = w + b * kTq2BlockBytes;
     const std::int8_t* q8 = y[b].qs;
@@ -38,7 +39,7 @@ float tq2_dot_avx2(const std::uint8_t* w, const BlockQ8K* y, std::int64_t blocks
     const __m256 lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(sums, ones));
     std::uint16_t d;
     __builtin_memcpy(&d, qs + 64, 2);
-    const float scale = y[b].d * fp16_to_float(d);
+    const float scale = y[b].d * fp16[d];
     acc = _mm256_fmadd_ps(lanes, _mm256_set1_ps(scale), acc);
   }
   // ggml's hsum_float_8: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
