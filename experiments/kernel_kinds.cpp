@@ -83,12 +83,20 @@ Shape run_shape(const RunSpec& run, bool batch) {
   return s;
 }
 
+// A peer arm left to `best` on a CPU without AVX2 is skipped and named in the report, so one config
+// serves x86 and ARM machines; naming the peer's kernel makes it required.
+bool peer_skipped(const ArmSpec& a) {
+  if (isa_supported(Isa::avx2)) return false;
+  const Located k = a.at("kernel");
+  return !k || as_string(k) == "best";
+}
+
 void validate_peer(const ArmSpec& a, const peers::PeerFormat& p, const Shape& s) {
   const Located at = a.at("layout");
-  if (!isa_supported(Isa::avx2))
-    fail_at(at, "the ", p.label, " peer arm runs its AVX2 kernel, and this CPU (", cpu_features().model, ") has no AVX2");
   if (const Located k = a.at("kernel"); k && as_string(k) != "best" && as_string(k) != p.kernel)
     fail_at(k, "the ", p.label, " peer arm has one kernel, ", p.kernel, " (or best); '", as_string(k), "' is not it");
+  if (!isa_supported(Isa::avx2) && !peer_skipped(a))
+    fail_at(a.at("kernel"), "the ", p.label, " peer arm runs its AVX2 kernel, and this CPU (", cpu_features().model, ") has no AVX2");
   if (arm_spawn(a)) fail_at(a.at("spawn"), "the ", p.label, " peer arm runs on the persistent pool only (spawn = false)");
   if (s.cols % p.block != 0)
     fail_at(at, p.label, " holds ", p.block, "-weight blocks; shape.cols = ", s.cols, " is not a multiple of ", p.block);
@@ -209,9 +217,15 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
   const double out_bytes = double(s.rows * s.tokens) * sizeof(float);
 
   std::vector<ArmSetup> arms;
+  std::vector<std::string> skipped;
   std::set<int> thread_counts;
   for (const ArmSpec& a : run.arms) {
     if (const peers::PeerFormat* peer = arm_peer(a)) {
+      if (peer_skipped(a)) {
+        skipped.push_back(cat("arm '", a.name, "' (", peer->label, ") skipped: its kernel is AVX2 code, and this CPU (",
+                              cpu_features().model, ") has no AVX2"));
+        continue;
+      }
       const int threads = arm_threads(run, a);
       thread_counts.insert(threads);
       arms.push_back(peer_arm(a, *peer, data, s, threads, &ctx.pools.get(threads), act_bytes, out_bytes));
@@ -311,9 +325,15 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
       arms.push_back(std::move(c));
     }
   }
+  if (thread_counts.empty())
+    fail(run.file, ": every arm was skipped on this CPU (", join(skipped, "; "), ")");
   const MeasureOptions opt = measure_options(run);
   const TimingResult r = measure_arms(std::move(arms), opt, ctx.pools, ctx.progress);
   RunReport rep = report_timing(run, r);
+  if (!skipped.empty()) {
+    rep.markdown += cat("\n", join(skipped, "\n\n"), "\n");
+    rep.json["skipped_arms"] = skipped;
+  }
   rep.markdown = cat("shape ", s.rows, " x ", s.cols, batch ? cat(", ", s.tokens, " tokens") : std::string(", 1 token (gemv)"),
                      "; synthetic ternary weights (seed ", seed, ", unit scales) and integer activations, so the oracle is exact.\n\n") +
                  rep.markdown;
@@ -329,11 +349,16 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
 
 std::int64_t matrix_units(const RunSpec& run) {
   std::set<int> counts;
-  for (const ArmSpec& a : run.arms) counts.insert(arm_threads(run, a));
+  std::size_t arms = 0;
+  for (const ArmSpec& a : run.arms)
+    if (!(arm_peer(a) && peer_skipped(a))) {
+      counts.insert(arm_threads(run, a));
+      ++arms;
+    }
   MeasureOptions o;
   o.rounds = int(run.integer("rounds", 5, 1, 100000));
   o.warmup = int(run.integer("warmup", 1, 0, 100000));
-  return measure_units(run.arms.size() + (run.boolean("control", true) ? counts.size() : 0), o);
+  return measure_units(arms + (run.boolean("control", true) ? counts.size() : 0), o);
 }
 
 // --- bandwidth ----------------------------------------------------------------------------------

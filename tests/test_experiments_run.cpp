@@ -532,6 +532,42 @@ layout = "t2p"
     fs::remove_all(dir);
   }
 
+  TEST_CASE("peer arms run where the CPU has AVX2 and are skipped, named in the report, where it has none") {
+    const fs::path dir = fresh_dir("peer-skip");
+    const fs::path cfg = write_quick_config(dir, "gemv", 1, R"([shape]
+rows = 16
+cols = 256
+[[arm]]
+layout = "t2p"
+[[arm]]
+layout = "tq2_0"
+[[arm]]
+layout = "i2_s"
+)");
+    std::ostringstream out;
+    const RunOutcome o = run_experiment_file(cfg.string(), quiet(), out);
+    REQUIRE_MESSAGE(o.exit_code == 0, out.str());
+    const Json summary = Json::parse(read_text(fs::path(o.folder) / "summary.json"));
+    const Json& run = summary["runs"][0];
+    std::set<std::string> ran;
+    for (const Json& arm : run["arms"])
+      if (arm["control"] != true) ran.insert(arm["layout"].get<std::string>());
+    const std::string md = read_text(fs::path(o.folder) / "summary.md");
+    if (isa_supported(Isa::avx2)) {
+      CHECK(ran == std::set<std::string>{"t2p", "tq2_0", "i2_s"});
+      CHECK_FALSE(run.contains("skipped_arms"));
+    } else {
+      CHECK(ran == std::set<std::string>{"t2p"});
+      REQUIRE(run.contains("skipped_arms"));
+      CHECK(run["skipped_arms"].size() == 2);
+      CHECK(md.find("(ggml TQ2_0) skipped: its kernel is AVX2 code") != std::string::npos);
+      // Naming the peer's kernel makes it required: refused before anything runs.
+      const fs::path named = write_quick_config(dir, "gemv", 1, "[shape]\nrows = 16\ncols = 256\n[[arm]]\nlayout = \"tq2_0\"\nkernel = \"ggml-tq2_0/avx2\"\n");
+      check_error([&] { run_experiment_file(named.string(), quiet(), out); }, "TQ2_0", "no AVX2");
+    }
+    fs::remove_all(dir);
+  }
+
   TEST_CASE("a run that fails midway leaves nothing half-written") {
     register_kind({"test-throws", "fails while running", common_keys(), {}, [](const RunSpec&) {},
                    [](const RunSpec&, RunContext&) -> RunReport { fail("deliberate failure while running"); }, nullptr});
