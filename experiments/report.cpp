@@ -420,6 +420,37 @@ std::string svg_bars(const std::string& title, const std::string& unit, const st
   return s.str();
 }
 
+namespace {
+
+// The plot area of an x-y chart: its frame, grid lines with tick labels, and axis titles.
+struct PlotFrame {
+  int left, top, plot_w, plot_h;
+  int bottom() const { return top + plot_h; }
+  void frame(std::ostream& s) const {
+    s << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\"" << plot_h
+      << "\" fill=\"none\" stroke=\"#999\"/>\n";
+  }
+  // A horizontal grid line at height y, labelled at the left.
+  void y_grid(std::ostream& s, double y, const std::string& label, const char* stroke = "#eee") const {
+    s << "<line x1=\"" << left << "\" y1=\"" << fixed(y, 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(y, 1)
+      << "\" stroke=\"" << stroke << "\"/>\n<text x=\"" << left - 6 << "\" y=\"" << fixed(y + 4, 1)
+      << "\" text-anchor=\"end\" fill=\"#555\">" << label << "</text>\n";
+  }
+  // A tick below the frame at x, labelled under it.
+  void x_tick(std::ostream& s, double x, const std::string& label) const {
+    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << bottom() << "\" x2=\"" << fixed(x, 1) << "\" y2=\"" << bottom() + 5
+      << "\" stroke=\"#555\"/>\n<text x=\"" << fixed(x, 1) << "\" y=\"" << bottom() + 18 << "\" text-anchor=\"middle\" fill=\"#555\">"
+      << label << "</text>\n";
+  }
+  void titles(std::ostream& s, const std::string& xlabel, const std::string& ylabel) const {
+    s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom() + 40 << "\" text-anchor=\"middle\">" << xml_escape(xlabel) << "</text>\n";
+    s << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(ylabel)
+      << "</text>\n";
+  }
+};
+
+}  // namespace
+
 std::string svg_sweep(const std::string& title, const std::string& xlabel, const std::string& ylabel,
                       const std::vector<std::string>& columns, const std::vector<SweepSeries>& series, double rule) {
   const int w = 940, h = 480, left = 80, right = 300, top = 44, bottom_margin = 60;
@@ -431,20 +462,17 @@ std::string svg_sweep(const std::string& title, const std::string& xlabel, const
   hi *= 1.1;
   const auto X = [&](std::size_t c) { return left + plot_w * (double(c) + 0.5) / double(std::max<std::size_t>(1, columns.size())); };
   const auto Y = [&](double v) { return bottom - plot_h * v / hi; };
+  const PlotFrame f{left, top, plot_w, plot_h};
   std::ostringstream s;
   s << svg_head(w, h, title);
-  s << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\"" << plot_h << "\" fill=\"none\" stroke=\"#999\"/>\n";
-  for (double t : linear_ticks(hi))
-    s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(t), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(t), 1)
-      << "\" stroke=\"#eee\"/>\n<text x=\"" << left - 6 << "\" y=\"" << fixed(Y(t) + 4, 1) << "\" text-anchor=\"end\" fill=\"#555\">"
-      << sig(t) << "</text>\n";
+  f.frame(s);
+  for (double t : linear_ticks(hi)) f.y_grid(s, Y(t), sig(t));
   s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(rule), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(rule), 1)
     << "\" stroke=\"#555\" stroke-dasharray=\"6 3\"/>\n";
   for (std::size_t c = 0; c < columns.size(); ++c)
     s << "<text x=\"" << fixed(X(c), 1) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\" fill=\"#555\">"
       << xml_escape(columns[c]) << "</text>\n";
-  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml_escape(xlabel) << "</text>\n";
-  s << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(ylabel) << "</text>\n";
+  f.titles(s, xlabel, ylabel);
   int ly = top + 8;
   for (std::size_t i = 0; i < series.size(); ++i) {
     const SweepSeries& r = series[i];
@@ -555,27 +583,19 @@ std::string svg_scatter(const std::string& title, const std::string& xlabel, con
   const double ly0 = std::log10(y0), ly1 = std::log10(y1);
   const auto X = [&](double v) { return left + plot_w * (v - x0) / (x1 - x0); };
   const auto Y = [&](double v) { return bottom - plot_h * (std::log10(std::max(v, 1e-9)) - ly0) / (ly1 - ly0); };
+  const PlotFrame f{left, top, plot_w, plot_h};
   std::ostringstream s;
   s << svg_head(w, h, title);
-  s << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\"" << plot_h
-    << "\" fill=\"none\" stroke=\"#999\"/>\n";
+  f.frame(s);
   // y ticks at 1-2-5 decades
   for (int d = int(std::floor(ly0)) - 1; d <= int(std::ceil(ly1)); ++d)
     for (double m : {1.0, 2.0, 5.0}) {
       const double v = m * std::pow(10.0, d);
-      if (v < y0 || v > y1) continue;
-      s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(v), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(v), 1)
-        << "\" stroke=\"" << (v == 1.0 ? "#aaa" : "#eee") << "\"/>\n<text x=\"" << left - 6 << "\" y=\"" << fixed(Y(v) + 4, 1)
-        << "\" text-anchor=\"end\" fill=\"#555\">" << sig(v) << "×</text>\n";
+      if (v >= y0 && v <= y1) f.y_grid(s, Y(v), sig(v) + "×", v == 1.0 ? "#aaa" : "#eee");
     }
-  for (double t : linear_ticks(x1)) {
-    if (t < x0) continue;
-    s << "<line x1=\"" << fixed(X(t), 1) << "\" y1=\"" << bottom << "\" x2=\"" << fixed(X(t), 1) << "\" y2=\"" << bottom + 5
-      << "\" stroke=\"#555\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\" fill=\"#555\">"
-      << sig(t) << "</text>\n";
-  }
-  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml_escape(xlabel) << "</text>\n";
-  s << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(ylabel) << "</text>\n";
+  for (double t : linear_ticks(x1))
+    if (t >= x0) f.x_tick(s, X(t), sig(t));
+  f.titles(s, xlabel, ylabel);
   // The byte-bound curve.
   s << "<polyline fill=\"none\" stroke=\"#555\" stroke-width=\"1.5\" stroke-dasharray=\"7 4\" points=\"";
   for (int i = 0; i <= 60; ++i) {
@@ -638,20 +658,13 @@ std::string svg_lines(const std::string& title, const std::string& xlabel, const
   y1 = y1 > 0 ? y1 * 1.1 : 1;
   const auto X = [&](double v) { return left + plot_w * v / x1; };
   const auto Y = [&](double v) { return bottom - plot_h * v / y1; };
+  const PlotFrame f{left, top, plot_w, plot_h};
   std::ostringstream s;
   s << svg_head(w, h, title);
-  s << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\"" << plot_h << "\" fill=\"none\" stroke=\"#999\"/>\n";
-  for (double t : linear_ticks(y1))
-    s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(t), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(t), 1)
-      << "\" stroke=\"#eee\"/>\n<text x=\"" << left - 6 << "\" y=\"" << fixed(Y(t) + 4, 1) << "\" text-anchor=\"end\" fill=\"#555\">"
-      << sig(t) << "</text>\n";
-  for (double t : linear_ticks(x1))
-    s << "<line x1=\"" << fixed(X(t), 1) << "\" y1=\"" << bottom << "\" x2=\"" << fixed(X(t), 1) << "\" y2=\"" << bottom + 5
-      << "\" stroke=\"#555\"/>\n<text x=\"" << fixed(X(t), 1) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\" fill=\"#555\">"
-      << sig(t) << "</text>\n";
-  s << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << bottom + 40 << "\" text-anchor=\"middle\">" << xml_escape(xlabel) << "</text>\n";
-  s << "<text x=\"18\" y=\"" << top + plot_h / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " << top + plot_h / 2 << ")\">"
-    << xml_escape(ylabel + " (point: median over kept rounds; whisker: min–max)") << "</text>\n";
+  f.frame(s);
+  for (double t : linear_ticks(y1)) f.y_grid(s, Y(t), sig(t));
+  for (double t : linear_ticks(x1)) f.x_tick(s, X(t), sig(t));
+  f.titles(s, xlabel, ylabel + " (point: median over kept rounds; whisker: min–max)");
   for (const RuleLine& r : rules)
     s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(r.value), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(r.value), 1)
       << "\" stroke=\"#888\" stroke-dasharray=\"6 3\"/>\n<text x=\"" << left + 6 << "\" y=\"" << fixed(Y(r.value) - 4, 1)
