@@ -161,8 +161,9 @@ struct Permute {
   // row lanes by the plan's fixed steps, then one fma per row lane and block. NG row groups go
   // through a block together, so each activation vector is loaded once for all of them.
   static constexpr bool kRowVectors = requires { typename P::RowI; };
-  // Row groups per pass: each adds an accumulator and a code vector to the loop's registers.
-  static constexpr int kGroups = 4;
+  // Row groups per pass: each adds an accumulator and a code vector to the loop's registers
+  // (16 on AVX2, 32 on AVX-512, where eight groups share each activation load and the block loop).
+  static constexpr int kGroups = P::kBytes >= 64 ? 8 : 4;
 
   // The codes of op `op` for each of NG blocks.
   template <int NG>
