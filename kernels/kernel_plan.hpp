@@ -229,8 +229,8 @@ struct PermutePlan {
   // vector_bytes / 32 pieces of 8 int32 lanes; lanes of no row hold 0 (their activations are 0).
   // Each piece reaches the row vector (lane r = row r) by the fixed steps derived here: a lane
   // permutation (skipped where it is the identity) and a mask where a row has fewer lanes than
-  // the step count, each step's result added. Where every lane of the accumulator's pieces feeds
-  // the same row in each piece, or no row in all but one, the pieces are summed first.
+  // the step count, each step's result added. Where each lane position feeds at most one row
+  // across an accumulator's pieces (AVX-512's two halves), the pieces are summed first.
   struct RowStep {
     std::int32_t idx[8] = {};   // result lane j takes piece lane idx[j]
     std::int32_t mask[8] = {};  // -1 keeps, 0 clears (only read when `masked`)

@@ -8,8 +8,11 @@
 //                     tbl) where the plan permutes, extracts one 2-bit field (P::field) or base-3
 //                     digit (P::trit) as a code, ORs it into the item; then dot4 of the codes with
 //                     the item's activations (P::perm_dot). Each int32 lane of an accumulator holds
-//                     one row's products, added to that row by the plan's lane_row; the +1 code
-//                     offset leaves with the q8_K partial sums (S - ysum); one fma per row.
+//                     one row's products, brought to its row by the plan's lane_row (x86: fixed
+//                     lane permutations or a half fold derived at plan time, rows kept in a vector;
+//                     NEON: scalar adds); the +1 code offset leaves with the q8_K partial sums
+//                     (S - ysum); one fma per row. Slot-run plans take 4 (AVX-512: 8) row groups
+//                     a pass, so each activation vector is loaded once for all of them.
 //
 // The richer strategies (broadcast, slot-mask, unpack, base3) are preferred wherever a layout
 // admits them; this is the fallback that keeps every layout off the scalar reference.
