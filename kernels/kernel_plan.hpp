@@ -224,6 +224,30 @@ struct PermutePlan {
   std::vector<std::uint8_t> shuffles;    // vector_bytes each; index 0x80 zeroes the byte
   std::vector<std::int16_t> act_k;       // per item and byte: the activation under it, -1: none
   int expanded_block_bytes = 0;          // items * vector_bytes
+
+  // The vector epilogue (policies with 8-lane int32 row vectors, x86's Rows8): an accumulator is
+  // vector_bytes / 32 pieces of 8 int32 lanes; lanes of no row hold 0 (their activations are 0).
+  // Each piece reaches the row vector (lane r = row r) by the fixed steps derived here: a lane
+  // permutation (skipped where it is the identity) and a mask where a row has fewer lanes than
+  // the step count, each step's result added. Where each lane position feeds at most one row
+  // across an accumulator's pieces (AVX-512's two halves), the pieces are summed first.
+  struct RowStep {
+    std::int32_t idx[8] = {};   // result lane j takes piece lane idx[j]
+    std::int32_t mask[8] = {};  // -1 keeps, 0 clears (only read when `masked`)
+    bool permute = false;
+    bool masked = false;
+  };
+  static constexpr int kMaxRowPieces = 2;  // vector bytes up to 64
+  bool row_vectors = false;       // rows <= 8, vectors of 32 or 64 bytes: the epilogue below applies
+  std::vector<std::uint8_t> acc_fold;  // per accumulator: its pieces summed before the steps
+  std::vector<int> piece_steps;   // accumulator a's piece j: steps [piece_steps[a * kMaxRowPieces + j],
+                                  // piece_steps[a * kMaxRowPieces + j + 1])
+  std::vector<RowStep> row_steps;
+  bool half_fold = false;         // rows <= 4 and every piece's lanes 4-7 feed the rows of lanes
+                                  // 0-3 (or none), which are rows 0-3 in order: all pieces are summed,
+                                  // then the two 128-bit halves, two row groups per vector (t2m, t2p)
+  int scale_read = 0;             // the rows' fp16 scales are consecutive from scale_offset[0]: read
+                                  // as one load of 16 (8: rows <= 4) bytes inside the block; 0: per row
   std::string describe() const;          // "in place, 16 items, 1 accumulator, 8 shuffled lanes"
 };
 

@@ -164,6 +164,76 @@ int shuffle_at(std::vector<std::uint8_t>& table, const std::vector<std::uint8_t>
   return int(table.size() - n);
 }
 
+// The epilogue steps (PermutePlan::RowStep) of one 8-lane piece whose lane l feeds row lanes[l]
+// (>= rows: none, a lane that holds 0).
+void add_row_steps(const std::int8_t* lanes, int rows, std::vector<PermutePlan::RowStep>& out) {
+  std::vector<int> of_row[8];
+  int zero = -1, steps = 0;
+  for (int l = 0; l < 8; ++l) {
+    if (lanes[l] < rows)
+      of_row[lanes[l]].push_back(l);
+    else if (zero < 0)
+      zero = l;
+  }
+  for (int r = 0; r < rows; ++r) steps = std::max(steps, int(of_row[r].size()));
+  for (int e = 0; e < steps; ++e) {
+    PermutePlan::RowStep st;
+    for (int j = 0; j < 8; ++j) {
+      st.mask[j] = -1;
+      st.idx[j] = j;  // lanes past the rows are never stored
+      if (j >= rows) continue;
+      if (e < int(of_row[j].size()))
+        st.idx[j] = of_row[j][std::size_t(e)];
+      else if (lanes[j] < rows && zero >= 0)
+        st.idx[j] = zero;
+      else if (lanes[j] < rows)
+        st.mask[j] = 0, st.masked = true;
+      st.permute = st.permute || st.idx[j] != j;
+    }
+    out.push_back(st);
+  }
+}
+
+// The vector epilogue of plan p (PermutePlan::row_vectors and what follows it).
+void derive_row_epilogue(PermutePlan& p, const LayoutInfo& L) {
+  const int vb = p.vector_bytes, pieces = vb / 32, accs = int(p.acc_items.size()) - 1, R = p.rows;
+  p.row_vectors = R <= 8 && (vb == 32 || vb == 64);
+  if (!p.row_vectors) return;
+  p.piece_steps.push_back(0);
+  for (int a = 0; a < accs; ++a) {
+    const std::int8_t* lanes = p.lane_row.data() + std::size_t(a) * std::size_t(vb / 4);
+    // Summing the pieces first is exact when each lane position feeds at most one row across them.
+    std::int8_t merged[8];
+    bool fold = pieces > 1;
+    for (int l = 0; l < 8; ++l) {
+      merged[l] = std::int8_t(R);
+      for (int j = 0; j < pieces; ++j) {
+        const std::int8_t r = lanes[8 * j + l];
+        if (r >= R) continue;
+        fold = fold && (merged[l] >= R || merged[l] == r);
+        merged[l] = r;
+      }
+    }
+    p.acc_fold.push_back(fold ? 1 : 0);
+    for (int j = 0; j < PermutePlan::kMaxRowPieces; ++j) {
+      if (j < pieces && (!fold || j == 0)) add_row_steps(fold ? merged : lanes + 8 * j, R, p.row_steps);
+      p.piece_steps.push_back(int(p.row_steps.size()));
+    }
+  }
+  p.half_fold = R <= 4;
+  for (std::size_t a = 0; p.half_fold && a < p.lane_row.size(); a += 8)
+    for (int l = 0; l < 4; ++l) {
+      const int lo = p.lane_row[a + std::size_t(l)], hi = p.lane_row[a + std::size_t(l) + 4];
+      p.half_fold = p.half_fold && (lo >= R || lo == l) && (hi >= R || hi == l);
+    }
+  bool consecutive = true;
+  for (int r = 0; r < R; ++r) consecutive = consecutive && L.scale_offset(r) == L.scale_offset(0) + 2 * r;
+  if (consecutive && L.scale_offset(0) + 16 <= p.block_bytes)
+    p.scale_read = 16;
+  else if (consecutive && R <= 4 && L.scale_offset(0) + 8 <= p.block_bytes)
+    p.scale_read = 8;
+}
+
 PermutePlan build_permute_plan(const LayoutInfo& L, int vb, int max_acc_items) {
   PermutePlan p;
   p.layout = &L;
@@ -241,6 +311,7 @@ PermutePlan build_permute_plan(const LayoutInfo& L, int vb, int max_acc_items) {
       p.slot_runs = op.offset == first.offset && op.shuffle == first.shuffle && op.param == op_param(L.code, (i - b) % slots);
     }
   }
+  derive_row_epilogue(p, L);
   return p;
 }
 

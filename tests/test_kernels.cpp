@@ -68,6 +68,20 @@ struct Trits8Spread {
                              .byte_base = 208}),
   };
 };
+// t2m's row-mixing words with each row's scale 4 bytes apart, so the permute epilogue reads the
+// scales one row at a time.
+struct T2mSpreadScales {
+  static constexpr LayoutSpec spec{
+      .name = "t2m-spread-scales",
+      .summary = "test-only: t2m's words after 16 bytes of scales, one every 4 bytes",
+      .rows = 4,
+      .code = Code::two_bit,
+      .scales = {.offset = 0, .row_stride = 4},
+      .pieces = pieces(Piece{.row = modes(bytes("r", 4, 1)),
+                             .k = modes(bytes("b", 4, 4), slots("s", 4, 1), bytes("word", 8, 16)),
+                             .byte_base = 16}),
+  };
+};
 
 // Whether a slot-vectorizable layout's payload is a whole number of `bytes`-wide vectors: the one
 // reason a slot plan may refuse a valid layout at some ISA's width (any shape has a kernel).
@@ -363,6 +377,45 @@ TEST_SUITE("kernels") {
       const int targets = isa_supported(Isa::avx2) ? 2 : int(isa_supported(Isa::neon)) + int(isa_supported(Isa::dotprod));
       CHECK(permute >= targets);
     }
+  }
+
+  TEST_CASE("the permute vector epilogue: steps and folds derived from the lane-to-row map, exact over whole passes") {
+    // t2m: lanes 0-3 and 4-7 of every piece feed rows 0-3, so the halves fold, two row groups a vector.
+    for (int vb : {32, 64}) {
+      const PermutePlan& p = permute_plan(find_layout("t2m"), vb, 42);
+      CAPTURE(vb);
+      CHECK(p.row_vectors);
+      CHECK(p.half_fold);
+      CHECK(p.scale_read == 16);
+    }
+    CHECK_FALSE(permute_plan(find_layout("t2m"), 16, 42).row_vectors);  // 16-byte vectors: no Rows8 policy
+    // An 8-row gathered plan has no fold: each piece reaches the rows by permutation steps.
+    const PermutePlan& g = permute_plan(info_of<Rows8Spread>(), 32, 42);
+    REQUIRE(g.row_vectors);
+    CHECK_FALSE(g.half_fold);
+    CHECK(g.row_steps.size() >= 1);
+    for (const PermutePlan::RowStep& st : g.row_steps)
+      for (int j = 0; j < 8; ++j) CHECK((st.idx[j] >= 0 && st.idx[j] < 8));
+    const PermutePlan& spread = permute_plan(info_of<T2mSpreadScales>(), 32, 42);
+    CHECK(spread.half_fold);
+    CHECK(spread.scale_read == 0);  // scales 4 bytes apart: read one row at a time
+    // Row counts of 9 groups: two passes of four row groups, then one group alone; every layout
+    // and the test-only ones above, gemv and gemm, against the oracle.
+    std::vector<const LayoutInfo*> layouts(all_layouts().begin(), all_layouts().end());
+    for (const LayoutInfo* L : {&info_of<Rows8Spread>(), &info_of<Trits8Spread>(), &info_of<T2mSpreadScales>()})
+      layouts.push_back(L);
+    int ran = 0;
+    for (const LayoutInfo* L : layouts) {
+      CAPTURE(L->name);
+      for (const KernelVariant& k : test::checked_kernels_for(*L)) {
+        if (k.strategy != Strategy::permute) continue;
+        CAPTURE(k.name());
+        CHECK(mismatches(k, *L, 9 * L->rows, 256, 1) == 0);
+        CHECK(mismatches(k, *L, 9 * L->rows, 256, 3) == 0);
+        ++ran;
+      }
+    }
+    CHECK(ran >= int(layouts.size()));  // every layout has at least one permute kernel on a SIMD CPU
   }
 
   TEST_CASE("the base-3 plan reads ptq1_0 in natural order and flags its overreaching windows") {

@@ -219,6 +219,8 @@ struct Avx2 : Rows8<Avx2> {
   static V trit(V v, int mul) { return top_trit(mul_u8(v, set1_i16(std::int16_t(mul)), set1_i16(std::int16_t(mul)))); }
   static PermAcc perm_zero() { return zero(); }
   static PermAcc perm_dot(PermAcc acc, V u, V y) { return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, y)); }
+  // The accumulator as int32 lanes in 8-lane pieces (the vector epilogue's input).
+  static void perm_pieces(PermAcc acc, __m256i* out) { out[0] = slot_widen(acc); }
   static void perm_store(PermAcc acc, std::int32_t* lanes) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), slot_widen(acc));
   }

@@ -288,6 +288,8 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   }
   static PermAcc perm_zero() { return zero(); }
   static PermAcc perm_dot(PermAcc acc, V u, V y) { return dot4(acc, u, y); }
+  // The accumulator as int32 lanes in 8-lane pieces (the vector epilogue's input).
+  static void perm_pieces(PermAcc acc, __m256i* out) { out[0] = low_half(acc), out[1] = high_half(acc); }
   static void perm_store(PermAcc acc, std::int32_t* lanes) { _mm512_store_si512(lanes, acc); }
 
   static float fp16(const std::uint8_t* p) {

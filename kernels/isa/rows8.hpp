@@ -50,6 +50,33 @@ struct Rows8 {
   static RowF row_scales(const std::uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  // 4 consecutive fp16 scales (rows <= 4), lanes 4-7 zero.
+  static RowF row_scales4(const std::uint8_t* p) {
+    return _mm256_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
+  static RowF row_load(const float* p) { return _mm256_loadu_ps(p); }
+
+  // Int32 row sums in lanes, built from 8-lane pieces by the steps of a plan (PermutePlan::RowStep).
+  using RowI = __m256i;
+  static RowI rowi_zero() { return _mm256_setzero_si256(); }
+  static RowI rowi_add(RowI a, RowI b) { return _mm256_add_epi32(a, b); }
+  // Two row groups' sums whose 128-bit halves hold the same rows: [a's halves added | b's].
+  static RowI fold_pair(RowI a, RowI b) {
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+  }
+  // Lanes 0-3 to y0, lanes 4-7 to y1, `rows` (<= 4) each.
+  static void pair_store(float* y0, float* y1, RowF v, int rows) {
+    alignas(32) float t[8];
+    _mm256_store_ps(t, v);
+    for (int r = 0; r < rows; ++r) y0[r] = t[r], y1[r] = t[4 + r];
+  }
+  template <class Step>
+  static RowI row_step(RowI s, const Step& st) {
+    if (st.permute) s = _mm256_permutevar8x32_epi32(s, load_lanes(st.idx));
+    if (st.masked) s = _mm256_and_si256(s, load_lanes(st.mask));
+    return s;
+  }
+
   static void row_store(float* y, RowF v, int rows) {
     alignas(32) float t[8];
     _mm256_store_ps(t, v);

@@ -8,8 +8,11 @@
 //                     tbl) where the plan permutes, extracts one 2-bit field (P::field) or base-3
 //                     digit (P::trit) as a code, ORs it into the item; then dot4 of the codes with
 //                     the item's activations (P::perm_dot). Each int32 lane of an accumulator holds
-//                     one row's products, added to that row by the plan's lane_row; the +1 code
-//                     offset leaves with the q8_K partial sums (S - ysum); one fma per row.
+//                     one row's products, brought to its row by the plan's lane_row (x86: fixed
+//                     lane permutations or a half fold derived at plan time, rows kept in a vector;
+//                     NEON: scalar adds); the +1 code offset leaves with the q8_K partial sums
+//                     (S - ysum); one fma per row. Slot-run plans take 4 (AVX-512: 8) row groups
+//                     a pass, so each activation vector is loaded once for all of them.
 //
 // The richer strategies (broadcast, slot-mask, unpack, base3) are preferred wherever a layout
 // admits them; this is the fallback that keeps every layout off the scalar reference.
@@ -156,6 +159,177 @@ struct Permute {
     }
   }
 
+  // --- the vector epilogue (policies with 8-lane row vectors: Rows8) ---------------------------
+  // Rows stay in a vector from the accumulators to the store: each accumulator's pieces reach the
+  // row lanes by the plan's fixed steps, then one fma per row lane and block. NG row groups go
+  // through a block together, so each activation vector is loaded once for all of them.
+  static constexpr bool kRowVectors = requires { typename P::RowI; };
+  // Row groups per pass: each adds an accumulator and a code vector to the loop's registers
+  // (16 on AVX2, 32 on AVX-512, where eight groups share each activation load and the block loop).
+  static constexpr int kGroups = P::kBytes >= 64 ? 8 : 4;
+
+  // The codes of op `op` for each of NG blocks.
+  template <int NG>
+  static void codes(const PermutePlan& p, const PermutePlan::Op& op, const std::uint8_t* const* blk, bool two_bit,
+                    B* c) {
+    if (op.shuffle >= 0) {
+      const B idx = P::load(p.shuffles.data() + op.shuffle);
+      for (int q = 0; q < NG; ++q) c[q] = P::shuffle_bytes(P::load(blk[q] + op.offset), idx);
+    } else {
+      for (int q = 0; q < NG; ++q) c[q] = P::load(blk[q] + op.offset);
+    }
+    for (int q = 0; q < NG; ++q) c[q] = two_bit ? P::field(c[q], op.param) : P::trit(c[q], op.param);
+  }
+
+  // Adds accumulator a's lanes, for each of NG groups, to their row lanes in rows[q].
+  template <class RowI, int NG>
+  static void reduce_acc(const PermutePlan& p, int a, const typename P::PermAcc* acc, RowI* rows) {
+    constexpr int kPieces = P::kBytes / 32;
+    const int* steps = p.piece_steps.data() + a * PermutePlan::kMaxRowPieces;
+    const bool fold = p.acc_fold[std::size_t(a)] != 0;
+    for (int q = 0; q < NG; ++q) {
+      RowI piece[kPieces];
+      P::perm_pieces(acc[q], piece);
+      if (p.half_fold) {  // the halves are folded once the block's pieces are summed
+        for (int j = 0; j < kPieces; ++j) rows[q] = P::rowi_add(rows[q], piece[j]);
+        continue;
+      }
+      if (fold)
+        for (int j = 1; j < kPieces; ++j) piece[0] = P::rowi_add(piece[0], piece[j]);
+      for (int j = 0; j < (fold ? 1 : kPieces); ++j)
+        for (int t = steps[j]; t < steps[j + 1]; ++t)
+          rows[q] = P::rowi_add(rows[q], P::row_step(piece[j], p.row_steps[std::size_t(t)]));
+    }
+  }
+
+  // The int32 row sums of one block of each of NG groups (blk[q]): rows[q] lane r = row r.
+  template <int Mode, int NG, class RowI>
+  static void block_rows(const PermutePlan& p, const std::uint8_t* const* blk, const std::uint8_t* x, RowI* rows) {
+    constexpr Code C = Mode == 1 ? Code::base3 : Code::two_bit;
+    constexpr int kSlots = slots_per_byte(C);
+    constexpr int kMul[5] = {1, 3, 9, 27, 81};  // 3^n brings digit n to the top trit
+    const PermutePlan::Op* ops = p.ops.data();
+    const int accs = int(p.acc_items.size()) - 1;
+    for (int q = 0; q < NG; ++q) rows[q] = P::rowi_zero();
+    for (int a = 0; a < accs; ++a) {
+      typename P::PermAcc acc[NG];
+      for (int q = 0; q < NG; ++q) acc[q] = P::perm_zero();
+      const int end = p.acc_items[std::size_t(a) + 1];
+      if constexpr (Mode <= 1) {  // slot runs: one load and shuffle a vector, all its slots
+        for (int i = p.acc_items[std::size_t(a)]; i < end; i += kSlots) {
+          B v[NG];
+          if (ops[i].shuffle >= 0) {
+            const B idx = P::load(p.shuffles.data() + ops[i].shuffle);
+            for (int q = 0; q < NG; ++q) v[q] = P::shuffle_bytes(P::load(blk[q] + ops[i].offset), idx);
+          } else {
+            for (int q = 0; q < NG; ++q) v[q] = P::load(blk[q] + ops[i].offset);
+          }
+          const std::uint8_t* xi = x + std::size_t(i) * P::kBytes;
+#pragma GCC unroll 5
+          for (int sl = 0; sl < kSlots; ++sl) {
+            const B y = P::load(xi + sl * P::kBytes);
+            for (int q = 0; q < NG; ++q)
+              acc[q] = P::perm_dot(acc[q], C == Code::two_bit ? P::field(v[q], 2 * sl) : P::trit(v[q], kMul[sl]), y);
+          }
+        }
+      } else {
+        const bool two_bit = p.layout->code == Code::two_bit;
+        const int* item_ops = p.item_ops.data();
+        for (int i = p.acc_items[std::size_t(a)]; i < end; ++i) {
+          B c[NG];
+          codes<NG>(p, ops[item_ops[i]], blk, two_bit, c);
+          if constexpr (Mode == 3)
+            for (int o = item_ops[i] + 1; o < item_ops[i + 1]; ++o) {
+              B more[NG];
+              codes<NG>(p, ops[o], blk, two_bit, more);
+              for (int q = 0; q < NG; ++q) c[q] = P::or_(c[q], more[q]);
+            }
+          const B y = P::load(x + std::size_t(i) * P::kBytes);
+          for (int q = 0; q < NG; ++q) acc[q] = P::perm_dot(acc[q], c[q], y);
+        }
+      }
+      reduce_acc<RowI, NG>(p, a, acc, rows);
+    }
+  }
+
+  template <class RowF>
+  static RowF scales_of(const PermutePlan& p, const std::uint8_t* blk) {
+    if (p.scale_read == 16) return P::row_scales(blk + p.scale_offset[0]);
+    if (p.scale_read == 8) return P::row_scales4(blk + p.scale_offset[0]);
+    alignas(32) float d[8] = {};
+    for (int r = 0; r < p.rows; ++r) d[r] = P::fp16(blk + p.scale_offset[r]);
+    return P::row_load(d);
+  }
+
+  // The scales of two groups' rows (<= 4 each) in lanes 0-3 and 4-7.
+  template <class RowF>
+  static RowF pair_scales(const PermutePlan& p, const std::uint8_t* b0, const std::uint8_t* b1) {
+    if (p.scale_read != 0) return P::scales_pair(b0 + p.scale_offset[0], b1 + p.scale_offset[0]);
+    alignas(32) float d[8] = {};
+    for (int r = 0; r < p.rows; ++r) d[r] = P::fp16(b0 + p.scale_offset[r]), d[4 + r] = P::fp16(b1 + p.scale_offset[r]);
+    return P::row_load(d);
+  }
+
+  // Row groups [g, g + NG) against one token's prepared activations, through the vector epilogue.
+  template <int Mode, int NG>
+  static void rows_pass(const PermutePlan& p, const PackedMatrix& w, const SlotActs& a, float* y, std::int64_t g) {
+    using RowI = typename P::RowI;
+    using RowF = typename P::RowF;
+    const std::int64_t nb = w.blocks_per_row();
+    const std::uint8_t* base = w.bytes.data();
+    const std::ptrdiff_t size = std::ptrdiff_t(w.bytes.size());
+    const bool edges = p.read_lo < 0 || p.read_hi > p.block_bytes;
+    alignas(64) std::uint8_t pad[NG][kMaxBlockBytes + 2 * kPad];
+    RowF acc[NG];
+    const std::uint8_t* blk[NG];
+    for (int q = 0; q < NG; ++q) acc[q] = P::row_zero(), blk[q] = w.block(g + q, 0);
+    const std::uint8_t* xe = a.expanded;
+    for (std::int64_t i = 0; i < nb; ++i, xe += p.expanded_block_bytes) {
+      const std::uint8_t* src[NG];
+      for (int q = 0; q < NG; ++q) {
+        prefetch_ahead(blk[q], p.block_bytes);
+        src[q] = blk[q];
+        const std::ptrdiff_t at = blk[q] - base;
+        if (edges && (at + p.read_lo < 0 || at + p.read_hi > size)) {  // the matrix's first or last block
+          std::memset(pad[q], 0, sizeof pad[q]);
+          const std::ptrdiff_t from = std::max<std::ptrdiff_t>(p.read_lo, -at);
+          const std::ptrdiff_t to = std::min<std::ptrdiff_t>(p.read_hi, size - at);
+          std::memcpy(pad[q] + kPad + from, blk[q] + from, std::size_t(to - from));
+          src[q] = pad[q] + kPad;
+        }
+      }
+      RowI s[NG];
+      block_rows<Mode, NG>(p, src, xe, s);
+      const BlockActs b = a.blocks[i];
+      if (p.half_fold) {  // two groups a vector: lanes 0-3 group q, 4-7 group q + 1
+        for (int q = 0; q < NG; q += 2) {
+          const int u = q + 1 < NG ? q + 1 : q;
+          acc[q] = P::template row_fma<0>(P::fold_pair(s[q], s[u]), b.ysum, pair_scales<RowF>(p, blk[q], blk[u]), b.d,
+                                          acc[q]);
+        }
+      } else {
+        for (int q = 0; q < NG; ++q) acc[q] = P::template row_fma<0>(s[q], b.ysum, scales_of<RowF>(p, blk[q]), b.d, acc[q]);
+      }
+      for (int q = 0; q < NG; ++q) blk[q] += p.block_bytes;
+    }
+    if (p.half_fold) {
+      for (int q = 0; q < NG; q += 2)
+        P::pair_store(y + (g + q) * p.rows, y + (g + (q + 1 < NG ? q + 1 : q)) * p.rows, acc[q], p.rows);
+    } else {
+      for (int q = 0; q < NG; ++q) P::row_store(y + (g + q) * p.rows, acc[q], p.rows);
+    }
+  }
+
+  template <int Mode>
+  static void vector_rows_of(const PermutePlan& p, const PackedMatrix& w, const SlotActs& a, float* y,
+                             std::int64_t g0, std::int64_t g1) {
+    constexpr int NG = Mode <= 1 ? kGroups : 1;  // the gathered modes' op lists stay one group at a time
+    std::int64_t g = g0;
+    for (; g + NG <= g1; g += NG) rows_pass<Mode, NG>(p, w, a, y, g);
+    if constexpr (NG > 1)
+      for (; g < g1; ++g) rows_pass<Mode, 1>(p, w, a, y, g);
+  }
+
   // The mode of plan p, as rows_of takes it.
   static int mode(const PermutePlan& p) {
     if (p.slot_runs) return p.layout->code == Code::two_bit ? 0 : 1;
@@ -175,7 +349,10 @@ struct Permute {
   static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
                         std::int64_t g1) {
     const PermutePlan& p = bound(plan, w);
-    rows_of<Mode>(p, w, view_prepared_acts(mem, w.blocks_per_row()), y, g0, g1);
+    const SlotActs a = view_prepared_acts(mem, w.blocks_per_row());
+    if constexpr (kRowVectors)
+      if (p.row_vectors) return vector_rows_of<Mode>(p, w, a, y, g0, g1);
+    rows_of<Mode>(p, w, a, y, g0, g1);
   }
   template <int Mode>
   static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
