@@ -24,7 +24,8 @@ work=$(mktemp -d /tmp/ternlab-slurm-XXXXXX)
 chmod 700 "$work"
 pids=()
 show_logs() {
-  for log in "$work"/munged.log "$work"/slurmctld.log "$work"/slurmd.log; do
+  for log in "$work"/munged.log "$work"/munged.stderr "$work"/slurmctld.log "$work"/slurmctld.stderr "$work"/slurmd.log \
+    "$work"/slurmd.stderr; do
     [ -f "$log" ] && { echo "---- $log (last 40 lines)"; tail -40 "$log"; }
   done
   return 0
@@ -55,7 +56,7 @@ mkdir -p "$work"/state "$work"/spool
 dd if=/dev/urandom of="$work/munge.key" bs=1024 count=1 status=none
 chmod 400 "$work/munge.key"
 munged --force --key-file="$work/munge.key" --socket="$work/munge.socket" --pid-file="$work/munged.pid" \
-  --log-file="$work/munged.log" --seed-file="$work/munge.seed" --foreground &
+  --log-file="$work/munged.log" --seed-file="$work/munge.seed" --foreground 2> "$work/munged.stderr" &
 pids+=($!)
 for _ in $(seq 50); do [ -S "$work/munge.socket" ] && break; sleep 0.1; done
 [ -S "$work/munge.socket" ] || fail "munged did not start"
@@ -96,12 +97,15 @@ PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 export SLURM_CONF=$work/slurm.conf
 
-slurmctld -D -i -f "$SLURM_CONF" &
+# In the foreground (their pids are this script's to stop); they log to their files and, in the
+# foreground, to stderr as well, which goes to files beside them.
+slurmctld -D -i -f "$SLURM_CONF" 2> "$work/slurmctld.stderr" &
 pids+=($!)
-slurmd -D -f "$SLURM_CONF" &
+slurmd -D -f "$SLURM_CONF" 2> "$work/slurmd.stderr" &
 pids+=($!)
 state=
 for _ in $(seq 150); do
+  for pid in "${pids[@]}"; do kill -0 "$pid" 2> /dev/null || fail "a daemon (pid $pid) exited while the cluster came up"; done
   state=$(sinfo -h -n "$host" -o %T 2> /dev/null || true)
   [ "$state" = idle ] && break
   sleep 0.2
