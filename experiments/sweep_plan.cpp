@@ -323,8 +323,10 @@ int run_sweep_point(const fs::path& dir, int index, std::ostream& out) {
   // A rerun replaces the point's earlier attempt: its exit status first, so a rerun that dies
   // half-way reads as incomplete, never as the earlier result.
   fs::remove(pdir / "exit.json");
+  std::vector<fs::path> earlier;
   for (const auto& e : fs::directory_iterator(pdir))
-    if (e.is_directory() && !e.path().filename().string().starts_with(".")) fs::remove_all(e.path());
+    if (e.is_directory() && !e.path().filename().string().starts_with(".")) earlier.push_back(e.path());
+  for (const fs::path& e : earlier) fs::remove_all(e);
   write_file_atomically(pdir / "started.json",
                         json_text(Json{{"hostname", host_name()}, {"pid", long(getpid())}, {"started_utc", utc_now()}}));
   out << "sweep point " << point_name(index) << " of " << plan.points.size() << ": " << sweep_label(p.sweep) << "\n" << std::flush;

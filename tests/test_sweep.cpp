@@ -10,6 +10,7 @@
 
 #include "common/strings.hpp"
 #include "experiments/html.hpp"
+#include "experiments/report.hpp"
 #include "experiments/sweep_plan.hpp"
 #include "tests/support.hpp"
 
