@@ -40,7 +40,8 @@ void add_sweep_commands(CLI::App& app) {
   plan->add_option("--out", o.out, "Plan folder (new, empty, or holding this same plan)")->required();
   plan->add_option("--partition", o.slurm.partition, "Slurm partition (default: the cluster's)");
   plan->add_option("--time", o.slurm.time, "Time limit per point (Slurm's forms: MM, HH:MM:SS, D-HH:MM)")->capture_default_str();
-  plan->add_option("--cpus-per-task", o.slurm.cpus_per_task, "CPUs per point (default: the largest thread count of the plan)");
+  plan->add_option("--cpus-per-task", o.slurm.cpus_per_task, "CPUs per point (default: the largest thread count of the plan)")
+      ->check(CLI::NonNegativeNumber);
   plan->add_flag("--shared", o.shared, "Let points share a node (default: --exclusive, a benchmark must not share its node)");
   plan->add_option("--constraint", o.slurm.constraint, "Node features the points need (Slurm --constraint), e.g. a CPU type");
   plan->add_option("--sbatch", o.slurm.extra, "Another #SBATCH option, verbatim (--sbatch=--mem=8G)");
@@ -52,7 +53,7 @@ void add_sweep_commands(CLI::App& app) {
 
   auto* one = sweep->add_subcommand("run-one", "Run one point of a plan here (what each Slurm array task runs)");
   one->add_option("dir", o.dir, "Plan folder")->required();
-  one->add_option("--index", o.index, "The point (SLURM_ARRAY_TASK_ID)")->required();
+  one->add_option("--index", o.index, "The point (SLURM_ARRAY_TASK_ID)")->required()->check(CLI::NonNegativeNumber);
   one->callback([] {
     const int code = experiments::run_sweep_point(o.dir, o.index, std::cout);
     if (code) std::exit(code);
