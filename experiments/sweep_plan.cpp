@@ -1,11 +1,11 @@
 #include "experiments/sweep_plan.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
-#include <csignal>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
