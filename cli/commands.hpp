@@ -9,7 +9,8 @@ void add_quickstart_command(CLI::App& app);
 void add_kernel_commands(CLI::App& app);
 void add_census_command(CLI::App& kernels);  // `ternlab kernels census`
 void add_run_command(CLI::App& app);
-void add_report_command(CLI::App& app);  // `ternlab report`
+void add_report_command(CLI::App& app);  // `ternlab report`, `ternlab report merge`
+void add_sweep_commands(CLI::App& app);  // `ternlab sweep ...`
 void add_model_commands(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_lattice_commands(CLI::App& app);  // `ternlab lattice ...`

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   ternlab::cli::add_kernel_commands(app);
   ternlab::cli::add_run_command(app);
   ternlab::cli::add_report_command(app);
+  ternlab::cli::add_sweep_commands(app);
   ternlab::cli::add_model_commands(app);
   ternlab::cli::add_tokenize_command(app);
   ternlab::cli::add_lattice_commands(app);

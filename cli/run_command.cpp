@@ -38,11 +38,21 @@ void add_report_command(CLI::App& app) {
     std::vector<std::string> dirs;
     std::string out;
   };
-  static Options o;
+  static Options o, merge_o;
   auto* r = app.add_subcommand("report", "Merge results folders (one machine or several) into one HTML comparison page, grouped by machine");
-  r->add_option("dirs", o.dirs, "Results folders of `ternlab run`, or output folders holding them")->required();
-  r->add_option("--out", o.out, "Folder for the page (index.html); an existing folder must hold only an earlier report")->required();
-  r->callback([] { experiments::write_comparison_page(o.dirs, o.out, std::cout); });
+  r->add_option("dirs", o.dirs, "Results folders of `ternlab run`, output folders holding them, or sweep plan folders");
+  r->add_option("--out", o.out, "Folder for the page (index.html); an existing folder must hold only an earlier report");
+  // `report merge DIR...` and `report DIR...` are the same merger; `merge` says so where a sweep's
+  // points from many jobs and machines come together.
+  auto* m = r->add_subcommand("merge", "The same: merge results folders and sweep plan folders (their points, failed ones as failed)");
+  m->add_option("dirs", merge_o.dirs, "Results folders, folders holding them, or sweep plan folders of `ternlab sweep plan`")->required();
+  m->add_option("--out", merge_o.out, "Folder for index.html, merged.json and merged.csv (new, or holding an earlier report)")->required();
+  m->callback([] { experiments::write_comparison_page(merge_o.dirs, merge_o.out, std::cout); });
+  r->callback([r] {
+    if (r->got_subcommand("merge")) return;
+    if (o.dirs.empty() || o.out.empty()) throw CLI::ValidationError("report", "name the folders and --out (ternlab report DIR... --out OUT)");
+    experiments::write_comparison_page(o.dirs, o.out, std::cout);
+  });
 }
 
 }  // namespace ternlab::cli

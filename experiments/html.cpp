@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/xml.hpp"
+#include "experiments/sweep_plan.hpp"
 
 namespace ternlab::experiments {
 
@@ -254,6 +255,11 @@ std::vector<ResultFolder> collect_result_folders(const std::vector<std::string>&
   for (const std::string& d : dirs) {
     const fs::path dir = d;
     if (!fs::is_directory(dir)) fail(d, ": not a folder");
+    if (is_sweep_folder(dir)) fail(d, ": a sweep plan folder: merge it with `ternlab report merge`");
+    // A sweep point's folder: its results count only once its job wrote its exit status.
+    if (fs::exists(dir / "job.json") && !fs::exists(dir / "exit.json"))
+      fail(d, ": a sweep point with no exit.json: its job died half-way or is still running, so nothing of it is merged "
+              "(`ternlab sweep status` on its plan folder says which; `ternlab sweep resubmit` runs it again)");
     if (fs::exists(dir / "summary.json")) {
       out.push_back(read_result_folder(dir));
       continue;
@@ -262,7 +268,13 @@ std::vector<ResultFolder> collect_result_folders(const std::vector<std::string>&
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_directory() && !e.path().filename().string().starts_with(".") && fs::exists(e.path() / "summary.json"))
         subs.push_back(e.path());
-    if (subs.empty()) fail(d, ": no summary.json here nor in any subfolder: no results to report");
+    if (subs.empty()) {
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_directory() && e.path().filename().string().starts_with(".") && e.path().filename().string().ends_with(".partial"))
+          fail(d, ": holds only ", e.path().filename().string(), ", the temporary folder of a run that died half-way (or is still "
+                  "running): nothing complete to report; run the experiment again");
+      fail(d, ": no summary.json here nor in any subfolder: no results to report");
+    }
     std::sort(subs.begin(), subs.end());
     for (const fs::path& s : subs) out.push_back(read_result_folder(s));
   }
@@ -272,7 +284,10 @@ std::vector<ResultFolder> collect_result_folders(const std::vector<std::string>&
 std::vector<std::pair<std::string, std::vector<const ResultFolder*>>> group_by_machine(const std::vector<ResultFolder>& folders) {
   std::vector<std::pair<std::string, std::vector<const ResultFolder*>>> groups;
   for (const ResultFolder& f : folders) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == f.cpu(); });
+    const std::string features = f.summary["machine"].value("features", std::string());
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+      return g.first == f.cpu() && g.second.front()->summary["machine"].value("features", std::string()) == features;
+    });
     if (it == groups.end()) it = groups.insert(groups.end(), {f.cpu(), {}});
     it->second.push_back(&f);
   }
@@ -284,11 +299,12 @@ std::string results_page(const ResultFolder& r) {
   return page_head(title, false, r.plots.size()) + folder_body(r, 0) + page_tail();
 }
 
-std::string comparison_page(const std::vector<ResultFolder>& folders) {
-  std::size_t plots = 0;
+std::string comparison_page(const std::vector<ResultFolder>& folders, const std::string& sweep_html, std::size_t sweep_plots) {
+  std::size_t plots = sweep_plots;
   for (const ResultFolder& f : folders) plots += f.plots.size();
   const auto groups = group_by_machine(folders);
   std::string s = page_head("ternlab results comparison", true, plots);
+  s += sweep_html;
   s += cat("<h1>Results comparison: ", folders.size(), " folder", folders.size() == 1 ? "" : "s", " on ", groups.size(), " machine",
            groups.size() == 1 ? "" : "s", "</h1>\n<table>\n<thead><tr><th>machine</th><th>results folder</th><th>experiment</th>"
            "<th>overrides</th><th>git</th><th>started (UTC)</th><th class=\"num\">warnings</th></tr></thead>\n<tbody>\n");
@@ -307,7 +323,10 @@ std::string comparison_page(const std::vector<ResultFolder>& folders) {
     }
   s += "</tbody>\n</table>\n";
   for (const auto& [cpu, members] : groups) {
-    s += cat("<section class=\"machine\">\n<h2>", xml_escape(cpu), "</h2>\n", machine_html(members.front()->summary["machine"]));
+    // Machines of one CPU model with different features (a BIOS switch, a VM's CPU model) apart.
+    const bool twin = std::count_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == cpu; }) > 1;
+    const std::string title = twin ? cat(cpu, " (", text_of(members.front()->summary["machine"].value("features", Json(""))), ")") : cpu;
+    s += cat("<section class=\"machine\">\n<h2>", xml_escape(title), "</h2>\n", machine_html(members.front()->summary["machine"]));
     for (const ResultFolder* f : members)
       s += cat("<article class=\"results\">\n<p>folder <code>", xml_escape(f->dir.string()), "</code></p>\n", folder_body(*f, 2),
                "</article>\n");
@@ -323,17 +342,38 @@ fs::path write_comparison_page(const std::vector<std::string>& dirs, const fs::p
     if (!fs::is_directory(out)) fail(out.string(), ": --out names a file, not a folder");
     bool ours = true;
     for (const auto& e : fs::directory_iterator(out)) {
-      const bool page = e.path().filename() == "index.html" && read_text(e.path()).find(kReportGenerator) != std::string::npos;
-      if (!page) ours = false;
+      const std::string name = e.path().filename().string();
+      const bool page = name == "index.html" && read_text(e.path()).find(kReportGenerator) != std::string::npos;
+      const bool merged = (name == "merged.json" && read_text(e.path()).find("\"generator\": \"ternlab report\"") != std::string::npos) ||
+                          name == "merged.csv";
+      if (!page && !merged) ours = false;
     }
     if (!ours) fail(out.string(), ": --out names a folder that holds other files than an earlier `ternlab report` page; refusing to write there");
   }
-  const std::vector<ResultFolder> folders = collect_result_folders(dirs);
-  const std::string page = comparison_page(folders);
+  // Sweep plan folders are merged point by point; any other argument is a results folder or holds them.
+  std::vector<std::string> plain;
+  std::vector<fs::path> sweeps;
+  for (const std::string& d : dirs) {
+    if (is_sweep_folder(d))
+      sweeps.emplace_back(d);
+    else
+      plain.push_back(d);
+  }
+  std::vector<ResultFolder> folders = plain.empty() && !sweeps.empty() ? std::vector<ResultFolder>{} : collect_result_folders(plain);
+  SweepMerge merged;
+  if (!sweeps.empty()) {
+    merged = merge_sweeps(sweeps);
+    for (ResultFolder& f : merged.folders) folders.push_back(std::move(f));
+  }
+  const std::string page = comparison_page(folders, merged.html, merged.plots);
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec) fail(out.string(), ": cannot create the --out folder: ", ec.message());
   const fs::path index = out / "index.html";
+  if (!sweeps.empty()) {
+    write_file_atomically(out / "merged.json", json_text(merged.json));
+    write_file_atomically(out / "merged.csv", merged.csv);
+  }
   write_file_atomically(index, page);
   const auto groups = group_by_machine(folders);
   log << "report: " << index.string() << " (" << folders.size() << " results folder" << (folders.size() == 1 ? "" : "s") << ", "

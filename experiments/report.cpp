@@ -86,6 +86,8 @@ Machine this_machine() {
   m.cpu = cpu_features().model;
   m.features = feature_string();
   m.cores = logical_cores();
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  m.memory_bytes = pages > 0 && page > 0 ? std::int64_t(pages) * page : 0;
   m.compiler = TERNLAB_CXX;
   m.flags = TERNLAB_CXX_FLAGS;
   m.build_type = TERNLAB_BUILD_TYPE;
@@ -107,9 +109,30 @@ Json sweep_json(const RunSpec& run) {
 }
 
 Json machine_json(const Machine& m) {
-  return Json{{"cpu", m.cpu}, {"features", m.features}, {"cores", m.cores}, {"hostname", m.hostname}, {"compiler", m.compiler},
+  return Json{{"cpu", m.cpu}, {"features", m.features}, {"cores", m.cores}, {"memory_bytes", m.memory_bytes}, {"hostname", m.hostname}, {"compiler", m.compiler},
               {"flags", m.flags}, {"build_type", m.build_type}, {"git", m.git}, {"int8_compute_loop", m.int8_loop},
               {"started_utc", m.started_utc}};
+}
+
+std::vector<ArmSpeedup> arm_speedups(const Json& run) {
+  std::vector<std::pair<std::string, const Json*>> tests;
+  if (run.contains("arms")) tests.emplace_back("", &run);
+  for (const auto& [k, v] : run.items())
+    if (v.is_object() && v.contains("arms")) tests.emplace_back(k + ": ", &v);
+  std::vector<ArmSpeedup> out;
+  for (const auto& [test, obj] : tests)
+    for (const Json& arm : (*obj)["arms"]) {
+      if (arm.value("control", false) || !arm.contains("name")) continue;
+      ArmSpeedup a;
+      a.name = test + (arm["name"].is_string() ? arm["name"].get<std::string>() : arm["name"].dump());
+      a.verified = arm.value("verified", true);
+      if (arm.contains("speedup_vs_baseline")) {
+        const Stat s = stat_from(arm["speedup_vs_baseline"]);
+        a.median = s.median, a.min = s.min, a.max = s.max, a.valid = s.valid;
+      }
+      out.push_back(std::move(a));
+    }
+  return out;
 }
 
 std::string machine_markdown(const Machine& m) {

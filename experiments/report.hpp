@@ -3,6 +3,7 @@
 // TimingResult into one.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <string>
@@ -81,12 +82,24 @@ struct RunReport {
 struct Machine {
   std::string cpu, features, compiler, flags, build_type, git, int8_loop, hostname, started_utc;
   int cores = 0;
+  std::int64_t memory_bytes = 0;  // physical memory (0: unknown)
 };
 Machine this_machine();
 Json machine_json(const Machine& m);
 // The run's point in its sweep: {"key": "value"} per swept key.
 Json sweep_json(const RunSpec& run);
 std::string machine_markdown(const Machine& m);
+
+// A run's arms as summary.json holds them (the arms of each test a run holds, as the speed kind's
+// "prefill" and "decode", named "prefill: ARM"), the no-weights control left out: whether each
+// verified and its speedup against its baseline (invalid where the kind has no ratio).
+struct ArmSpeedup {
+  std::string name;
+  bool verified = true;
+  double median = 0, min = 0, max = 0;
+  bool valid = false;
+};
+std::vector<ArmSpeedup> arm_speedups(const Json& run);
 
 RunReport report_timing(const RunSpec& run, const TimingResult& r);
 // Words every timed table shares: how the arms were ordered, the ratio column's header and note

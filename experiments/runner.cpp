@@ -103,14 +103,9 @@ Json sweep_plot(const Json& runs, const fs::path& folder, std::string& md) {
   std::vector<SweepSeries> series;
   for (std::size_t c = 0; c < runs.size(); ++c) {
     const Json& run = runs[c];
-    // A run's arms, or those of each test it holds (speed: "prefill" and "decode"), named after it.
-    std::vector<std::pair<std::string, const Json*>> tests;
-    if (run.contains("arms")) tests.emplace_back("", &run);
-    for (const auto& [k, v] : run.items())
-      if (v.is_object() && v.contains("arms")) tests.emplace_back(k + ": ", &v);
     const Json* sweep = run.contains("sweep") ? &run["sweep"] : nullptr;
-    for (const auto& [test, obj] : tests)
-      if (!sweep && obj->contains("sweep")) sweep = &(*obj)["sweep"];
+    for (const auto& [k, v] : run.items())
+      if (!sweep && v.is_object() && v.contains("arms") && v.contains("sweep")) sweep = &v["sweep"];
     std::vector<std::string> parts;
     if (sweep)
       for (const auto& [k, v] : sweep->items()) {
@@ -118,20 +113,16 @@ Json sweep_plot(const Json& runs, const fs::path& folder, std::string& md) {
         if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
       }
     columns.push_back(parts.empty() ? cat("run ", c + 1) : join(parts, ", "));
-    for (const auto& [test, obj] : tests)
-      for (const Json& arm : (*obj)["arms"]) {
-        if (!arm.contains("speedup_vs_baseline") || arm.value("control", false)) continue;
-        const Stat sp = stat_from(arm["speedup_vs_baseline"]);
-        if (!sp.valid) continue;
-        const std::string name = cat(test, arm["name"].get<std::string>());
-        auto it = std::find_if(series.begin(), series.end(), [&](const SweepSeries& x) { return x.name == name; });
-        if (it == series.end())
-          it = series.insert(series.end(), SweepSeries{name, std::vector<double>(runs.size(), nan), std::vector<double>(runs.size(), nan),
-                                                       std::vector<double>(runs.size(), nan)});
-        it->median[c] = sp.median;
-        it->min[c] = sp.min;
-        it->max[c] = sp.max;
-      }
+    for (const ArmSpeedup& a : arm_speedups(run)) {
+      if (!a.valid) continue;
+      auto it = std::find_if(series.begin(), series.end(), [&](const SweepSeries& x) { return x.name == a.name; });
+      if (it == series.end())
+        it = series.insert(series.end(), SweepSeries{a.name, std::vector<double>(runs.size(), nan), std::vector<double>(runs.size(), nan),
+                                                     std::vector<double>(runs.size(), nan)});
+      it->median[c] = a.median;
+      it->min[c] = a.min;
+      it->max[c] = a.max;
+    }
   }
   if (series.empty()) return files;
   write_file(folder / "sweep.svg",

@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev                # summary.json is written and read back (tests) through it
   libsimde-dev                      # the tests run the AVX-512 kernels through it where the CPU lacks AVX-512
   chromium                          # the browser-report test opens the results' HTML pages headless
+  slurm-wlm munge                   # scripts/slurm-test.sh submits a sweep to a single-node Slurm on localhost
 )
 
 missing=()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: install, build, and run the native suite, the same suite under ASan+UBSan,
+# The whole test suite: install, build, and run the native suite, a sweep through a real Slurm
+# (scripts/slurm-test.sh), the same suite under ASan+UBSan,
 # the threaded tests under ThreadSanitizer, and the aarch64 suite under qemu on three CPU models.
 # Fails when any test fails.
 set -euo pipefail
@@ -7,6 +8,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 status=0
 echo "== native (Release) ==" && scripts/build.sh native && (cd build && ctest --output-on-failure -j "$(nproc)") || status=1
+echo "== Slurm: a sweep through a single-node cluster on localhost ==" && scripts/slurm-test.sh build/ternlab || status=1
 echo "== GGUF fuzzing (libFuzzer, 45 s) ==" && scripts/fuzz.sh 45 || status=1
 echo "== ASan + UBSan ==" && scripts/build.sh sanitize && (cd build-san && ctest --output-on-failure -j "$(nproc)") || status=1
 echo "== ThreadSanitizer (thread pool, shared activations) ==" && scripts/build.sh tsan && (cd build-tsan && ctest --output-on-failure -j "$(nproc)") || status=1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Opens the HTML pages of a results folder and of `ternlab report` in headless Chromium: each must
-# render with no script or console error and draw every plot it promises (the page's check element,
-# filled by its own script on load, read back through --dump-dom). Screenshots of both pages are
+# Opens the HTML pages of a results folder, of `ternlab report` and of a merged sweep (`ternlab
+# report merge` over a plan folder) in headless Chromium: each must render with no script or
+# console error and draw every plot it promises (the page's check element, filled by its own
+# script on load, read back through --dump-dom). Screenshots of the pages are
 # left in ARTEFACT_DIR. Fails, never skips, when Chromium is missing (scripts/install-deps.sh).
 #
 #   tests/browser/report_page.sh build/ternlab . build/tests/artefacts
@@ -18,6 +19,10 @@ mkdir -p "$artefacts"
 cd "$src"
 "$ternlab" run configs/tiny.toml --no-progress --set "output=$work/results" > "$work/run.log" || fail "ternlab run: $(tail -5 "$work/run.log")"
 "$ternlab" report "$work/results" --out "$work/report" > "$work/report.log" || fail "ternlab report failed"
+# A sweep's points merged: the point table and one sweep plot per machine before the folders.
+"$ternlab" sweep plan configs/tiny.toml --set 'shape.rows=[64,128]' --set rounds=1 --set warmup=0 --out "$work/sweep" > "$work/sweep.log" &&
+  "$ternlab" sweep run "$work/sweep" >> "$work/sweep.log" || fail "ternlab sweep: $(tail -5 "$work/sweep.log")"
+"$ternlab" report merge "$work/sweep" --out "$work/sweep-report" > "$work/report.log" || fail "ternlab report merge failed"
 
 # The browser runs as whoever runs the tests (root in CI containers, where its sandbox cannot start);
 # it opens only the local pages just written.
@@ -47,3 +52,5 @@ check_page() {  # page name
 
 check_page "$(ls -d "$work"/results/tiny-*)/index.html" results-page
 check_page "$work/report/index.html" comparison-page
+check_page "$work/sweep-report/index.html" sweep-page
+grep -q '<section class="sweep">' "$work/sweep-report/index.html" || fail "sweep-page: no point table"
