@@ -27,7 +27,9 @@ namespace {
 
 void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
   strategies::add_neon_strategies<isa::NeonDotprod, isa::NeonDotprodX2>(L, out, gaps);
-  if (L.facts.natural_two_bit) add_or_note(out, gaps, Strategy::prism_neon, Isa::dotprod, "", baselines::PrismNeon::kFns);
+  if (L.facts.natural_two_bit)
+    add_or_note(out, gaps, Strategy::prism_neon, Isa::dotprod,
+                L.scale_format() == ScaleFormat::fp16 ? "" : "PrismML's kernel reads fp16 scales", baselines::PrismNeon::kFns);
 }
 
 }  // namespace

@@ -34,11 +34,13 @@ namespace {
 
 using TileUnit = SlotVectorPlan::TileUnit;
 
-float load_half(const std::uint8_t* p) {
-  __fp16 h;
-  __builtin_memcpy(&h, p, 2);
-  return float(h);
-}
+struct HalfLoad {
+  static float fp16(const std::uint8_t* p) {
+    __fp16 h;
+    __builtin_memcpy(&h, p, 2);
+    return float(h);
+  }
+};
 
 // Slot s of a 2-bit word, masked in place (4^s u for s = 0..2); slot 3 is shifted down instead,
 // since 64 u would read as negative int8 for u >= 2.
@@ -102,6 +104,7 @@ TileRows tile_rows(const SlotVectorPlan& P, int u) {
 
 void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0, std::int64_t g1) {
   const SlotVectorPlan& P = neon_slot_plan(*w.layout);
+  const ScaleFormat format = w.layout->scale_format();
   const std::string why = smmla_why_not(*w.layout);
   if (!why.empty()) fail(kernel_name(Strategy::slot_mask, Isa::i8mm), " kernel cannot run layout '", w.layout->name, "': ", why);
   const int tiles = P.tile_pairs ? P.tile_units : P.tile_units / 2;  // 2-row tiles per row group
@@ -159,8 +162,8 @@ void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, 
             }
           }
           const TileRows rows = tile_rows(P, u);
-          const float da = load_half(blk + P.scale_offset[rows.a]);
-          const float db = load_half(blk + P.scale_offset[rows.b]);
+          const float da = block_scale<HalfLoad>(format, blk + P.scale_offset[rows.a]);
+          const float db = block_scale<HalfLoad>(format, blk + P.scale_offset[rows.b]);
           const float32x4_t dw = {da, da, db, db};
           for (int q = 0; q < 2; ++q)
             acc[std::size_t(u)][std::size_t(q)] =

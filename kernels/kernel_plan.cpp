@@ -183,7 +183,7 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
   p.fold_words = p.pairs_per_row == 4;
   for (int r = 0; r < L.rows && p.fold_words; ++r)
     for (int e = 0; e < 4; ++e) p.fold_words = p.fold_words && p.pair_index[4 * r + e] == 16 * (r / 4) + r % 4 + 4 * e;
-  p.scales_contiguous = true;
+  p.scales_contiguous = L.scale_format() == ScaleFormat::fp16;
   for (int r = 0; r < L.rows; ++r) p.scales_contiguous = p.scales_contiguous && p.scale_offset[r] == p.scale_offset[0] + 2 * r;
   p.tile_why_not = build_tiles(L, p);
   return p;
@@ -382,6 +382,7 @@ Base3Plan build_base3_plan(const LayoutInfo& L) {
   }
   p.block_bytes = L.block_bytes();
   p.scale_offset = L.scale_offset(0);
+  p.scale_format = L.scale_format();
   int src[128], digit[128];
   for (const DigitSegment& s : L.digit_plan)
     for (int n = 0; n < s.digits; ++n)

@@ -12,6 +12,14 @@
 
 namespace ternlab {
 
+// A block's scale as float for policy P: fp16 through the policy's own conversion (F16C / fcvt,
+// the same values as decode_scale), every other format through decode_scale, so that every
+// strategy's epilogue reads scales one way.
+template <class P>
+inline float block_scale(ScaleFormat f, const std::uint8_t* p) {
+  return f == ScaleFormat::fp16 ? P::fp16(p) : decode_scale(f, p);
+}
+
 inline constexpr int kMaxPlanVectors = 16;  // weight vectors per block the slot-mask kernels unroll
 inline constexpr int kMaxPlanRows = 8;
 
@@ -49,7 +57,7 @@ struct SlotVectorPlan {
   // row_perm[k][e][r] of vector k where row_mask[k][e][r] is all ones.
   std::int32_t row_perm[8][8][8] = {};
   std::int32_t row_mask[8][8][8] = {};
-  bool scales_contiguous = false;  // row r's scale at scale_offset[0] + 2 r
+  bool scales_contiguous = false;  // fp16 scales, row r's at scale_offset[0] + 2 r (one vector load)
   // Shortcuts for 8-lane policies, true when the general gather above reduces to a fold of the two
   // 128-bit halves: fold_halves - after one hadd of groups 0 and 1, row r is lanes r and r + 4
   // (t2p); group_per_row - group g's lanes all belong to row g (t2w), so a hadd tree gets there.
@@ -170,6 +178,7 @@ struct Base3Plan {
   std::string why_not;
   int block_bytes = 0;
   int scale_offset = 0;
+  ScaleFormat scale_format = ScaleFormat::fp16;
   bool overreads = false;  // some window reaches past the block's end (the last block needs a copy)
   int window[4][2] = {};
   std::uint8_t shuffle[4][32] = {};

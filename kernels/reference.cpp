@@ -2,7 +2,6 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "common/fp16.hpp"
 #include "kernels/kernel.hpp"
 
 namespace ternlab {
@@ -46,7 +45,7 @@ void gemv_reference(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int
       for (int r = 0; r < L.rows; ++r) {
         std::int32_t su = 0;  // sum of u * y; the offset u = w + 1 comes out through ysum
         for (int k = 0; k < L.k; ++k) su += std::int32_t(codes[std::size_t(r * L.k + k)]) * q[k];
-        acc[std::size_t(r)] = std::fma(float(su - ysum), fp16_to_float(scales[std::size_t(r)]) * xb.d, acc[std::size_t(r)]);
+        acc[std::size_t(r)] = std::fma(float(su - ysum), L.scale(w.block(g, i), r) * xb.d, acc[std::size_t(r)]);
       }
     }
     for (int r = 0; r < L.rows; ++r) y[g * L.rows + r] = acc[std::size_t(r)];
@@ -74,7 +73,7 @@ void gemm_reference(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int
             for (int k = 0; k < L.k; ++k)
               su += std::int32_t(codes[std::size_t(r * L.k + k)]) * xb.qs[x4_index(m, 128 * h + k)];
             float& a = acc[std::size_t(r * 4 + m)];
-            a = std::fma(float(su - half_sum_x4(xb, m, h)), fp16_to_float(scales[std::size_t(r)]) * xb.d[m], a);
+            a = std::fma(float(su - half_sum_x4(xb, m, h)), L.scale(w.block(g, i), r) * xb.d[m], a);
           }
       }
       for (int m = 0; m < live; ++m)

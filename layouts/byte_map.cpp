@@ -38,7 +38,7 @@ std::string byte_map_svg(const LayoutInfo& L) {
     }
   auto scale_row = [&](int b) {
     for (int r = 0; r < L.rows; ++r)
-      if (b == L.scale_offset(r) || b == L.scale_offset(r) + 1) return r;
+      if (b >= L.scale_offset(r) && b < L.scale_offset(r) + L.scale_bytes()) return r;
     return -1;
   };
 
@@ -75,8 +75,9 @@ std::string byte_map_svg(const LayoutInfo& L) {
       const int sr = scale_row(b);
       if (sr >= 0) {
         s += cat("<rect x=\"", x, "\" y=\"", y0, "\" width=\"", kCellW, "\" height=\"", ns * kCellH, "\" fill=\"",
-                 kScaleColour, "\" stroke=\"#888\" stroke-width=\"0.5\"><title>byte ", b, ": fp16 scale of row ", sr,
-                 b == L.scale_offset(sr) ? " (low byte)" : " (high byte)", "</title></rect>\n");
+                 kScaleColour, "\" stroke=\"#888\" stroke-width=\"0.5\"><title>byte ", b, ": ", scale_format_name(L.scale_format()),
+                 " scale of row ", sr,
+                 L.scale_bytes() == 1 ? "" : b == L.scale_offset(sr) ? " (low byte)" : " (high byte)", "</title></rect>\n");
         s += cat("<text x=\"", x + kCellW / 2, "\" y=\"", y0 + ns * kCellH / 2 + 4,
                  "\" text-anchor=\"middle\" transform=\"rotate(-90 ", x + kCellW / 2, " ", y0 + ns * kCellH / 2,
                  ")\">scale r", sr, "</text>\n");
@@ -114,7 +115,7 @@ std::string byte_map_svg(const LayoutInfo& L) {
   }
   s += cat("<rect x=\"", kLeft, "\" y=\"", ly + legend_rows * 20 - 10, "\" width=\"14\" height=\"14\" fill=\"",
            kScaleColour, "\" stroke=\"#888\" stroke-width=\"0.5\"/><text x=\"", kLeft + 18, "\" y=\"",
-           ly + legend_rows * 20 + 1, "\">fp16 scale byte</text>\n");
+           ly + legend_rows * 20 + 1, "\">", scale_format_name(L.scale_format()), " scale byte</text>\n");
   s += "</svg>\n";
   return s;
 }

@@ -1,7 +1,7 @@
 // The layout DSL: a ternary block layout is *data*, declared once.
 //
-// A block holds `rows` consecutive weight rows x `k` consecutive weights (normally 128) plus one fp16
-// scale per row. Where weight (row, k) sits is a function of coordinates, in the spirit of CuTe
+// A block holds `rows` consecutive weight rows x `k` consecutive weights (normally 128) plus one
+// scale per row, in the scale site's format (fp16 unless declared otherwise; layouts/scale_format.hpp). Where weight (row, k) sits is a function of coordinates, in the spirit of CuTe
 // layouts: `row` and `k - piece.k_begin` are each split into named mixed-radix modes (first mode
 // varies fastest), and every mode carries a byte stride and a slot stride:
 //
@@ -21,6 +21,8 @@
 #include <concepts>
 #include <cstdint>
 #include <string_view>
+
+#include "layouts/scale_format.hpp"
 
 namespace ternlab {
 
@@ -74,10 +76,12 @@ struct Piece {
 inline constexpr int kMaxPieces = 4;
 inline constexpr int kMaxBlockBytes = 1024;
 
-// Where the fp16 scales sit: row r's scale is the 2 bytes at offset + r * row_stride.
+// Where the scales sit and how they are stored: row r's scale is the scale_bytes(format) bytes at
+// offset + r * row_stride.
 struct ScaleSite {
   int offset = 0;
   int row_stride = 2;
+  ScaleFormat format = ScaleFormat::fp16;
 };
 
 struct LayoutSpec {
@@ -137,12 +141,14 @@ constexpr Loc locate(const LayoutSpec& s, int row, int k) {
   return {};
 }
 
-constexpr int scale_end(const LayoutSpec& s) { return s.scales.offset + 2 + (s.rows - 1) * s.scales.row_stride; }
+constexpr int scale_end(const LayoutSpec& s) {
+  return s.scales.offset + scale_bytes(s.scales.format) + (s.rows - 1) * s.scales.row_stride;
+}
 
 constexpr bool is_scale_byte(const LayoutSpec& s, int byte) {
   for (int r = 0; r < s.rows; ++r) {
     const int o = s.scales.offset + r * s.scales.row_stride;
-    if (byte == o || byte == o + 1) return true;
+    if (byte >= o && byte < o + scale_bytes(s.scales.format)) return true;
   }
   return false;
 }
@@ -260,7 +266,7 @@ constexpr bool row_strips(const LayoutSpec& s, const std::array<RowK, kMaxBlockB
 #define TERNLAB_LAYOUT_RULES(X)                                                                     \
   X(shape, "rows must be >= 1 and k a positive multiple of 8")                                     \
   X(too_many_cells, "block too large: rows * k must be <= 2048")                                   \
-  X(scales_overlap, "scales overlap: row_stride must be >= 2")                                     \
+  X(scales_overlap, "scales overlap: row_stride must be >= the bytes of one scale")                 \
   X(piece_rows, "every piece must span all rows of the block")                                     \
   X(uncovered, "a (row, k) of the block is covered by no piece")                                   \
   X(beyond_block, "block larger than 1024 bytes")                                                  \
@@ -300,7 +306,7 @@ struct Violation {
 constexpr Violation find_violation(const LayoutSpec& s) {
   if (s.rows < 1 || s.k < 8 || s.k % 8 != 0) return {.rule = Rule::shape};
   if (s.rows * s.k > kMaxCells) return {.rule = Rule::too_many_cells};
-  if (s.rows > 1 && s.scales.row_stride < 2) return {.rule = Rule::scales_overlap};
+  if (s.rows > 1 && s.scales.row_stride < scale_bytes(s.scales.format)) return {.rule = Rule::scales_overlap};
   for (int p = 0; p < n_pieces(s); ++p)
     if (s.pieces[p].row.size() != s.rows) return {.rule = Rule::piece_rows, .piece = p};
   std::array<RowK, kMaxBlockBytes * 5> held{};

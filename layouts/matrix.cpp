@@ -49,7 +49,14 @@ int decode_trit(std::uint8_t byte, int n) {
 void encode_block(const LayoutInfo& L, const std::uint8_t* codes, const std::uint16_t* scales, std::uint8_t* out) {
   const int nb = L.block_bytes();
   std::memset(out, 0, std::size_t(nb));
-  for (int r = 0; r < L.rows; ++r) std::memcpy(out + L.scale_offset(r), &scales[r], 2);
+  for (int r = 0; r < L.rows; ++r) {
+    if (L.scale_format() == ScaleFormat::fp16) {
+      std::memcpy(out + L.scale_offset(r), &scales[r], 2);
+      continue;
+    }
+    const EncodedScale e = encode_scale_nearest(L.scale_format(), fp16_to_float(scales[r]));
+    std::memcpy(out + L.scale_offset(r), e.bytes, std::size_t(L.scale_bytes()));
+  }
   const int cells = L.rows * L.k;
   if (L.code == Code::two_bit) {
     for (int i = 0; i < cells; ++i) {
@@ -71,7 +78,12 @@ void encode_block(const LayoutInfo& L, const std::uint8_t* codes, const std::uin
 }
 
 void decode_block(const LayoutInfo& L, const std::uint8_t* in, std::uint8_t* codes, std::uint16_t* scales) {
-  for (int r = 0; r < L.rows; ++r) std::memcpy(&scales[r], in + L.scale_offset(r), 2);
+  for (int r = 0; r < L.rows; ++r) {
+    if (L.scale_format() == ScaleFormat::fp16)
+      std::memcpy(&scales[r], in + L.scale_offset(r), 2);
+    else
+      scales[r] = float_to_fp16(L.scale(in, r));
+  }
   const int cells = L.rows * L.k;
   if (L.code == Code::two_bit) {
     for (int i = 0; i < cells; ++i) codes[i] = (in[L.placement[i].byte] >> (2 * L.placement[i].slot)) & 3;
@@ -89,6 +101,16 @@ void check_block(const LayoutInfo& L, const std::uint8_t* codes, const std::uint
     if (!fp16_is_finite(scales[r]))
       fail(what, ": row ", row0 + r, " block ", block, " (weights ", block * kBlockK, "..", block * kBlockK + 127,
            ") has a non-finite scale (fp16 bits 0x", std::hex, scales[r], ")");
+  if (L.scale_format() != ScaleFormat::fp16)
+    for (int r = 0; r < L.rows; ++r) {
+      const float v = fp16_to_float(scales[r]);
+      if (!scale_representable(L.scale_format(), v))
+        fail(what, ": row ", row0 + r, " block ", block, " has scale ", v, ", which ", L.name, "'s ",
+             scale_format_name(L.scale_format()), " scales cannot represent",
+             L.scale_format() == ScaleFormat::e8m0 && !(v > 0) ? " (e8m0 holds positive powers of two only)" : "",
+             "; an exact transcode refuses to round it (requantise rounds it, lossily, to ",
+             encode_scale_nearest(L.scale_format(), v).value, ")");
+    }
   for (int i = 0; i < L.rows * L.k; ++i) {
     if (codes[i] > 3) fail(what, ": code ", int(codes[i]), " at row ", row0 + i / L.k, " is not a 2-bit code");
     if (codes[i] == 3 && L.code == Code::base3)
@@ -122,6 +144,16 @@ PackedMatrix pack(const TernaryMatrix& m, const LayoutInfo& L, const std::string
 
 TernaryMatrix unpack(const PackedMatrix& p) {
   const LayoutInfo& L = *p.layout;
+  // Scales in another format than fp16 must come back exactly (e8m0 and bf16 reach beyond fp16).
+  if (L.scale_format() != ScaleFormat::fp16)
+    for (std::int64_t g = 0; g < p.row_groups(); ++g)
+      for (std::int64_t i = 0; i < p.blocks_per_row(); ++i)
+        for (int r = 0; r < L.rows; ++r) {
+          const float v = L.scale(p.block(g, i), r);
+          if (!std::isfinite(v) || fp16_to_float(float_to_fp16(v)) != v)
+            fail(L.name, " matrix: row ", g * L.rows + r, " block ", i, " has ", scale_format_name(L.scale_format()),
+                 " scale ", v, ", which the layout-free form's fp16 scales cannot hold");
+        }
   TernaryMatrix m(p.rows, p.cols);
   std::vector<std::uint8_t> codes(std::size_t(L.rows * L.k));
   std::vector<std::uint16_t> scales(std::size_t(L.rows));
@@ -139,6 +171,43 @@ TernaryMatrix unpack(const PackedMatrix& p) {
 
 PackedMatrix transcode(const PackedMatrix& p, const LayoutInfo& to, const std::string& what) {
   return pack(unpack(p), to, what);
+}
+
+TernaryMatrix requantise_scales(const TernaryMatrix& m, ScaleFormat f, const std::string& what,
+                                ScaleRequantisation* report) {
+  TernaryMatrix out = m;
+  ScaleRequantisation rep;
+  double sum = 0;
+  for (std::size_t j = 0; j < m.scales.size(); ++j) {
+    const std::int64_t row = std::int64_t(j) / m.blocks_per_row(), block = std::int64_t(j) % m.blocks_per_row();
+    const float v = fp16_to_float(m.scales[j]);
+    if (!std::isfinite(v)) fail(what, ": row ", row, " block ", block, " has a non-finite scale");
+    if (f == ScaleFormat::e8m0 && v < 0)
+      fail(what, ": row ", row, " block ", block, " has negative scale ", v, ", which e8m0 (no sign) cannot hold");
+    const float q = encode_scale_nearest(f, v).value;
+    const std::uint16_t h = float_to_fp16(q);
+    if (fp16_to_float(h) != q)
+      fail(what, ": row ", row, " block ", block, " scale ", v, " rounds to ", scale_format_name(f), " value ", q,
+           ", outside the fp16 range of the layout-free form");
+    out.scales[j] = h;
+    ++rep.scales;
+    if (q == v) continue;
+    ++rep.changed;
+    const double rel = std::fabs(double(q) - double(v)) / std::fabs(double(v));
+    sum += rel;
+    if (rel > rep.max_rel_error) {
+      rep.max_rel_error = rel;
+      rep.worst = cat("row ", row, " block ", block, ": ", v, " -> ", q);
+    }
+  }
+  rep.mean_rel_error = rep.scales ? sum / double(rep.scales) : 0.0;
+  if (report) *report = rep;
+  return out;
+}
+
+PackedMatrix requantise(const PackedMatrix& p, const LayoutInfo& to, const std::string& what,
+                        ScaleRequantisation* report) {
+  return pack(requantise_scales(unpack(p), to.scale_format(), what, report), to, what);
 }
 
 PackedMatrix adopt_bytes(const LayoutInfo& L, std::int64_t rows, std::int64_t cols, const std::uint8_t* data,

@@ -78,7 +78,8 @@ std::vector<std::string> LayoutInfo::formulas() const {
                       coords(pc.k), "; byte = ", sum(byte_terms, pc.byte_base), ", ", Code::two_bit == code ? "slot" : "digit",
                       " = ", sum(slot_terms, 0)));
   }
-  out.push_back(cat("scale of row r at byte ", spec->scales.offset, rows > 1 ? cat(" + ", spec->scales.row_stride, " r") : ""));
+  out.push_back(cat(scale_format_name(scale_format()), " scale of row r at byte ", spec->scales.offset,
+                    rows > 1 ? cat(" + ", spec->scales.row_stride, " r") : ""));
   return out;
 }
 

@@ -29,6 +29,10 @@ struct LayoutInfo {
   int block_bytes() const { return facts.block_bytes; }
   double bits_per_weight() const { return facts.bits_per_weight; }
   int scale_offset(int row) const { return spec->scales.offset + row * spec->scales.row_stride; }
+  ScaleFormat scale_format() const { return spec->scales.format; }
+  int scale_bytes() const { return ternlab::scale_bytes(spec->scales.format); }
+  // Row r's scale in this block, as float (the one decoder: layouts/scale_format.hpp).
+  float scale(const std::uint8_t* block, int row) const { return decode_scale(scale_format(), block + scale_offset(row)); }
   // Kernel strategies this layout's properties admit (the reference kernel always applies).
   std::vector<std::string> strategies() const;
   // Properties in words, for `ternlab layouts`.

@@ -102,7 +102,20 @@ std::vector<float> read_floats(const gguf::File& f, const std::string& name) {
   return out;
 }
 
-PackedMatrix read_packed(const gguf::File& f, const std::string& name, const LayoutInfo& to) {
+// Folds one tensor's requantisation report into the model's.
+void add_report(ScaleRequantisation& all, const ScaleRequantisation& one, const std::string& name) {
+  const double mean_sum = all.mean_rel_error * double(all.scales) + one.mean_rel_error * double(one.scales);
+  if (one.max_rel_error > all.max_rel_error) {
+    all.max_rel_error = one.max_rel_error;
+    all.worst = cat(name, " ", one.worst);
+  }
+  all.scales += one.scales;
+  all.changed += one.changed;
+  all.mean_rel_error = all.scales ? mean_sum / double(all.scales) : 0.0;
+}
+
+PackedMatrix read_packed(const gguf::File& f, const std::string& name, const LayoutInfo& to,
+                         ScaleRequantisation* lossy = nullptr) {
   const gguf::TensorInfo& t = f.tensor(name);
   const LayoutInfo& from = find_layout(t.tensor_type() == gguf::TensorType::pq2_0 ? "pq2_0" : "ptq1_0");
   const auto bytes = f.data(t);
@@ -110,7 +123,11 @@ PackedMatrix read_packed(const gguf::File& f, const std::string& name, const Lay
       adopt_bytes(from, std::int64_t(t.ne[1]), std::int64_t(t.ne[0]), bytes.data(), bytes.size(), name);
   f.release(t);  // the source pages go before the repacked copy is made: one tensor in flight
   if (&to == &from) return p;
-  return transcode(p, to, name);
+  if (!lossy) return transcode(p, to, name);
+  ScaleRequantisation one;
+  PackedMatrix q = requantise(p, to, name, &one);
+  add_report(*lossy, one, name);
+  return q;
 }
 
 }  // namespace
@@ -132,7 +149,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   const auto linear = [&](const std::string& name) {
     TernaryLinear l;
     l.name = name;
-    l.w = read_packed(f, name, *m->layout_);
+    l.w = read_packed(f, name, *m->layout_, o.requantise_scales ? &m->requantised_ : nullptr);
     if (!kernel && !o.kernel.empty()) {
       kernel = choose_kernel(*m->layout_, o.kernel);
       m->kernel_notes_ = {kernel->name() + ": named"};
@@ -215,7 +232,7 @@ std::vector<float> Model::embed(std::int32_t token) const {
   std::uint16_t scale;
   for (std::int64_t b = 0; b < d / kBlockK; ++b) {
     decode_block(*embd_.layout, embd_.block(token, b), codes, &scale);
-    const float s = fp16_to_float(scale);
+    const float s = embd_.layout->scale(embd_.block(token, b), 0);
     for (int j = 0; j < kBlockK; ++j) e[std::size_t(b * kBlockK + j)] = float(int(codes[j]) - 1) * s;
   }
   cfg_.rotation.inverse(e.data(), d);  // the table stores R . e: transform first, then signs

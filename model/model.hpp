@@ -23,6 +23,9 @@ namespace ternlab::model {
 
 struct LoadOptions {
   std::string layout = "";  // empty: keep the file's own format (pq2_0 / ptq1_0)
+  // LOSSY: round every ternary tensor's scales to the layout's scale format (layouts/matrix.hpp
+  // requantise) where the exact repack would refuse; Model::scale_requantisation() says what moved.
+  bool requantise_scales = false;
   std::string kernel = "";  // empty: the planner's choice (below)
   // How the kernel is chosen when none is named: estimate = best_kernel (the ISA ladder); measure =
   // the planner times every candidate on the output head (the largest matrix, a gemv as in
@@ -99,6 +102,8 @@ class Model {
   const KernelVariant& kernel() const { return head_.kernel; }
   // Why that kernel: the planner's or dispatch's notes.
   const std::vector<std::string>& kernel_notes() const { return kernel_notes_; }
+  // What LoadOptions::requantise_scales did over all ternary tensors repacked (all zero when off).
+  const ScaleRequantisation& scale_requantisation() const { return requantised_; }
   const gguf::File& file() const { return file_; }
   Session new_session() const;
 
@@ -133,6 +138,7 @@ class Model {
   PackedMatrix embd_;
   TernaryLinear head_;
   std::vector<std::string> kernel_notes_;
+  ScaleRequantisation requantised_;
   std::vector<float> output_norm_;
   std::vector<LayerWeights> layers_;
   std::unique_ptr<ThreadPool> pool_;

@@ -29,7 +29,7 @@ TEST_SUITE("dsl") {
         REQUIRE(end != std::string::npos);
         const std::string title = svg.substr(at + 7, end - at - 7);
         int byte = -1, slot = -1, row = -1, k = -1;
-        char unit[8] = {}, half[8] = {};
+        char unit[8] = {}, format[8] = {};
         if (std::sscanf(title.c_str(), "byte %d, %7[a-z] %d: row %d, weight %d", &byte, unit, &slot, &row, &k) == 5) {
           REQUIRE(row < L->rows);
           REQUIRE(k < L->k);
@@ -38,8 +38,11 @@ TEST_SUITE("dsl") {
           CHECK(placed.slot == slot);
           CHECK(std::string(unit) == (L->code == Code::two_bit ? "slot" : "digit"));
           ++drawn[{row, k}];
-        } else if (std::sscanf(title.c_str(), "byte %d: fp16 scale of row %d (%7[a-z] byte)", &byte, &row, half) == 3) {
-          CHECK(byte == L->scale_offset(row) + (std::string(half) == "high" ? 1 : 0));
+        } else if (std::sscanf(title.c_str(), "byte %d: %7[a-z0-9] scale of row %d", &byte, format, &row) == 3) {
+          CHECK(std::string(format) == scale_format_name(L->scale_format()));
+          const bool high = title.ends_with(" (high byte)");
+          CHECK(title.ends_with(L->scale_bytes() == 1 ? "row " + std::to_string(row) : high ? " (high byte)" : " (low byte)"));
+          CHECK(byte == L->scale_offset(row) + (high ? 1 : 0));
           ++scale_bytes;
         } else {
           CHECK_MESSAGE(title.ends_with(": unused"), "unexpected cell title: ", title);
@@ -47,7 +50,7 @@ TEST_SUITE("dsl") {
       }
       CHECK(drawn.size() == std::size_t(L->rows * L->k));
       for (const auto& [rk, times] : drawn) CHECK(times == 1);
-      CHECK(scale_bytes == 2 * L->rows);
+      CHECK(scale_bytes == L->scale_bytes() * L->rows);
     }
   }
 

@@ -1,4 +1,5 @@
 // Packing, unpacking and transcoding are lossless and byte-exact, for every registered layout.
+#include <cmath>
 #include <random>
 
 #include "common/fp16.hpp"
@@ -12,7 +13,8 @@ TEST_SUITE("codec") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
       const Fill fill = L->code == Code::two_bit ? Fill::code3 : Fill::random;
-      const TernaryMatrix m = make_weights(48, 1024, 7, fill, ScaleKind::random);  // 48: whole blocks of every layout
+      // 48: whole blocks of every layout; scales random in the layout's scale format.
+      const TernaryMatrix m = requantise_scales(make_weights(48, 1024, 7, fill, ScaleKind::random), L->scale_format());
       const PackedMatrix p = pack(m, *L);
       CHECK(p.bytes.size() == std::size_t(48 * 1024 * L->bits_per_weight() / 8));
       CHECK(unpack(p) == m);
@@ -23,7 +25,10 @@ TEST_SUITE("codec") {
     for (const LayoutInfo* from : all_layouts())
       for (const LayoutInfo* to : all_layouts()) {
         const std::int64_t rows = std::lcm(test::whole_rows(*from, 16), test::whole_rows(*to, 16));
-        const TernaryMatrix m = make_weights(rows, 512, 11, Fill::random, ScaleKind::random);
+        // Scales both formats hold: rounded to one, then the other (each step lands on a coarser grid).
+        const TernaryMatrix m = requantise_scales(
+            requantise_scales(make_weights(rows, 512, 11, Fill::random, ScaleKind::random), from->scale_format()),
+            to->scale_format());
         CAPTURE(from->name);
         CAPTURE(to->name);
         const PackedMatrix a = pack(m, *from);
@@ -118,5 +123,112 @@ TEST_SUITE("codec") {
       if (f == 0.0f) continue;  // +0 and -0 both fine
       CHECK(float_to_fp16(f) == h);
     }
+  }
+}
+
+TEST_SUITE("codec") {
+  TEST_CASE("scale formats: nearest value, ties to even, saturation, and exact decoding") {
+    const auto nearest = [](ScaleFormat f, float v) { return encode_scale_nearest(f, v).value; };
+    // bf16: 8 significant bits.
+    CHECK(nearest(ScaleFormat::bf16, 1.0f + 0x1p-8f) == 1.0f);                 // tie: to the even mantissa
+    CHECK(nearest(ScaleFormat::bf16, 1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f);  // tie: up to the even one
+    CHECK(scale_representable(ScaleFormat::bf16, 1.0f + 0x1p-7f));
+    CHECK(!scale_representable(ScaleFormat::bf16, 1.0f + 0x1p-8f));
+    CHECK(scale_representable(ScaleFormat::bf16, 0x1p-130f));  // beyond fp16's range, inside bf16's
+    // e4m3: 4 significant bits, largest 448, smallest 2^-9, no inf.
+    CHECK(nearest(ScaleFormat::e4m3, 448.0f) == 448.0f);
+    CHECK(nearest(ScaleFormat::e4m3, 460.0f) == 448.0f);
+    CHECK(nearest(ScaleFormat::e4m3, 1e30f) == 448.0f);
+    CHECK(nearest(ScaleFormat::e4m3, -500.0f) == -448.0f);
+    CHECK(!scale_representable(ScaleFormat::e4m3, 500.0f));
+    CHECK(nearest(ScaleFormat::e4m3, 1.0625f) == 1.0f);     // tie between 1 and 1.125
+    CHECK(nearest(ScaleFormat::e4m3, 1.1875f) == 1.25f);    // tie between 1.125 and 1.25
+    CHECK(nearest(ScaleFormat::e4m3, 0x1p-9f) == 0x1p-9f);  // smallest subnormal
+    CHECK(nearest(ScaleFormat::e4m3, 0x1p-10f) == 0.0f);    // tie between 0 and 2^-9
+    CHECK(nearest(ScaleFormat::e4m3, 3 * 0x1p-10f) == 0x1p-8f);
+    CHECK(nearest(ScaleFormat::e4m3, 7.5f * 0x1p-9f) == 0x1p-6f);  // subnormal rounding up to the smallest normal
+    CHECK(nearest(ScaleFormat::e4m3, 0x1p-20f) == 0.0f);
+    CHECK(encode_scale_nearest(ScaleFormat::e4m3, 448.0f).bytes[0] == 0x7e);
+    CHECK(decode_e4m3(0x08) == 0x1p-6f);
+    CHECK(decode_e4m3(0x01) == 0x1p-9f);
+    CHECK(decode_e4m3(0xb8) == -1.0f);
+    CHECK(std::isnan(decode_e4m3(0x7f)));
+    CHECK(std::isnan(decode_e4m3(0xff)));
+    // e8m0: powers of two, rounded in the value domain (midpoint 1.5 * 2^e), ties to the even code.
+    CHECK(nearest(ScaleFormat::e8m0, 1.0f) == 1.0f);
+    CHECK(encode_scale_nearest(ScaleFormat::e8m0, 1.0f).bytes[0] == 127);
+    CHECK(nearest(ScaleFormat::e8m0, 1.4f) == 1.0f);
+    CHECK(nearest(ScaleFormat::e8m0, 1.6f) == 2.0f);
+    CHECK(nearest(ScaleFormat::e8m0, 1.5f) == 2.0f);   // tie: code 128 is even
+    CHECK(nearest(ScaleFormat::e8m0, 3.0f) == 2.0f);   // tie: code 128 again
+    CHECK(nearest(ScaleFormat::e8m0, 0.0f) == 0x1p-127f);  // no zero: the smallest value
+    CHECK(nearest(ScaleFormat::e8m0, 1e-45f) == 0x1p-127f);
+    CHECK(nearest(ScaleFormat::e8m0, 3e38f) == 0x1p127f);  // saturating
+    CHECK(decode_e8m0(0) == 0x1p-127f);
+    CHECK(decode_e8m0(254) == 0x1p127f);
+    CHECK(std::isnan(decode_e8m0(255)));
+    CHECK(!scale_representable(ScaleFormat::e8m0, 0.0f));
+    CHECK(!scale_representable(ScaleFormat::e8m0, -1.0f));
+    CHECK(scale_representable(ScaleFormat::e8m0, 0.25f));
+    // Every finite code of the one-byte formats encodes back to itself.
+    for (int c = 0; c < 256; ++c) {
+      const std::uint8_t b = std::uint8_t(c);
+      CAPTURE(c);
+      if (!std::isnan(decode_e4m3(b)) && (c & 0x7f) != 0)
+        CHECK(encode_scale_nearest(ScaleFormat::e4m3, decode_e4m3(b)).bytes[0] == b);
+      if (c < 255) CHECK(encode_scale_nearest(ScaleFormat::e8m0, decode_e8m0(b)).bytes[0] == b);
+    }
+  }
+
+  TEST_CASE("an exact pack or transcode refuses a scale the target format cannot hold, naming it") {
+    TernaryMatrix m = make_weights(4, 256, 9);
+    m.scales[5] = float_to_fp16(0.0123f);  // row 2 block 1
+    test::check_error([&] { pack(m, find_layout("t2p-e4m3"), "blk.0.ffn_up.weight"); }, "blk.0.ffn_up.weight", "row 2 block 1",
+                "0.0122", "t2p-e4m3", "e4m3", "refuses");
+    const PackedMatrix t2p = pack(m, find_layout("t2p"));
+    test::check_error([&] { transcode(t2p, find_layout("t2p-e8m0"), "output.weight"); }, "output.weight", "row 2 block 1",
+                "t2p-e8m0");
+    m.scales[5] = 0;  // zero: no e8m0 value
+    test::check_error([&] { pack(m, find_layout("t2p-e8m0"), "w"); }, "w: row 2 block 1", "positive powers of two");
+    m.scales[5] = float_to_fp16(0.75f);  // a value e4m3 and bf16 hold
+    CHECK(unpack(pack(m, find_layout("t2p-e4m3"))) == m);
+    CHECK(unpack(pack(m, find_layout("t2p-bf16"))) == m);
+  }
+
+  TEST_CASE("requantise rounds every scale to the nearest one of the target and reports the error") {
+    TernaryMatrix m = make_weights(4, 128, 10);
+    const float v[4] = {1.0f, 1.5f, 3.0f, 0.7f};
+    for (int r = 0; r < 4; ++r) m.scales[std::size_t(r)] = float_to_fp16(v[r]);
+    ScaleRequantisation rep;
+    const PackedMatrix p = requantise(pack(m, find_layout("t2p")), find_layout("t2p-e8m0"), "w", &rep);
+    const TernaryMatrix got = unpack(p);
+    CHECK(got.codes == m.codes);
+    const float want[4] = {1.0f, 2.0f, 2.0f, 0.5f};
+    for (int r = 0; r < 4; ++r) CHECK(fp16_to_float(got.scales[std::size_t(r)]) == want[r]);
+    const double rel07 = (fp16_to_float(float_to_fp16(0.7f)) - 0.5) / fp16_to_float(float_to_fp16(0.7f));
+    CHECK(rep.scales == 4);
+    CHECK(rep.changed == 3);
+    CHECK(rep.max_rel_error == doctest::Approx(1.0 / 3).epsilon(1e-12));
+    CHECK(rep.mean_rel_error == doctest::Approx((1.0 / 3 + 1.0 / 3 + rel07) / 4).epsilon(1e-12));
+    CHECK(rep.worst == "row 1 block 0: 1.5 -> 2");
+    // Into fp16 nothing moves; the exact path and the lossy one agree.
+    ScaleRequantisation none;
+    CHECK(requantise(pack(m, find_layout("t2p")), find_layout("t2x4"), "w", &none).bytes ==
+          pack(m, find_layout("t2x4")).bytes);
+    CHECK(none.changed == 0);
+    CHECK(none.max_rel_error == 0);
+    CHECK(none.worst.empty());
+    // No rounding exists: a negative scale into e8m0, and zero, whose e8m0 value 2^-127 fp16 cannot hold.
+    m.scales[2] = float_to_fp16(-0.5f);
+    test::check_error([&] { requantise_scales(m, ScaleFormat::e8m0, "wq"); }, "wq: row 2 block 0", "negative", "e8m0");
+    m.scales[2] = 0;
+    test::check_error([&] { requantise_scales(m, ScaleFormat::e8m0, "wq"); }, "wq: row 2 block 0", "outside the fp16 range");
+    CHECK(fp16_to_float(requantise_scales(m, ScaleFormat::e4m3).scales[2]) == 0.0f);
+  }
+
+  TEST_CASE("unpack refuses a stored scale the layout-free fp16 form cannot hold") {
+    PackedMatrix p = pack(make_weights(4, 128, 12), find_layout("t2p-e8m0"));
+    p.bytes[128 + 3] = 127 + 20;  // row 3: 2^20, beyond fp16
+    test::check_error([&] { unpack(p); }, "t2p-e8m0", "row 3 block 0", "e8m0");
   }
 }

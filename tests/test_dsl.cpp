@@ -172,12 +172,12 @@ TEST_SUITE("dsl") {
     const auto t2p = find_layout("t2p").formulas();
     REQUIRE(t2p.size() == 2);
     CHECK(t2p[0] == "k 0..127: row = (half:2, pair:2), k = (kk:8, s:4, word:4); byte = 8 + kk + 8 half + 16 word + 64 pair, slot = s");
-    CHECK(t2p[1] == "scale of row r at byte 0 + 2 r");
+    CHECK(t2p[1] == "fp16 scale of row r at byte 0 + 2 r");
     const auto ptq = find_layout("ptq1_0").formulas();
     REQUIRE(ptq.size() == 4);
     CHECK(ptq[0] == "k 0..79: row = (row:1), k = (m:16, n:5); byte = m, digit = n");
     CHECK(ptq[2] == "k 120..127: row = (row:1), k = (h:2, n:4); byte = 24 + h, digit = n");
-    CHECK(ptq[3] == "scale of row r at byte 26");
+    CHECK(ptq[3] == "fp16 scale of row r at byte 26");
     CHECK(find_layout("t2p-split").formulas()[1].starts_with("k 64..127: "));
   }
 
@@ -195,5 +195,39 @@ TEST_SUITE("dsl") {
     CHECK(find_layout("t2r-slot-major").strip_plan != nullptr);
     CHECK(find_layout("t2p").strip_plan == nullptr);
     CHECK(all_layouts().size() >= 9);
+  }
+
+  TEST_CASE("the scale format sizes the scale site; the strategies and plans follow from the geometry") {
+    // One-byte scales may sit one byte apart; two-byte ones may not.
+    constexpr LayoutSpec e4m3 = test_layouts::T2pE4m3::spec;
+    static_assert(find_violation(e4m3).rule == Rule::valid);
+    constexpr LayoutSpec as_fp16 = [] {
+      LayoutSpec s = test_layouts::T2pE4m3::spec;
+      s.scales.format = ScaleFormat::fp16;
+      return s;
+    }();
+    static_assert(find_violation(as_fp16).rule == Rule::scales_overlap);
+    static_assert(facts<test_layouts::T2pE4m3>.block_bytes == 132);
+    static_assert(facts<test_layouts::T2pE8m0>.block_bytes == 132);
+    static_assert(facts<test_layouts::T2pBf16>.block_bytes == 136);
+    static_assert(facts<test_layouts::T2rE4m3>.block_bytes == 528);
+    static_assert(is_scale_byte(test_layouts::T2pE8m0::spec, 131) && !is_scale_byte(test_layouts::T2pE8m0::spec, 132));
+
+    const LayoutInfo& L = find_layout("t2p-e4m3");
+    CHECK(L.scale_format() == ScaleFormat::e4m3);
+    CHECK(L.scale_bytes() == 1);
+    CHECK(L.bits_per_weight() == doctest::Approx(8.0 * 132 / 512));
+    CHECK(L.facts.slot_vectorizable);
+    CHECK(L.facts.payload_begin == 4);
+    CHECK(L.formulas().back() == "e4m3 scale of row r at byte 0 + 1 r");
+    CHECK(find_layout("t2p-e8m0").formulas().back() == "e8m0 scale of row r at byte 128 + 1 r");
+    CHECK(find_layout("t2p").scale_format() == ScaleFormat::fp16);
+    for (const char* name : {"t2p-bf16", "t2p-e4m3", "t2p-e8m0"}) {
+      CAPTURE(name);
+      const auto st = find_layout(name).strategies();
+      CHECK(std::find(st.begin(), st.end(), "slot-mask") != st.end());
+    }
+    const auto r = find_layout("t2r-e4m3").strategies();
+    CHECK(std::find(r.begin(), r.end(), "broadcast") != r.end());
   }
 }

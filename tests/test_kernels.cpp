@@ -469,17 +469,31 @@ TEST_SUITE("kernels") {
                 "reference/scalar");
   }
 
+  TEST_CASE("a layout's scale format leaves it the kernels of its geometry") {
+    const auto names = [](const char* layout) {
+      std::vector<std::string> n;
+      for (const KernelVariant& k : test::checked_kernels_for(find_layout(layout))) n.push_back(k.name());
+      return n;
+    };
+    for (const char* variant : {"t2p-bf16", "t2p-e4m3", "t2p-e8m0"}) {
+      CAPTURE(variant);
+      CHECK(names(variant) == names("t2p"));
+    }
+    CHECK(names("t2r-e4m3") == names("t2r"));
+  }
+
   TEST_CASE("run_gemv / run_gemm on 1, 2 and 3 threads give the single-call bits") {
     const std::int64_t rows = 40, cols = 2048, tokens = 6;
     const TernaryMatrix w = make_weights(rows, cols, 3, Fill::random, ScaleKind::random);
     const std::vector<float> xf = make_float_activations(tokens, cols, 4);
     const Q8KBatch x = quantize_batch(xf.data(), tokens, cols);
-    const std::vector<float> want = oracle_float(w, x);
     for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       for (const LayoutInfo* L : all_layouts()) {
         if (rows % L->rows) continue;
-        const PackedMatrix p = pack(w, *L);
+        const TernaryMatrix wl = requantise_scales(w, L->scale_format());  // the identity for fp16
+        const std::vector<float> want = oracle_float(wl, x);
+        const PackedMatrix p = pack(wl, *L);
         for (const KernelVariant& k : test::checked_kernels_for(*L)) {
           CAPTURE(threads);
           CAPTURE(k.name());

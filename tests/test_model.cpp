@@ -198,10 +198,12 @@ TEST_SUITE("model") {
         if (type == 143 && layout->gguf_type < 0) continue;
         LoadOptions o;
         o.layout = std::string(layout->name);
-        // The one expected skip: the tiny model's matrices have power-of-two row counts, so a
-        // layout whose blocks hold another number of rows (the test-only t2w3) cannot take them,
-        // and must say so naming the layout. Any other load failure fails the test.
-        const bool fits = (layout->rows & (layout->rows - 1)) == 0;
+        // The expected skips: the tiny model's matrices have power-of-two row counts, so a layout
+        // whose blocks hold another number of rows (the test-only t2w3) cannot take them; and its
+        // scales are fp16 values that a layout with another scale format (t2p-e4m3, ...) cannot
+        // hold exactly, so the exact repack refuses. Either must say so naming the layout. Any
+        // other load failure fails the test.
+        const bool fits = (layout->rows & (layout->rows - 1)) == 0 && layout->scale_format() == ScaleFormat::fp16;
         std::unique_ptr<Model> m;
         try {
           m = Model::load(tiny_path(type), o);
@@ -236,6 +238,29 @@ TEST_SUITE("model") {
     CHECK(want.size() == 3);
     MESSAGE("(layout, kernel, file type) combinations compared with the reference: ", compared);
     CHECK(compared >= int(all_layouts().size()));
+  }
+
+  TEST_CASE("an exact load into another scale format refuses; the requantising load rounds and reports") {
+    LoadOptions o;
+    o.layout = "t2p-bf16";
+    test::check_error([&] { Model::load(tiny_path(), o); }, "output.weight", "t2p-bf16", "bf16", "refuses");
+    o.requantise_scales = true;
+    const auto lossy = Model::load(tiny_path(), o);
+    const ScaleRequantisation& r = lossy->scale_requantisation();
+    MESSAGE("bf16 requantisation: ", r.changed, " of ", r.scales, " scales moved, max relative error ", r.max_rel_error,
+            " (", r.worst, "), mean ", r.mean_rel_error);
+    CHECK(r.changed > 0);
+    CHECK(r.changed <= r.scales);
+    CHECK(r.max_rel_error > 0);
+    CHECK(r.max_rel_error <= 0x1p-8);  // half a unit in bf16's 8th significant bit
+    CHECK(r.mean_rel_error <= r.max_rel_error);
+    CHECK(r.worst.find(".weight row ") != std::string::npos);
+    const auto exact = Model::load(tiny_path());
+    CHECK(exact->scale_requantisation().scales == 0);
+    Session a = lossy->new_session(), b = exact->new_session();
+    const std::vector<float> la = lossy->forward(a, kPrompt), lb = exact->forward(b, kPrompt);
+    CHECK(la != lb);  // the rounded scales reach the logits
+    CHECK(std::all_of(la.begin(), la.end(), [](float v) { return std::isfinite(v); }));
   }
 
   TEST_CASE("mmap and memory loads give the same logits") {

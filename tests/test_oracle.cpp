@@ -125,7 +125,9 @@ TEST_SUITE("oracle") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
       const std::int64_t rows = test::whole_rows(*L, 16), cols = 2048, tokens = 7;
-      const TernaryMatrix w = make_weights(rows, cols, 21, Fill::random, ScaleKind::random);
+      // Random scales in the layout's own format: the oracle sees exactly the scales the kernels decode.
+      const TernaryMatrix w =
+          requantise_scales(make_weights(rows, cols, 21, Fill::random, ScaleKind::random), L->scale_format());
       const std::vector<float> xf = make_float_activations(tokens, cols, 22);
       const Q8KBatch x = quantize_batch(xf.data(), tokens, cols);
       const std::vector<float> want = oracle_float(w, x);

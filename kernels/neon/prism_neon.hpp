@@ -25,6 +25,9 @@ struct PrismNeon {
     if (!L.facts.natural_two_bit)
       fail(kernel_name(Strategy::prism_neon, Isa::dotprod), " kernel cannot run layout '", L.name,
            "': not natural 2-bit order");
+    if (L.scale_format() != ScaleFormat::fp16)
+      fail(kernel_name(Strategy::prism_neon, Isa::dotprod), " kernel cannot run layout '", L.name,
+           "': PrismML's kernel reads fp16 scales");
   }
 
   static std::int32_t block_dot(const std::uint8_t* codes, const std::int8_t* q8) {

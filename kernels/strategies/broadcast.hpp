@@ -48,6 +48,9 @@ struct Broadcast {
     if (L.rows != R) return cat("the kernel takes ", R, "-row blocks, the layout has ", L.rows);
     if (R < kLanes) return cat("a strip of ", R, " rows fills only part of a ", kLanes, "-lane vector");
     if (L.k != 128 || L.strip_plan->strips != kStrips) return "the kernel takes blocks of 128 weights per row";
+    // Every e4m3 value is an fp16 value; bf16 and e8m0 reach beyond fp16's range.
+    if (L.scale_format() != ScaleFormat::fp16 && L.scale_format() != ScaleFormat::e4m3)
+      return cat("the lanes read fp16 scales, which cannot hold every ", scale_format_name(L.scale_format()), " scale");
     return "";
   }
   static const StripPlan& checked_plan(const LayoutInfo& L) {
@@ -56,12 +59,19 @@ struct Broadcast {
     return *L.strip_plan;
   }
 
-  // The fp16 scales of a block's rows as R consecutive halves: in place when the layout stores
-  // them so, else gathered into `tmp`.
+  // The scales of a block's rows as R consecutive fp16 halves: in place when the layout stores
+  // them so, else gathered (and converted, exactly: see why_not) into `tmp`.
   static const std::uint8_t* row_scales(const LayoutInfo& L, const std::uint8_t* blk, bool contiguous,
                                         std::uint8_t* tmp) {
     if (contiguous) return blk + L.scale_offset(0);
-    for (int r = 0; r < R; ++r) std::memcpy(tmp + 2 * r, blk + L.scale_offset(r), 2);
+    if (L.scale_format() == ScaleFormat::fp16) {
+      for (int r = 0; r < R; ++r) std::memcpy(tmp + 2 * r, blk + L.scale_offset(r), 2);
+      return tmp;
+    }
+    for (int r = 0; r < R; ++r) {
+      const std::uint16_t h = float_to_fp16(L.scale(blk, r));
+      std::memcpy(tmp + 2 * r, &h, 2);
+    }
     return tmp;
   }
 
@@ -140,7 +150,7 @@ struct Broadcast {
       const std::int64_t g = rows<LP, T, GS, PF, kContiguous>(plan, w, acts, y, ldy, live, g0, g1);
       if constexpr (GS > 1) rows<LP, T, 1, PF, kContiguous>(plan, w, acts, y, ldy, live, g, g1);
     };
-    if (w.layout->spec->scales.row_stride == 2)
+    if (w.layout->spec->scales.row_stride == 2 && w.layout->scale_format() == ScaleFormat::fp16)
       run.template operator()<true>();
     else
       run.template operator()<false>();

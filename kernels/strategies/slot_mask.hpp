@@ -162,7 +162,8 @@ struct SlotMask {
   }
 
   static void scales(const SlotVectorPlan& p, const std::uint8_t* blk, float* d) {
-    for (int r = 0; r < ROWS; ++r) d[r] = P::fp16(blk + p.scale_offset[r]);
+    const ScaleFormat f = p.layout->scale_format();
+    for (int r = 0; r < ROWS; ++r) d[r] = block_scale<P>(f, blk + p.scale_offset[r]);
   }
 
   // The gemv in two phases (GemvPhases): the prepared buffer holds the expansion, then, where the

@@ -41,13 +41,14 @@ struct Unpack {
   template <int T>
   static void row(const PackedMatrix& w, std::int64_t g, const SlotActs* a, float* out) {
     const int payload = w.layout->facts.payload_begin, scale = w.layout->scale_offset(0);
+    const ScaleFormat format = w.layout->scale_format();
     const int bytes = w.layout->block_bytes();
     const std::uint8_t* blk = w.block(g, 0);
     const std::int64_t nb = w.blocks_per_row();
     float acc[T] = {};
     const auto fma_block = [&](int t, std::int64_t i, std::int32_t s, const std::uint8_t* b) {
       const BlockActs& ba = a[t].blocks[i];
-      acc[t] = __builtin_fmaf(float(s - ba.ysum), P::fp16(b + scale) * ba.d, acc[t]);
+      acc[t] = __builtin_fmaf(float(s - ba.ysum), block_scale<P>(format, b + scale) * ba.d, acc[t]);
     };
     std::int64_t i = 0;
     if constexpr (T == 1) {  // one token: fold four blocks' lanes at once
