@@ -226,7 +226,8 @@ void derive_row_epilogue(PermutePlan& p, const LayoutInfo& L) {
       const int lo = p.lane_row[a + std::size_t(l)], hi = p.lane_row[a + std::size_t(l) + 4];
       p.half_fold = p.half_fold && (lo >= R || lo == l) && (hi >= R || hi == l);
     }
-  bool consecutive = true;
+  // One vector load converts consecutive fp16 scales; other formats go through the decoder per row.
+  bool consecutive = L.scale_format() == ScaleFormat::fp16;
   for (int r = 0; r < R; ++r) consecutive = consecutive && L.scale_offset(r) == L.scale_offset(0) + 2 * r;
   if (consecutive && L.scale_offset(0) + 16 <= p.block_bytes)
     p.scale_read = 16;

@@ -257,7 +257,8 @@ struct Permute {
     if (p.scale_read == 16) return P::row_scales(blk + p.scale_offset[0]);
     if (p.scale_read == 8) return P::row_scales4(blk + p.scale_offset[0]);
     alignas(32) float d[8] = {};
-    for (int r = 0; r < p.rows; ++r) d[r] = P::fp16(blk + p.scale_offset[r]);
+    const ScaleFormat f = p.layout->scale_format();
+    for (int r = 0; r < p.rows; ++r) d[r] = block_scale<P>(f, blk + p.scale_offset[r]);
     return P::row_load(d);
   }
 
@@ -266,7 +267,8 @@ struct Permute {
   static RowF pair_scales(const PermutePlan& p, const std::uint8_t* b0, const std::uint8_t* b1) {
     if (p.scale_read != 0) return P::scales_pair(b0 + p.scale_offset[0], b1 + p.scale_offset[0]);
     alignas(32) float d[8] = {};
-    for (int r = 0; r < p.rows; ++r) d[r] = P::fp16(b0 + p.scale_offset[r]), d[4 + r] = P::fp16(b1 + p.scale_offset[r]);
+    const ScaleFormat f = p.layout->scale_format();
+    for (int r = 0; r < p.rows; ++r) d[r] = block_scale<P>(f, b0 + p.scale_offset[r]), d[4 + r] = block_scale<P>(f, b1 + p.scale_offset[r]);
     return P::row_load(d);
   }
 
