@@ -30,6 +30,7 @@ std::string variant_names(const std::vector<KernelVariant>& all) {
 KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strategy> only_strategy) {
   const std::vector<KernelVariant> listed = kernels_for(layout);
   std::vector<KernelVariant> all = listed;
+  if (!only_strategy) std::erase_if(all, [](const KernelVariant& k) { return named_only(k.strategy); });
   if (only_strategy) {
     std::erase_if(all, [&](const KernelVariant& k) { return k.strategy != *only_strategy; });
     if (all.empty())
