@@ -392,6 +392,7 @@ TEST_SUITE("dispatch") {
       CAPTURE(L->name);
       CHECK(best_kernel(*L).variant.strategy != Strategy::portable);
       CHECK(best_kernel(*L, Isa::scalar).variant.name() == "reference/scalar");
+      for (const KernelVariant& k : kernels_under_ceiling(*L)) CHECK(k.strategy != Strategy::portable);  // no sweep arm
     }
   }
 
