@@ -51,9 +51,10 @@ void census(const CensusOptions& o) {
             << std::right << std::setw(7) << "insns" << std::setw(8) << "MACs";
   for (inspect::InsnClass cls : inspect::kInsnClasses) std::cout << std::setw(8) << inspect::to_string(cls);
   std::cout << "\n";
+  bool by_multiplies = false;
   for (const LayoutInfo* L : layouts)
     for (const KernelVariant& k : kernels_for(*L)) {
-      if (k.isa == Isa::scalar) continue;  // the reference kernels have no int8 vector loop to count
+      if (k.strategy == Strategy::reference) continue;  // decodes through tables: no kernel loop to count
       const void* gemv = k.phases.rows ? reinterpret_cast<const void*>(k.phases.rows)
                                        : reinterpret_cast<const void*>(k.gemv);
       const std::pair<const char*, const void*> ops[] = {{"gemv", gemv},
@@ -61,10 +62,14 @@ void census(const CensusOptions& o) {
       for (const auto& [op, fn] : ops) {
         if (!fn) continue;
         const inspect::LoopCensus c = inspect::census_of(fn);
-        print_census_row(std::string(L->name), k.name(), op, c);
+        print_census_row(std::string(L->name), k.name() + (c.by_multiplies ? " *" : ""), op, c);
+        by_multiplies |= c.by_multiplies;
         if (o.show) show_loop(c);
       }
     }
+  if (by_multiplies)
+    std::cout << "* no int8 multiply-accumulate instruction in the code: the loop with the most integer multiplies, "
+                 "each counted as a dot of one product per lane (MACs: products)\n";
 }
 
 }  // namespace

@@ -362,31 +362,64 @@ std::string objdump_command() {
 #endif
 }
 
+int multiply_products(const std::string& m, const std::string& ops) {
+  if (is_x86_file()) {
+    const int width = x86_vector_bytes(ops);
+    if (width == 0) return m.rfind("imul", 0) == 0 ? 1 : 0;
+    if (is_one_of(m, {"vpmullw", "pmullw", "vpmulhw", "pmulhw", "vpmaddwd", "pmaddwd"})) return width / 2;
+    if (is_one_of(m, {"vpmulld", "pmulld", "vpmuldq", "pmuldq", "vpmuludq", "pmuludq"})) return width / 4;
+    return 0;
+  }
+  if (!is_one_of(m, {"mul", "mla", "mls", "madd", "msub", "smull", "smull2", "umull", "umull2", "smlal", "smlal2",
+                     "umlal", "umlal2", "smaddl", "umaddl"}))
+    return 0;
+  // The destination's arrangement ("v0.8h, ..."): lanes = the number before the element size.
+  const std::size_t dot = ops.find('.');
+  const std::size_t comma = ops.find(',');
+  if (dot == std::string::npos || (comma != std::string::npos && dot > comma)) return 1;  // w/x registers
+  return std::max(1, std::atoi(ops.c_str() + dot + 1));
+}
+
+namespace {
+// The multiply-read of a function: its multiplies become its dots (LoopCensus::by_multiplies).
+Function by_multiplies(Function f) {
+  for (Insn& i : f.insns)
+    if (const int p = multiply_products(i.mnemonic, i.operands); p > 0) i.cls = InsnClass::dot, i.macs = p;
+  return f;
+}
+}  // namespace
+
 LoopCensus census_of(const void* fn) {
   const bool x86 = is_x86_file();
   const CodeAddress at = locate(fn);
-  std::vector<unsigned long long> frontier = {at.address}, seen;
   std::string first_name;
-  for (int depth = 0; depth < 3 && !frontier.empty(); ++depth) {
-    std::vector<unsigned long long> next;
-    LoopCensus best;
-    bool found = false;
-    for (unsigned long long a : frontier) {
-      if (std::find(seen.begin(), seen.end(), a) != seen.end()) continue;
-      seen.push_back(a);
-      const Function f = disassemble({at.file, a}, x86);
-      if (depth == 0 && f.insns.empty())
-        fail("no function symbol starts at 0x", std::hex, a, " in ", at.file, ": nothing to take a census of");
-      if (first_name.empty()) first_name = f.name;
-      LoopCensus c;
-      if (hot_loop(f, c) && (!found || c.macs > best.macs)) best = c, found = true;
-      next.insert(next.end(), f.calls.begin(), f.calls.end());
+  for (const bool multiplies : {false, true}) {
+    std::vector<unsigned long long> frontier = {at.address}, seen;
+    for (int depth = 0; depth < 3 && !frontier.empty(); ++depth) {
+      std::vector<unsigned long long> next;
+      LoopCensus best;
+      bool found = false;
+      for (unsigned long long a : frontier) {
+        if (std::find(seen.begin(), seen.end(), a) != seen.end()) continue;
+        seen.push_back(a);
+        Function f = disassemble({at.file, a}, x86);
+        if (multiplies) f = by_multiplies(std::move(f));
+        if (depth == 0 && f.insns.empty())
+          fail("no function symbol starts at 0x", std::hex, a, " in ", at.file, ": nothing to take a census of");
+        if (first_name.empty()) first_name = f.name;
+        LoopCensus c;
+        if (hot_loop(f, c) && (!found || c.macs > best.macs)) best = c, found = true;
+        next.insert(next.end(), f.calls.begin(), f.calls.end());
+      }
+      if (found) {
+        best.by_multiplies = multiplies;
+        return best;
+      }
+      frontier = next;
     }
-    if (found) return best;
-    frontier = next;
   }
-  fail("no loop in ", first_name, " (or the functions it calls, two calls deep) does int8 multiply-accumulates: ",
-       "nothing to take a census of");
+  fail("no loop in ", first_name, " (or the functions it calls, two calls deep) does int8 multiply-accumulates ",
+       "or integer multiplies: nothing to take a census of");
 }
 
 }  // namespace ternlab::inspect

@@ -31,19 +31,28 @@ struct Insn {
 // and how many int8 multiply-accumulates a dot instruction does (vpdpbusd zmm: 64, sdot .16b: 16).
 Insn classify(unsigned long long address, std::string mnemonic, std::string operands);
 
+// Products an integer multiply instruction computes, one per destination lane (imul, mul: 1;
+// vpmullw ymm: 16; vpmaddwd ymm: 16; mul v0.8h: 8), else 0. A loop whose code holds no int8
+// multiply-accumulate instruction (a compiler-vectorised or scalar loop) is read by these.
+int multiply_products(const std::string& mnemonic, const std::string& operands);
+
 struct LoopCensus {
   std::string function;       // demangled name of the function the loop is in
   unsigned long long begin = 0, end = 0;  // loop addresses, end inclusive (the backward branch)
   std::vector<Insn> insns;    // the loop body in address order
   std::array<int, 4> count{};  // per InsnClass, per iteration
   int macs = 0;               // int8 multiply-accumulates per iteration
+  // No int8 multiply-accumulate instruction anywhere: the loop is the one with the most integer
+  // multiplies, each counted as a dot of multiply_products products (macs: products).
+  bool by_multiplies = false;
   // Instructions of a class per 64 multiply-accumulates.
   double per64(InsnClass c) const { return macs > 0 ? 64.0 * count[std::size_t(c)] / macs : 0.0; }
 };
 
 // The hot loop of the machine code at `fn` in the running binary: of the innermost loops that do
 // int8 multiply-accumulates (in the function or, failing that, in the functions it calls, two
-// calls deep), the one doing the most of them. Throws ternlab::Error when objdump is missing or
+// calls deep), the one doing the most of them; where no loop has such an instruction, the same
+// search by integer multiplies (by_multiplies). Throws ternlab::Error when objdump is missing or
 // no such loop exists, saying which.
 LoopCensus census_of(const void* fn);
 

@@ -26,7 +26,7 @@ namespace ternlab::detail {
 namespace {
 
 void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
-  strategies::add_neon_strategies<isa::NeonDotprod, isa::NeonDotprodX2>(L, out, gaps);
+  strategies::add_neon_strategies<isa::NeonDotprod, isa::NeonDotprodX2, isa::NeonWidenSlots<isa::Sdot>>(L, out, gaps);
   if (L.facts.natural_two_bit)
     add_or_note(out, gaps, Strategy::prism_neon, Isa::dotprod,
                 L.scale_format() == ScaleFormat::fp16 ? "" : "PrismML's kernel reads fp16 scales", baselines::PrismNeon::kFns);

@@ -15,7 +15,7 @@
 
 namespace ternlab::detail {
 void add_neon_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
-  strategies::add_neon_strategies<isa::Neon<isa::Mull>, isa::NeonX2<isa::Mull>>(L, out, gaps);
+  strategies::add_neon_strategies<isa::Neon<isa::Mull>, isa::NeonX2<isa::Mull>, isa::NeonWidenSlots<isa::Mull>>(L, out, gaps);
 }
 }  // namespace ternlab::detail
 

@@ -8,6 +8,7 @@
 #include "common/strings.hpp"
 #include "kernels/arm_kernels.hpp"
 #include "kernels/cpu.hpp"
+#include "kernels/portable/portable.hpp"
 #include "kernels/x86_kernels.hpp"
 
 namespace ternlab {
@@ -18,7 +19,7 @@ constexpr std::pair<Strategy, std::string_view> kStrategyNames[] = {
     {Strategy::slot_mask, "slot-mask"}, {Strategy::base3, "base3"},
     {Strategy::unpack, "unpack"},       {Strategy::unpack_vecdot, "unpack-vecdot"},
     {Strategy::prism_neon, "prism-neon"}, {Strategy::permute, "permute"},
-    {Strategy::slot_mask_widen, "slot-mask-widen"},
+    {Strategy::slot_mask_widen, "slot-mask-widen"}, {Strategy::portable, "portable"},
 };
 }  // namespace
 
@@ -55,6 +56,10 @@ std::vector<KernelVariant> collect(const LayoutInfo& layout, std::vector<KernelG
   if (isa_supported(Isa::neon)) detail::add_neon_kernels(layout, v, gaps);
   if (isa_supported(Isa::dotprod)) detail::add_dotprod_kernels(layout, v, gaps);
   if (isa_supported(Isa::i8mm)) detail::add_i8mm_kernels(layout, v, gaps);
+  // One plain C++ kernel source in two compiles (kernels/portable/): for experiments, never chosen
+  // by default (named_only).
+  detail::add_portable_scalar_kernels(layout, v, gaps);
+  if (isa_supported(detail::kPortableAutovecIsa)) detail::add_portable_autovec_kernels(layout, v, gaps);
   return v;
 }
 }  // namespace

@@ -30,6 +30,7 @@ std::string variant_names(const std::vector<KernelVariant>& all) {
 KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strategy> only_strategy) {
   const std::vector<KernelVariant> listed = kernels_for(layout);
   std::vector<KernelVariant> all = listed;
+  if (!only_strategy) std::erase_if(all, [](const KernelVariant& k) { return named_only(k.strategy); });
   if (only_strategy) {
     std::erase_if(all, [&](const KernelVariant& k) { return k.strategy != *only_strategy; });
     if (all.empty())
@@ -103,9 +104,10 @@ KernelChoice best_kernel_of(const LayoutInfo& layout, Strategy strategy) {
   return best_kernel_of(layout, strategy, best_isa());
 }
 
+// Named-only variants (the portable kernel's two compiles) are left out of sweeps too: an arm names them.
 std::vector<KernelVariant> kernels_under_ceiling(const LayoutInfo& layout) {
   std::vector<KernelVariant> all = kernels_for(layout);
-  std::erase_if(all, [](const KernelVariant& k) { return !isa_at_or_below(k.isa, best_isa()); });
+  std::erase_if(all, [](const KernelVariant& k) { return !isa_at_or_below(k.isa, best_isa()) || named_only(k.strategy); });
   return all;
 }
 

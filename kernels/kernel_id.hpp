@@ -21,13 +21,19 @@ enum class Strategy {
   unpack_vecdot,  // the same with one vec_dot per (row, token) in gemm
   prism_neon,     // PrismML's stock NEON pq2_0 kernel (spec 6.1), a faithful baseline arm
   permute,        // any valid layout: byte shuffles gather each row's codes for dot4 (the fallback)
+  portable,       // slot-mask in plain C++ loops, one source built with and without auto-vectorisation
 };
 
 // Which strategy best_kernel takes when several run on the same ISA, first preferred.
 inline constexpr Strategy kStrategyPreference[] = {Strategy::broadcast,     Strategy::slot_mask, Strategy::base3,
                                                    Strategy::unpack,        Strategy::unpack_vecdot,
                                                    Strategy::prism_neon,    Strategy::permute,
-                                                   Strategy::slot_mask_widen, Strategy::reference};
+                                                   Strategy::slot_mask_widen, Strategy::portable,
+                                                   Strategy::reference};
+
+// Strategies that exist to be compared, not run: default selection (best_kernel) never takes them;
+// an experiment arm or a filtered choice names them (kernel = "portable/avx2").
+inline constexpr bool named_only(Strategy s) { return s == Strategy::portable; }
 
 // The strategy every valid layout gets (kernels/strategies/permute.hpp): best_kernel ranks it below
 // every other SIMD kernel whatever their ISAs (a layout that admits a richer strategy keeps it),

@@ -5,6 +5,8 @@
 
 #include "inspect/census.hpp"
 #include "kernels/catalog.hpp"
+#include "kernels/cpu.hpp"
+#include "kernels/portable/portable.hpp"
 #include "layouts/registry.hpp"
 
 using namespace ternlab;
@@ -91,6 +93,42 @@ TEST_SUITE("census") {
     CHECK(inspect::classify(0, "ldr", "x1, [x0]").cls == InsnClass::other);
     CHECK(inspect::classify(0, "tbl", "v0.16b, {v1.16b}, v2.16b").cls == InsnClass::chore);
     CHECK(inspect::classify(0, "prfm", "pldl1keep, [x0, #2048]").cls == InsnClass::other);
+#endif
+  }
+
+  TEST_CASE("the portable kernel's two compiles: vector multiplies in one loop, scalar ones only in the other") {
+    int builds = 0;
+    for (const KernelVariant& k : kernels_for(find_layout("t2p"))) {
+      if (k.strategy != Strategy::portable) continue;
+      CAPTURE(k.name());
+      const inspect::LoopCensus c = inspect::census_of(reinterpret_cast<const void*>(k.phases.rows));
+      INFO("loop in ", c.function);
+      int vector_products = 0, scalar_products = 0;
+      for (const inspect::Insn& i : c.insns)
+        if (i.cls == InsnClass::dot) (i.macs > 1 ? vector_products : scalar_products) += i.macs;
+      if (k.isa == Isa::scalar) {  // built with -fno-tree-vectorize
+        CHECK(c.by_multiplies);
+        CHECK(scalar_products > 0);
+        CHECK(vector_products == 0);
+      } else {  // built with -O3 -ftree-vectorize
+        CHECK(vector_products > 0);
+      }
+      ++builds;
+    }
+    CHECK(builds == (isa_supported(detail::kPortableAutovecIsa) ? 2 : 1));
+  }
+
+  TEST_CASE("multiply_products counts one product per destination lane") {
+#if defined(__x86_64__)
+    CHECK(inspect::multiply_products("imul", "%ecx,%eax") == 1);
+    CHECK(inspect::multiply_products("vpmullw", "%ymm1,%ymm2,%ymm3") == 16);
+    CHECK(inspect::multiply_products("vpmulld", "%xmm1,%xmm2,%xmm3") == 4);
+    CHECK(inspect::multiply_products("vpaddd", "%ymm1,%ymm2,%ymm3") == 0);
+#else
+    CHECK(inspect::multiply_products("mul", "w0, w1, w2") == 1);
+    CHECK(inspect::multiply_products("mul", "v0.8h, v1.8h, v2.8h") == 8);
+    CHECK(inspect::multiply_products("smlal2", "v0.4s, v1.8h, v2.8h") == 4);
+    CHECK(inspect::multiply_products("add", "v0.4s, v1.4s, v2.4s") == 0);
 #endif
   }
 

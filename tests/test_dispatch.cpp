@@ -14,6 +14,7 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/measure.hpp"
 #include "kernels/oracle.hpp"
+#include "kernels/portable/portable.hpp"
 #include "kernels/testdata.hpp"
 #include "tests/support.hpp"
 
@@ -225,7 +226,13 @@ TEST_SUITE("dispatch") {
       if (L->facts.natural_two_bit) add("unpack", false);
       if (L->facts.natural_two_bit && dotprod) want.insert("prism-neon/dotprod");
       if (L->facts.digit_planar && base3_plan(*L).why_not.empty()) add("base3", false);
-      if (L->facts.slot_vectorizable && neon_slot_plan(*L).why_not.empty()) add("slot-mask", smmla_why_not(*L).empty());
+      if (L->facts.slot_vectorizable && neon_slot_plan(*L).why_not.empty()) {
+        add("slot-mask", smmla_why_not(*L).empty());
+        add("slot-mask-widen", false);
+        // The portable kernel's two compiles run the same 16-byte plan.
+        want.insert("portable/scalar");
+        want.insert("portable/neon");
+      }
       add("permute", false);  // the fallback: every valid layout, on every NEON level
       CHECK(variant_names(*L) == want);
     }
@@ -300,7 +307,8 @@ TEST_SUITE("dispatch") {
           switch (k.strategy) {
             case Strategy::broadcast: readable = other->facts.row_interleaved && other->rows == built_for->rows; break;
             case Strategy::slot_mask:
-            case Strategy::slot_mask_widen: readable = other->facts.slot_vectorizable; break;
+            case Strategy::slot_mask_widen:
+            case Strategy::portable: readable = other->facts.slot_vectorizable; break;
             case Strategy::unpack:
             case Strategy::unpack_vecdot:
             case Strategy::prism_neon: readable = other->facts.natural_two_bit; break;
@@ -343,7 +351,11 @@ TEST_SUITE("dispatch") {
         set_isa_ceiling(Isa::scalar);
         test::check_error([&] { select_kernel(*L, k.name()); }, k.name(), "above the ISA ceiling scalar");
         const std::string strategy(strategy_name(k.strategy));
-        test::check_error([&] { select_kernel(*L, strategy); }, strategy, "ceiling");
+        const std::string scalar_build = kernel_name(k.strategy, Isa::scalar);  // portable/scalar: one exists
+        if (std::ranges::any_of(kernels_for(*L), [&](const KernelVariant& o) { return o.name() == scalar_build; }))
+          CHECK(select_kernel(*L, strategy).name() == scalar_build);
+        else
+          test::check_error([&] { select_kernel(*L, strategy); }, strategy, "ceiling");
         CHECK(select_kernel(*L, "best").name() == "reference/scalar");
         CHECK(select_kernel(*L, "").name() == "reference/scalar");
         clear_isa_ceiling();
@@ -367,6 +379,20 @@ TEST_SUITE("dispatch") {
       }
       test::check_error([&] { select_kernel(*L, "teleport"); }, "no kernel 'teleport'", L->name, "unknown strategy",
                         "reference/scalar");
+    }
+  }
+
+  TEST_CASE("the portable kernel's two compiles are listed for slot layouts, selectable by name, never chosen") {
+    const std::string autovec = kernel_name(Strategy::portable, detail::kPortableAutovecIsa);
+    const LayoutInfo& t2p = find_layout("t2p");
+    CHECK(variant_names(t2p).count("portable/scalar") == 1);
+    CHECK(variant_names(t2p).count(autovec) == (isa_supported(detail::kPortableAutovecIsa) ? 1u : 0u));
+    CHECK(select_kernel(t2p, "portable/scalar").name() == "portable/scalar");
+    for (const LayoutInfo* L : all_layouts()) {
+      CAPTURE(L->name);
+      CHECK(best_kernel(*L).variant.strategy != Strategy::portable);
+      CHECK(best_kernel(*L, Isa::scalar).variant.name() == "reference/scalar");
+      for (const KernelVariant& k : kernels_under_ceiling(*L)) CHECK(k.strategy != Strategy::portable);  // no sweep arm
     }
   }
 

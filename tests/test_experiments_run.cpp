@@ -483,11 +483,12 @@ layout = "t2p"
     for (const BenchConfig& c : configs) {
       INFO(c.toml);
       const bool gemm = c.kind == "gemm";
-      // Every variant of the two layouts this CPU runs (the reference only with --reference), then the peers where AVX2 is.
+      // Every variant of the two layouts this CPU runs (the reference only with --reference; no named-only
+      // experiment kernel), then the peers where AVX2 is.
       std::set<std::string> want;
       for (const char* layout : {"pq2_0", "t2p"})
         for (const KernelVariant& k : kernels_for(find_layout(layout)))
-          if (k.strategy != Strategy::reference && isa_supported(k.isa) && isa_at_or_below(k.isa, best_isa()) && k.gemv &&
+          if (k.strategy != Strategy::reference && !named_only(k.strategy) && isa_supported(k.isa) && isa_at_or_below(k.isa, best_isa()) && k.gemv &&
               (!gemm || k.gemm))
             want.insert(cat(layout, " ", k.name()));
       if (isa_supported(Isa::avx2)) want.insert({"BitNet I2_S", "ggml TQ2_0"});

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/cpu.hpp"
+#include "kernels/kernel_id.hpp"
 #include "kernels/kernel_plan.hpp"
 
 namespace ternlab::isa {
@@ -101,6 +102,29 @@ struct Neon {
     __fp16 h;
     __builtin_memcpy(&h, p, 2);
     return float(h);
+  }
+};
+
+// The slot-mask strategy without the trick with 4 and 16 (Strategy::slot_mask_widen, an experiment
+// arm): every slot is shifted down to its code 0..3 and dotted as it is, so the accumulator needs
+// no Horner shifts, at the price of a shift per slot. Same plan, pair order and epilogue as Neon;
+// exact for the same reason (codes 0..3 are positive int8).
+template <class D>
+struct NeonWidenSlots : Neon<D> {
+  using typename Neon<D>::V;
+  using typename Neon<D>::Slots;
+  static constexpr Strategy kSlotStrategy = Strategy::slot_mask_widen;
+  static Slots extract(uint8x16_t v) {
+    const uint8x16_t m = vdupq_n_u8(0x03);
+    const auto code = [](uint8x16_t c) { return vreinterpretq_s8_u8(c); };
+    return {{code(vandq_u8(v, m)), code(vandq_u8(vshrq_n_u8(v, 2), m)), code(vandq_u8(vshrq_n_u8(v, 4), m)),
+             code(vshrq_n_u8(v, 6))}};
+  }
+  static V slot_dot(const Slots& w, const std::uint8_t* x) {
+    const auto acts = [&](int s) { return vld1q_s8(reinterpret_cast<const std::int8_t*>(x + 16 * s)); };
+    V acc = D::dot4(vdupq_n_s32(0), w.s[0], acts(0));
+    for (int s = 1; s < 4; ++s) acc = D::dot4(acc, w.s[s], acts(s));
+    return acc;
   }
 };
 

@@ -1,5 +1,6 @@
-// What each aarch64 ISA unit lists: the shared strategies instantiated with its two NEON policies,
-// P (16 bytes: slot-mask, permute) and X2 (32 bytes: base-3, unpack), each where the layout has the
+// What each aarch64 ISA unit lists: the shared strategies instantiated with its NEON policies,
+// P (16 bytes: slot-mask, permute), WidenP (P without the trick with 4 and 16: slot-mask-widen) and
+// X2 (32 bytes: base-3, unpack), each where the layout has the
 // property and the strategy's plan accepts it (otherwise a gap saying why); permute for every layout
 // its plan accepts.
 //
@@ -19,13 +20,16 @@
 namespace ternlab::strategies {
 namespace {
 
-template <class P, class X2>
+template <class P, class X2, class WidenP>
 void add_neon_strategies(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
   static_assert(P::kIsa == X2::kIsa, "one ISA level per unit");
   KernelFns k;
   if (L.facts.slot_vectorizable) {
     const std::string why = pick_slot_mask_any<P>(L, k);  // sets k
     detail::add_or_note(out, gaps, Strategy::slot_mask, P::kIsa, why, k);
+    // The same plan without the trick with 4 and 16, for experiments only (ranked last by dispatch).
+    KernelFns widen;
+    detail::add_or_note(out, gaps, Strategy::slot_mask_widen, P::kIsa, pick_slot_mask_any<WidenP>(L, widen), widen);
   }
   if (L.facts.natural_two_bit) detail::add_or_note(out, gaps, Unpack<X2>::kStrategy, X2::kIsa, "", Unpack<X2>::kFns);
   if (L.facts.digit_planar)
