@@ -1,4 +1,4 @@
-// Writing a whole file so that a reader never sees half of it: the bytes go to a temporary file beside
+// Reading a whole file, and writing one so that a reader never sees half of it: the bytes go to a temporary file beside
 // the target (named for this process, so concurrent writers never share one), which is renamed over the
 // target only once complete and removed if writing fails.
 #pragma once
@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -44,6 +45,15 @@ void write_atomically(const std::filesystem::path& path, Body&& body) {
     f.close();
     if (!f) fail("cannot write ", path.string(), " (disk full?)");
   });
+}
+
+// The whole file as bytes; fails naming the file when it cannot be read.
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(path.string(), ": cannot read");
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
 }
 
 inline void write_file_atomically(const std::filesystem::path& path, const std::string& text) {

@@ -20,14 +20,6 @@ namespace {
 // Marks a comparison page, so `ternlab report` overwrites its own page and nothing else.
 constexpr std::string_view kReportGenerator = "<meta name=\"generator\" content=\"ternlab report\">";
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) fail(p.string(), ": cannot read");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 // `code` and **bold** within one line of escaped text; tags left open at the end are closed.
 std::string inline_html(std::string_view line) {
   std::string o;

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "common/strings.hpp"
+#include "common/files.hpp"
 #include "common/table.hpp"
 #include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
@@ -119,13 +120,6 @@ void validate(const RunSpec& run) {
   grid(run);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 // A drafter that never drafts: the same decode loop as the speculative arms, one token a pass.
 class NoDrafter final : public model::Drafter {
  public:
@@ -184,7 +178,7 @@ RunReport run_speculative(const RunSpec& run, RunContext& ctx) {
     if (prompt.empty()) {
       const Located text = run.at("prompt"), file = run.at("prompt_file");
       if ((text || file) && a.model) {
-        const std::string s = text ? as_string(text) : read_file(as_string(file));
+        const std::string s = text ? as_string(text) : read_text(as_string(file));
         prompt = relocated(text ? text : file, [&] { return model::Tokenizer::from_gguf(a.model->file()).encode(s); });
         if (prompt.empty()) fail_at(text ? text : file, "the prompt encodes to no tokens");
         prompt_source = text ? cat("a ", prompt.size(), "-token prompt (", sig(double(s.size())), " bytes of text)")

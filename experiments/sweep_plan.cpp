@@ -30,14 +30,6 @@ namespace {
 constexpr const char* kManifest = "sweep-plan.json";
 constexpr const char* kGenerator = "ternlab sweep plan";
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) fail(p.string(), ": cannot read");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 Json read_json(const fs::path& p) {
   try {
     return Json::parse(read_text(p));

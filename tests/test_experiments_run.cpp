@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/xml.hpp"
+#include "common/files.hpp"
 #include "experiments/bench.hpp"
 #include "experiments/html.hpp"
 #include "experiments/kinds.hpp"
@@ -98,13 +99,6 @@ fs::path fresh_dir(const std::string& tag) {
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 fs::path write_config(const fs::path& dir, const std::string& text) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/strings.hpp"
+#include "common/files.hpp"
 #include "experiments/html.hpp"
 #include "experiments/report.hpp"
 #include "experiments/sweep_plan.hpp"
@@ -22,13 +23,6 @@ using test::check_error;
 namespace {
 
 constexpr char kScratch[] = "ternlab-sweep";
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 std::size_t count_of(const std::string& s, const std::string& what) {
   std::size_t n = 0;

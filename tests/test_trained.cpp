@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/npy.hpp"
+#include "common/files.hpp"
 #include "model/experiments.hpp"
 #include "model/gguf.hpp"
 #include "model/model.hpp"
@@ -31,14 +32,6 @@ using namespace ternlab::model;
 namespace {
 
 std::string trained(const std::string& name) { return std::string(TERNLAB_MODELS_DIR) + "/bonsai-kjv-py/" + name; }
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  REQUIRE_MESSAGE(f.good(), "cannot read ", path);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 std::uint64_t fnv1a64_ids(const std::vector<std::int32_t>& ids) {
   std::uint64_t h = 0xCBF29CE484222325ull;

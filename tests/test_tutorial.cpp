@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/strings.hpp"
+#include "common/files.hpp"
 #include "experiments/bench.hpp"
 #include "experiments/config.hpp"
 #include "experiments/runner.hpp"
@@ -27,13 +28,6 @@ using namespace ternlab;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The value after `flag` in a command's words, or `fallback`.
 std::string flag_value(const std::vector<std::string>& w, const std::string& flag, const std::string& fallback = "") {
