@@ -19,7 +19,6 @@ namespace ternlab::experiments {
 
 namespace {
 
-
 // A TOML string, quoted and escaped by toml++.
 std::string quoted(const std::string& s) {
   std::ostringstream os;

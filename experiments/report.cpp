@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <ctime>
 #include <iomanip>
@@ -93,13 +95,25 @@ Machine this_machine() {
   m.build_type = TERNLAB_BUILD_TYPE;
   m.git = TERNLAB_GIT[0] ? TERNLAB_GIT : "unknown";
   m.int8_loop = int8_compute_instruction();
+  m.hostname = host_name();
+  m.started_utc = utc_now();
+  return m;
+}
+
+std::string host_name() {
   char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0) m.hostname = host;
+  return gethostname(host, sizeof host - 1) == 0 ? host : "";
+}
+
+std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  m.started_utc = buf;
-  return m;
+  return buf;
+}
+
+bool process_gone(const std::string& host, long pid) {
+  return host == host_name() && pid > 0 && kill(pid_t(pid), 0) != 0 && errno == ESRCH;
 }
 
 Json sweep_json(const RunSpec& run) {

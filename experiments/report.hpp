@@ -85,6 +85,11 @@ struct Machine {
   std::int64_t memory_bytes = 0;  // physical memory (0: unknown)
 };
 Machine this_machine();
+// This host's name ("" when it has none) and the time now as 2026-12-01T17:50:00Z.
+std::string host_name();
+std::string utc_now();
+// Whether a process recorded as (host, pid) is known to be gone: only on this host, where it can be asked.
+bool process_gone(const std::string& host, long pid);
 Json machine_json(const Machine& m);
 // The run's point in its sweep: {"key": "value"} per swept key.
 Json sweep_json(const RunSpec& run);

@@ -60,11 +60,6 @@ struct TempFolder {
   }
 };
 
-std::string host_name() {
-  char host[256] = {};
-  return gethostname(host, sizeof host - 1) == 0 ? host : "";
-}
-
 // A run killed before its rename (SIGKILL, the out-of-memory killer, a power cut) leaves its hidden
 // temporary folder behind. The next run of the same name into the same output removes each one whose
 // owner file names a process of this host that is gone; any other (a run in progress, or one from
@@ -78,7 +73,7 @@ void clean_stale_partials(const fs::path& output, const std::string& name, std::
     std::string host;
     long pid = 0;
     std::ifstream(e.path() / "owner") >> host >> pid;
-    const bool gone = host == host_name() && pid > 0 && kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+    const bool gone = process_gone(host, pid);
     if (gone) {
       std::error_code rm;
       fs::remove_all(e.path(), rm);

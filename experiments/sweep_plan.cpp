@@ -69,18 +69,6 @@ std::string point_name(int index) {
   return buf;
 }
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buf;
-}
-
-std::string host_name() {
-  char host[256] = {};
-  return gethostname(host, sizeof host - 1) == 0 ? host : "";
-}
-
 std::string sweep_label(const Json& sweep) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : sweep.items()) parts.push_back(k + "=" + text_of(v));
@@ -385,7 +373,7 @@ std::vector<PointStatus> sweep_status(const SweepPlan& plan) {
       s.state = PointState::incomplete;
       s.hostname = j.value("hostname", "");
       const long pid = j.value("pid", 0L);
-      const bool gone = s.hostname == host_name() && pid > 0 && kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+      const bool gone = process_gone(s.hostname, pid);
       s.message = cat("started ", j.value("started_utc", "?"), " on ", s.hostname, " (process ", pid, gone ? ", gone: it died half-way)" : "), no exit status: it died half-way or is still running");
     }
     out.push_back(std::move(s));
