@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "common/table.hpp"
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/memory.hpp"
 #include "common/npy.hpp"
 #include "common/strings.hpp"
@@ -83,6 +84,7 @@ void run_info(const std::string& path, bool tensors) {
 struct GenerateOptions {
   std::string path, prompt = "Hello", layout, kernel, mode = "mmap";
   std::string plan = "estimate";
+  bool requantise = false;
   int n = 16, threads = 1;
   float temperature = 0, top_p = 1;
   std::uint64_t seed = 1;
@@ -103,6 +105,18 @@ void show_load_progress(LoadOptions& lo, const std::string& what) {
   };
 }
 
+// What --requantise-scales did: the lossy path is only ever taken by name, and says what it changed.
+void print_requantisation(const Model& m, bool requested) {
+  if (!requested) return;
+  const ScaleRequantisation& r = m.scale_requantisation();
+  std::cout << "--requantise-scales: " << r.changed << " of " << r.scales << " scales moved to "
+            << scale_format_name(m.layout().scale_format()) << " (layout " << m.layout().name << ")";
+  if (r.changed > 0)
+    std::cout << "; relative error max " << r.max_rel_error << ", mean " << r.mean_rel_error << " (over all scales); worst "
+              << r.worst;
+  std::cout << "\n";
+}
+
 void run_generate(const GenerateOptions& o) {
   LoadOptions lo;
   lo.layout = o.layout;
@@ -110,8 +124,10 @@ void run_generate(const GenerateOptions& o) {
   lo.plan = parse_plan_mode(o.plan);
   lo.threads = o.threads;
   lo.mode = gguf::parse_mode(o.mode);
+  lo.requantise_scales = o.requantise;
   show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
   auto m = Model::load(o.path, lo);
+  print_requantisation(*m, o.requantise);
   const auto tok = Tokenizer::from_gguf(m->file());
   const auto prompt = tok.encode(o.prompt);
   if (prompt.empty()) fail("the prompt encodes to no tokens");
@@ -208,6 +224,7 @@ struct LogitsOptions {
   std::string path, prompt, tokens, layout, kernel, mode = "mmap";
   std::vector<std::string> out;
   int threads = 1;
+  bool requantise = false;
 };
 
 // "1, 2 3" -> {1, 2, 3}: ids separated by commas and/or spaces.
@@ -245,7 +262,9 @@ void run_logits(const LogitsOptions& o) {
   lo.kernel = o.kernel;
   lo.threads = o.threads;
   lo.mode = gguf::parse_mode(o.mode);
+  lo.requantise_scales = o.requantise;
   auto m = Model::load(o.path, lo);
+  print_requantisation(*m, o.requantise);
   std::vector<std::int32_t> ids;
   if (!o.prompt.empty()) {
     ids = Tokenizer::from_gguf(m->file()).encode(o.prompt);
@@ -268,9 +287,38 @@ void run_logits(const LogitsOptions& o) {
   std::cout << "\n";
 }
 
+struct PerplexityOptions {
+  std::string path, text, layout, kernel, mode = "mmap";
+  int tokens = 0, chunk = 64, threads = 1;
+  bool requantise = false;
+};
+
+// Perplexity of a text file, tokenised with the file's tokenizer, in chunks each from a fresh state.
+void run_perplexity(const PerplexityOptions& o) {
+  const std::string text = read_text(o.text);
+  LoadOptions lo;
+  lo.layout = o.layout;
+  lo.kernel = o.kernel;
+  lo.threads = o.threads;
+  lo.mode = gguf::parse_mode(o.mode);
+  lo.requantise_scales = o.requantise;
+  auto m = Model::load(o.path, lo);
+  print_requantisation(*m, o.requantise);
+  std::vector<std::int32_t> ids = Tokenizer::from_gguf(m->file()).encode(text);
+  if (o.tokens > 0 && ids.size() > std::size_t(o.tokens)) ids.resize(std::size_t(o.tokens));
+  if (ids.size() < 2) fail("model perplexity: ", o.text, " encodes to ", ids.size(), " tokens (at least 2 are needed)");
+  const Perplexity p = perplexity(*m, ids, o.chunk);
+  std::cout << "layout " << m->layout().name << " (" << fixed_text(m->layout().bits_per_weight(), 4) << " bits/weight), kernel "
+            << m->kernel().name() << "\n"
+            << "perplexity " << fixed_text(p.value(), 4) << " over " << p.predicted << " predicted tokens of " << o.text << " ("
+            << ids.size() << " tokens, chunks of " << o.chunk << ", each from a fresh state; uniform guessing scores "
+            << m->config().n_vocab << ")\n";
+}
+
 struct BenchOptions {
   std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "estimate";
   int prompt = 64, decode = 32, threads = 1, ppl_tokens = 128;
+  bool requantise = false;
 };
 
 void run_bench(const BenchOptions& o) {
@@ -285,6 +333,7 @@ void run_bench(const BenchOptions& o) {
     lo.plan = parse_plan_mode(o.plan);
     lo.threads = o.threads;
     lo.mode = gguf::parse_mode(o.mode);
+    lo.requantise_scales = o.requantise;
     show_load_progress(lo, name);
     std::unique_ptr<Model> m;
     try {
@@ -293,6 +342,7 @@ void run_bench(const BenchOptions& o) {
       skipped.push_back(cat(name, ": ", e.what()));
       continue;
     }
+    print_requantisation(*m, o.requantise);
     const auto prompt = random_tokens(o.prompt, m->config().n_vocab, 7);
     const Speed s = measure_speed(*m, prompt, o.decode);
     const auto text = random_tokens(o.ppl_tokens, m->config().n_vocab, 11);
@@ -378,6 +428,8 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("--top-p", g.top_p, "Nucleus mass")->capture_default_str();
   gen->add_option("--seed", g.seed, "Sampling seed")->capture_default_str();
   gen->add_option("--load", g.mode, "Load mode: mmap or memory")->capture_default_str();
+  gen->add_flag("--requantise-scales", g.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
+                                      "refuses, and print how many moved and their max / mean relative error");
   gen->add_option("--plan", g.plan, "Kernel choice without --kernel: estimate (the ISA ladder) or measure (time the "
                                     "candidates on the output head once, kept in the wisdom file)")->capture_default_str();
   gen->add_option("--draft", g.draft, "Speculative decoding (greedy only) with this drafter: " + join(drafter_names()))
@@ -406,8 +458,24 @@ void add_model_commands(CLI::App& app) {
   logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
   logits->add_option("--threads", lg.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   logits->add_option("--load", lg.mode, "Load mode: mmap or memory")->capture_default_str();
+  logits->add_flag("--requantise-scales", lg.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
+                                      "refuses, and print how many moved and their max / mean relative error");
   logits->add_option("-o,--out", lg.out, "Output file, .npy (float32 [positions, vocab]) or .csv; repeatable")->required();
   logits->callback([] { run_logits(lg); });
+
+  static PerplexityOptions px;
+  auto* ppl = model->add_subcommand("perplexity", "Perplexity of a text file (the file's tokenizer), in chunks from a fresh state");
+  ppl->add_option("file", px.path, "GGUF file")->required();
+  ppl->add_option("--text", px.text, "Text file")->required();
+  ppl->add_option("--tokens", px.tokens, "Use only the first N tokens (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  ppl->add_option("--chunk", px.chunk, "Tokens per chunk, each from a fresh state")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  ppl->add_option("--layout", px.layout, "Repack every ternary tensor into this layout: " + layout_names());
+  ppl->add_option("--kernel", px.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
+  ppl->add_option("--threads", px.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
+  ppl->add_option("--load", px.mode, "Load mode: mmap or memory")->capture_default_str();
+  ppl->add_flag("--requantise-scales", px.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
+                                      "refuses, and print how many moved and their max / mean relative error");
+  ppl->callback([] { run_perplexity(px); });
 
   static BenchOptions b;
   auto* bench = model->add_subcommand("bench", "Prefill/decode tok/s, perplexity and greedy tokens per layout");
@@ -418,6 +486,8 @@ void add_model_commands(CLI::App& app) {
   bench->add_option("--ppl-tokens", b.ppl_tokens, "Tokens for perplexity")->capture_default_str();
   bench->add_option("--threads", b.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   bench->add_option("--load", b.mode, "Load mode: mmap or memory")->capture_default_str();
+  bench->add_flag("--requantise-scales", b.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
+                                      "refuses, and print how many moved and their max / mean relative error");
   bench->add_option("--plan", b.plan, "Kernel choice: estimate (the ISA ladder) or measure (time the candidates once, "
                                       "kept in the wisdom file)")->capture_default_str();
   bench->callback([] { run_bench(b); });

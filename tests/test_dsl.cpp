@@ -199,19 +199,19 @@ TEST_SUITE("dsl") {
 
   TEST_CASE("the scale format sizes the scale site; the strategies and plans follow from the geometry") {
     // One-byte scales may sit one byte apart; two-byte ones may not.
-    constexpr LayoutSpec e4m3 = test_layouts::T2pE4m3::spec;
+    constexpr LayoutSpec e4m3 = ternlab::layouts::T2pE4m3::spec;
     static_assert(find_violation(e4m3).rule == Rule::valid);
     constexpr LayoutSpec as_fp16 = [] {
-      LayoutSpec s = test_layouts::T2pE4m3::spec;
+      LayoutSpec s = ternlab::layouts::T2pE4m3::spec;
       s.scales.format = ScaleFormat::fp16;
       return s;
     }();
     static_assert(find_violation(as_fp16).rule == Rule::scales_overlap);
-    static_assert(facts<test_layouts::T2pE4m3>.block_bytes == 132);
-    static_assert(facts<test_layouts::T2pE8m0>.block_bytes == 132);
-    static_assert(facts<test_layouts::T2pBf16>.block_bytes == 136);
+    static_assert(facts<ternlab::layouts::T2pE4m3>.block_bytes == 132);
+    static_assert(facts<ternlab::layouts::T2pE8m0>.block_bytes == 132);
+    static_assert(facts<ternlab::layouts::T2pBf16>.block_bytes == 136);
     static_assert(facts<test_layouts::T2rE4m3>.block_bytes == 528);
-    static_assert(is_scale_byte(test_layouts::T2pE8m0::spec, 131) && !is_scale_byte(test_layouts::T2pE8m0::spec, 132));
+    static_assert(is_scale_byte(ternlab::layouts::T2pE8m0::spec, 131) && !is_scale_byte(ternlab::layouts::T2pE8m0::spec, 132));
 
     const LayoutInfo& L = find_layout("t2p-e4m3");
     CHECK(L.scale_format() == ScaleFormat::e4m3);

@@ -1,16 +1,17 @@
-// A layout that exists only in tests: t2p with bf16 scales (same geometry, 136 bytes). A scale
-// format is one field of the scale site; packers, kernels and the oracle read it through the one
-// decoder (layouts/scale_format.hpp).
+// T2P with bf16 scales: the same geometry and 136 bytes as t2p, scales with fp32's range and 8
+// significant bits. A lossy target for fp16 models (models load into it through the named
+// requantising path, LoadOptions::requantise_scales); a scale format is one field of the scale
+// site, read by packers, kernels and the oracle through one decoder (layouts/scale_format.hpp).
 #pragma once
 #include "layouts/dsl.hpp"
 #include "layouts/registry.hpp"
 
-namespace ternlab::test_layouts {
+namespace ternlab::layouts {
 
 struct T2pBf16 {
   static constexpr LayoutSpec spec{
       .name = "t2p-bf16",
-      .summary = "test-only: t2p with bf16 scales",
+      .summary = "t2p with bf16 scales (lossy for fp16 models)",
       .rows = 4,
       .code = Code::two_bit,
       .scales = {.offset = 0, .row_stride = 2, .format = ScaleFormat::bf16},
@@ -21,4 +22,4 @@ struct T2pBf16 {
 };
 TERNLAB_REGISTER_LAYOUT(T2pBf16);
 
-}  // namespace ternlab::test_layouts
+}  // namespace ternlab::layouts
