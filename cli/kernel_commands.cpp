@@ -30,6 +30,7 @@
 #include "kernels/peers/i2s.hpp"
 #include "kernels/planner.hpp"
 #include "kernels/testdata.hpp"
+#include "layouts/matrix.hpp"
 #include "layouts/registry.hpp"
 
 namespace ternlab::cli {
@@ -75,7 +76,10 @@ void list_kernels(const KernelsOptions& o) {
         listing.add({std::string(L->name), cat("(not measured: ", rows, " rows are not whole ", L->rows, "-row blocks)")});
         continue;
       }
-      const PackedMatrix w = pack(make_weights(rows, cols, 2026, Fill::random, ScaleKind::random), *L);
+      // Timing only: random fp16 scales, rounded (lossily, by name) where the layout stores another format.
+      TernaryMatrix m = make_weights(rows, cols, 2026, Fill::random, ScaleKind::random);
+      if (L->scale_format() != ScaleFormat::fp16) m = requantise_scales(m, L->scale_format(), "kernels --plan weights");
+      const PackedMatrix w = pack(m, *L);
       c = plan_kernel(w, o.tokens, pool, mode, &wisdom);
     } else {
       c = best_kernel(*L);

@@ -117,6 +117,19 @@ void print_requantisation(const Model& m, bool requested) {
   std::cout << "\n";
 }
 
+// Model::load, its refusal of a lossy layout followed by the flag that takes the lossy path.
+std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& lo) {
+  try {
+    return Model::load(path, lo);
+  } catch (const Error& e) {
+    if (lo.requantise_scales || lo.layout.empty()) throw;
+    const ScaleFormat f = find_layout(lo.layout).scale_format();
+    if (f == ScaleFormat::fp16) throw;
+    fail(e.what(), " (layout ", lo.layout, " stores ", scale_format_name(f),
+         " scales: --requantise-scales rounds the file's scales to them, lossily, and prints what moved)");
+  }
+}
+
 void run_generate(const GenerateOptions& o) {
   LoadOptions lo;
   lo.layout = o.layout;
@@ -126,7 +139,7 @@ void run_generate(const GenerateOptions& o) {
   lo.mode = gguf::parse_mode(o.mode);
   lo.requantise_scales = o.requantise;
   show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
-  auto m = Model::load(o.path, lo);
+  auto m = load_model(o.path, lo);
   print_requantisation(*m, o.requantise);
   const auto tok = Tokenizer::from_gguf(m->file());
   const auto prompt = tok.encode(o.prompt);
@@ -263,7 +276,7 @@ void run_logits(const LogitsOptions& o) {
   lo.threads = o.threads;
   lo.mode = gguf::parse_mode(o.mode);
   lo.requantise_scales = o.requantise;
-  auto m = Model::load(o.path, lo);
+  auto m = load_model(o.path, lo);
   print_requantisation(*m, o.requantise);
   std::vector<std::int32_t> ids;
   if (!o.prompt.empty()) {
@@ -302,7 +315,7 @@ void run_perplexity(const PerplexityOptions& o) {
   lo.threads = o.threads;
   lo.mode = gguf::parse_mode(o.mode);
   lo.requantise_scales = o.requantise;
-  auto m = Model::load(o.path, lo);
+  auto m = load_model(o.path, lo);
   print_requantisation(*m, o.requantise);
   std::vector<std::int32_t> ids = Tokenizer::from_gguf(m->file()).encode(text);
   if (o.tokens > 0 && ids.size() > std::size_t(o.tokens)) ids.resize(std::size_t(o.tokens));
@@ -337,7 +350,7 @@ void run_bench(const BenchOptions& o) {
     show_load_progress(lo, name);
     std::unique_ptr<Model> m;
     try {
-      m = Model::load(o.path, lo);
+      m = load_model(o.path, lo);
     } catch (const Error& e) {
       skipped.push_back(cat(name, ": ", e.what()));
       continue;

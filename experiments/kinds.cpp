@@ -18,6 +18,7 @@ void register_builtin_kinds();
 void register_kernel_kinds();  // kernel_kinds.cpp
 void register_model_kinds();   // model_kinds.cpp
 void register_speculative_kind();  // speculative_kind.cpp
+void register_tradeoff_kind();     // tradeoff_kind.cpp
 
 std::vector<KeySpec> common_keys() {
   return {
@@ -91,6 +92,7 @@ void register_builtin_kinds() {
     register_kernel_kinds();
     register_model_kinds();
     register_speculative_kind();
+    register_tradeoff_kind();
     return true;
   }();
   (void)once;

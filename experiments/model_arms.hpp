@@ -40,6 +40,7 @@ struct ModelArm {
   std::string baseline;  // the arm its ratios are taken against
   int threads = 1;
   double bits_per_weight = 0;
+  bool requantise_scales = false;  // LOSSY load (model::LoadOptions::requantise_scales), by name only
   std::unique_ptr<model::Model> model;
   std::string failure;  // non-empty: not timed
   std::vector<std::int32_t> tokens;
@@ -96,6 +97,8 @@ std::string ceilings_text(const TimingResult& r);
 Json arm_json_head(const ModelArm& a);
 Json run_json_head(const RunSpec& run, const std::string& title, const ModelArms& m);
 ArmSetup setup_of(const ModelArm& a);
+// One arm's pp n (decode false) or tg n call over `stream`, billed its ternary weight bytes per forward pass.
+ArmSetup speed_setup(const ModelArm& a, bool decode, int n, int chunk, const std::vector<std::int32_t>& stream);
 // Progress units of a model run: loading and checking each arm, then measuring them.
 std::int64_t model_units(const RunSpec& run, int rounds, int warmup);
 

@@ -242,6 +242,7 @@ std::int64_t context_tokens(const RunSpec& run) {
   if (run.kind == "decode") n = std::max(n, run.integer("tokens", 32, 1, 1 << 20));
   if (run.kind == "speed") n = std::max({n, run.integer("prefill_tokens", 64, 1, 1 << 20), run.integer("decode_tokens", 32, 1, 1 << 20)});
   if (run.kind == "perplexity") n = std::max(n, run.integer("chunk", 64, 2, 1 << 20));
+  if (run.kind == "tradeoff") n = std::max({n, run.integer("chunk", 64, 2, 1 << 20), run.integer("decode_tokens", 32, 1, 1 << 20)});
   if (run.kind == "greedy") n = std::max(n, run.integer("prompt_tokens", 8, 1, 1 << 20) + run.integer("tokens", 16, 1, 1 << 20));
   if (run.kind == "profile") n = std::max(n, run.integer("prompt_tokens", 16, 1, 1 << 20) + 1);
   if (run.kind == "speculative") n = std::max(n, speculative_context_tokens(run));
@@ -326,7 +327,7 @@ RunMemory estimate_memory(const RunSpec& run) {
     // Speculative decoding's ring: one copy of every GDN layer's states per draft.
     if (run.kind == "speculative") e.sessions += speculative_ring_slots(run) * gdn;
     const std::int64_t width = std::max({c.n_embd, c.n_ff, c.conv_channels(), 2 * c.attn_dim()});
-    const std::int64_t logit_rows = run.kind == "perplexity" ? run.integer("chunk", 64, 2, 1 << 20) : 1;
+    const std::int64_t logit_rows = run.kind == "perplexity" || run.kind == "tradeoff" ? run.integer("chunk", 64, 2, 1 << 20) : 1;
     e.scratch = 4 * chunk * 8 * width + 4 * std::int64_t(c.n_vocab) * (logit_rows + verify);
     m.arms.push_back(e);
   }
@@ -463,6 +464,7 @@ model::LoadOptions load_options(const RunSpec& run, const ModelArm& arm) {
   o.kernel = arm.kernel;
   o.mode = gguf::parse_mode(arm.load);
   o.threads = arm.threads;
+  o.requantise_scales = arm.requantise_scales;
   o.prefill_chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
   return o;
 }
@@ -640,15 +642,6 @@ ArmSetup setup_of(const ModelArm& a) {
   return s;
 }
 
-std::int64_t model_units(const RunSpec& run, int rounds, int warmup) {
-  MeasureOptions o = measure_options(run, rounds, warmup);
-  return std::int64_t(2 * run.arms.size()) + measure_units(run.arms.size(), o);
-}
-
-namespace {
-
-// --- prefill and decode -------------------------------------------------------------------------
-
 // One arm's pp n (decode false) or tg n call, over `stream`.
 ArmSetup speed_setup(const ModelArm& a, bool decode, int n, int chunk, const std::vector<std::int32_t>& stream) {
   ArmSetup s = setup_of(a);
@@ -670,6 +663,15 @@ ArmSetup speed_setup(const ModelArm& a, bool decode, int n, int chunk, const std
   }
   return s;
 }
+
+std::int64_t model_units(const RunSpec& run, int rounds, int warmup) {
+  MeasureOptions o = measure_options(run, rounds, warmup);
+  return std::int64_t(2 * run.arms.size()) + measure_units(run.arms.size(), o);
+}
+
+namespace {
+
+// --- prefill and decode -------------------------------------------------------------------------
 
 // The pp n or tg n table of the timed arms.
 RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResult& r, bool decode, int n) {

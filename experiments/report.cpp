@@ -681,7 +681,7 @@ std::string svg_scatter(const std::string& title, const std::string& xlabel, con
 
 
 std::string svg_lines(const std::string& title, const std::string& xlabel, const std::string& ylabel, const std::vector<LineSeries>& series,
-                      const std::vector<RuleLine>& rules) {
+                      const std::vector<RuleLine>& rules, const std::string& point_note, bool connect) {
   const int w = 940, h = 520, left = 80, right = 240, top = 44, bottom_margin = 60;
   const int plot_w = w - left - right, plot_h = h - top - bottom_margin, bottom = h - bottom_margin;
   double x1 = 0, y1 = 0;
@@ -701,7 +701,7 @@ std::string svg_lines(const std::string& title, const std::string& xlabel, const
   f.frame(s);
   for (double t : linear_ticks(y1)) f.y_grid(s, Y(t), sig(t));
   for (double t : linear_ticks(x1)) f.x_tick(s, X(t), sig(t));
-  f.titles(s, xlabel, ylabel + " (point: median over kept rounds; whisker: min–max)");
+  f.titles(s, xlabel, point_note.empty() ? ylabel : ylabel + " (" + point_note + ")");
   for (const RuleLine& r : rules)
     s << "<line x1=\"" << left << "\" y1=\"" << fixed(Y(r.value), 1) << "\" x2=\"" << left + plot_w << "\" y2=\"" << fixed(Y(r.value), 1)
       << "\" stroke=\"#888\" stroke-dasharray=\"6 3\"/>\n<text x=\"" << left + 6 << "\" y=\"" << fixed(Y(r.value) - 4, 1)
@@ -710,9 +710,11 @@ std::string svg_lines(const std::string& title, const std::string& xlabel, const
     std::vector<ScatterPoint> pts = series[i].points;
     std::sort(pts.begin(), pts.end(), [](const ScatterPoint& a, const ScatterPoint& b) { return a.x < b.x; });
     const char* color = kPalette[i % 10];
-    s << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"";
-    for (const ScatterPoint& p : pts) s << fixed(X(p.x), 1) << "," << fixed(Y(p.y), 1) << " ";
-    s << "\"/>\n";
+    if (connect) {
+      s << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"";
+      for (const ScatterPoint& p : pts) s << fixed(X(p.x), 1) << "," << fixed(Y(p.y), 1) << " ";
+      s << "\"/>\n";
+    }
     for (const ScatterPoint& p : pts)
       s << "<line x1=\"" << fixed(X(p.x), 1) << "\" y1=\"" << fixed(Y(p.ymin), 1) << "\" x2=\"" << fixed(X(p.x), 1) << "\" y2=\""
         << fixed(Y(p.ymax), 1) << "\" stroke=\"" << color << "\"/>\n<circle cx=\"" << fixed(X(p.x), 1) << "\" cy=\"" << fixed(Y(p.y), 1)

@@ -170,12 +170,15 @@ std::string svg_scatter(const std::string& title, const std::string& xlabel, con
                         const std::string& curve_label, const std::vector<RuleLine>& rules);
 
 // One line per series through its points (sorted by x), whiskers from ymin to ymax, linear axes
-// from 0; `rules` are horizontal references (the speculative kind: 1x, no speedup).
+// from 0; `rules` are horizontal references (the speculative kind: 1x, no speedup). `point_note`
+// says what a point and its whisker are; `connect` false draws the points alone (series whose
+// points are separate arms, not a swept variable).
 struct LineSeries {
   std::string label;
   std::vector<ScatterPoint> points;
 };
 std::string svg_lines(const std::string& title, const std::string& xlabel, const std::string& ylabel, const std::vector<LineSeries>& series,
-                      const std::vector<RuleLine>& rules);
+                      const std::vector<RuleLine>& rules,
+                      const std::string& point_note = "point: median over kept rounds; whisker: min–max", bool connect = true);
 
 }  // namespace ternlab::experiments

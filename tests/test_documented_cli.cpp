@@ -48,6 +48,7 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>> kS
     {"quickstart", {{"--rows", "256"}, {"--cols", "512"}, {"--reps", "1"}, {"--rounds", "1"}, {"--text", "{tmp}/short-text.txt"}}},
     {"model bench", {{"--prompt", "8"}, {"--decode", "4"}, {"--ppl-tokens", "16"}}},
     {"model generate", {{"-n", "4"}}},
+    {"model perplexity", {{"--tokens", "32"}}},
     {"model verify-costs", {{"--rounds", "1"}, {"--prompt", "4"}}},
     {"gbench", {{"--gemv=", "256x512"}, {"--gemm=", "256x512"}, {"--cols=", "4"}, {"--threads=", "1"}, {"--ceiling-mib=", "1"},
                 {"--benchmark_min_time=", "0.001"}, {"--benchmark_repetitions=", "1"}}},
@@ -179,6 +180,36 @@ TEST_SUITE("docs-cli") {
     CHECK(c[0].where == "a.md:1");
     CHECK(c[1].text == "build/ternlab model info x.gguf");
     fs::remove(f);
+  }
+
+  TEST_CASE("--requantise-scales takes the lossy path by name and says what moved; without it a lossy layout refuses") {
+    const fs::path tmp = fs::temp_directory_path() / cat("ternlab-requantise-", getpid());
+    fs::create_directories(tmp);
+    const std::string model = TERNLAB_SOURCE_DIR "/models/bonsai-kjv-py/bonsai-kjv-py.gguf";
+    const std::string text = TERNLAB_SOURCE_DIR "/models/bonsai-kjv-py/heldout-prose.txt";
+    const fs::path log = tmp / "log.txt";
+    const std::vector<std::string> ppl = {TERNLAB_CLI, "model", "perplexity", model, "--text", text, "--tokens", "32", "--layout", "t2p-e4m3"};
+    CHECK(run_in(tmp, ppl, log, tmp / "wisdom.toml") != 0);
+    const std::string refused = tail_of(log);
+    for (const char* part : {"t2p-e4m3", "e4m3", "refuses", "--requantise-scales rounds"}) CHECK_MESSAGE(refused.find(part) != std::string::npos, part, "\n", refused);
+    std::vector<std::string> lossy = ppl;
+    lossy.push_back("--requantise-scales");
+    CHECK(run_in(tmp, lossy, log, tmp / "wisdom.toml") == 0);
+    const std::string said = tail_of(log);
+    for (const char* part : {"--requantise-scales: ", " scales moved to e4m3 (layout t2p-e4m3); relative error max ", ", mean ", "worst ",
+                             "perplexity "})
+      CHECK_MESSAGE(said.find(part) != std::string::npos, part, "\n", said);
+    // generate and logits take the same flag; on an fp16 layout it moves nothing, and says so.
+    const std::vector<std::string> gen = {TERNLAB_CLI, "model", "generate", model, "-p", "And the", "-n", "2", "--layout", "t2p-e8m0",
+                                          "--requantise-scales"};
+    CHECK(run_in(tmp, gen, log, tmp / "wisdom.toml") == 0);
+    CHECK(tail_of(log).find("scales moved to e8m0") != std::string::npos);
+    const std::vector<std::string> logits = {TERNLAB_CLI, "model", "logits", model, "-p", "And the", "--layout", "t2p",
+                                             "--requantise-scales", "--out", (tmp / "l.npy").string()};
+    CHECK(run_in(tmp, logits, log, tmp / "wisdom.toml") == 0);
+    CHECK(tail_of(log).find("--requantise-scales: 0 of ") != std::string::npos);
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
   }
 
   TEST_CASE("every documented ternlab command other than run runs on small sizes") {

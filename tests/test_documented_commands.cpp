@@ -141,6 +141,7 @@ std::vector<std::string> small_sizes(const std::string& kind, const std::string&
   if (kind == "speculative")
     s.insert(s.end(), {"verify_tokens=2", "tokens=8", "prompt_tokens=4", "speculate.draft_len=2", "speculate.corrupt=0.5"});
   if (kind == "faults") s.insert(s.end(), {"preset=tiny", "tokens=3"});
+  if (kind == "tradeoff") s.insert(s.end(), {"verify_tokens=2", "tokens=16", "decode_tokens=4"});
   return s;
 }
 
