@@ -719,6 +719,16 @@ std::string svg_lines(const std::string& title, const std::string& xlabel, const
       s << "<line x1=\"" << fixed(X(p.x), 1) << "\" y1=\"" << fixed(Y(p.ymin), 1) << "\" x2=\"" << fixed(X(p.x), 1) << "\" y2=\""
         << fixed(Y(p.ymax), 1) << "\" stroke=\"" << color << "\"/>\n<circle cx=\"" << fixed(X(p.x), 1) << "\" cy=\"" << fixed(Y(p.y), 1)
         << "\" r=\"4\" fill=\"" << color << "\"><title>" << xml_escape(series[i].label + " " + p.label + ": " + sig(p.x) + ", " + sig(p.y)) << "</title></circle>\n";
+    if (!connect) {  // separate arms: each point named, the names of points drawn on one spot joined
+      std::map<std::pair<long, long>, std::string> names;
+      for (const ScatterPoint& p : pts) {
+        std::string& n = names[{std::lround(X(p.x)), std::lround(Y(p.y))}];
+        n += (n.empty() ? "" : ", ") + p.label;
+      }
+      for (const auto& [at, n] : names)
+        s << "<text x=\"" << at.first + 7 << "\" y=\"" << at.second - 6 << "\" font-size=\"10\" fill=\"" << color << "\">" << xml_escape(n)
+          << "</text>\n";
+    }
     const int ly = top + 10 + 20 * int(i);
     s << "<line x1=\"" << left + plot_w + 14 << "\" y1=\"" << ly - 4 << "\" x2=\"" << left + plot_w + 38 << "\" y2=\"" << ly - 4
       << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 44 << "\" y=\"" << ly << "\">"

@@ -279,7 +279,7 @@ RunReport run_tradeoff(const RunSpec& run, RunContext& ctx) {
   std::vector<LineSeries> by_bits, by_speed;
   std::vector<RuleLine> rules;
   for (std::size_t k = 0; k < texts.size(); ++k) {
-    LineSeries ex{texts[k].name + ": exact (reference)", {}}, lo{texts[k].name + ": requantised scales", {}}, sp{texts[k].name, {}};
+    LineSeries ex{texts[k].name + ": exact (reference)", {}}, lo{texts[k].name + ": lossy scales", {}}, sp{texts[k].name, {}};
     for (const Json& arm : js["arms"]) {
       const double p = number_of(arm["perplexity"][texts[k].name]);
       if (arm["verified"] != true || !std::isfinite(p)) continue;

@@ -134,7 +134,7 @@ TEST_SUITE("tradeoff") {
     CHECK(csv.find(",t2p-e4m3,t2p-e4m3,e4m3,2.0625,") != std::string::npos);
     const std::string bits = read_text(fs::path(o.folder) / "perplexity_bits.svg");
     CHECK(bits.find("heldout-prose: exact (reference)") != std::string::npos);
-    CHECK(bits.find("heldout-code: requantised scales") != std::string::npos);
+    CHECK(bits.find("heldout-code: lossy scales") != std::string::npos);
     CHECK(bits.find("t2p-e4m3") != std::string::npos);
     CHECK(o.markdown.find("scales moved") != std::string::npos);
   }
@@ -153,7 +153,7 @@ TEST_SUITE("tradeoff") {
     const auto plan = [](const std::string& text) { load_plan_text(text, "tradeoff.toml", {}); };
     const std::string arms = "[[arm]]\nlayout = [\"pq2_0\", \"t2p-e8m0\"]\n";
     check_error([&] { plan(head() + texts() + "[[arm]]\nlayout = \"t9\"\n"); }, "tradeoff.toml:17: key 'arm[0].layout'", "t9", "t2p-e4m3");
-    check_error([&] { plan(head() + texts() + arms); }, "tradeoff.toml:17: key 'arm[1].layout'", "t2p-e8m0", "e8m0 scales",
+    check_error([&] { plan(head() + texts() + arms); }, "tradeoff.toml:17: key 'arm[0].layout'", "t2p-e8m0", "e8m0 scales",
                 "lossy", "requantise_scales = true");
     plan(head() + "requantise_scales = true\n" + texts() + arms);  // the opt-in by name
     check_error([&] { plan(head() + "requantise_scales = true\nbaseline = \"t2p-e8m0\"\n" + texts() + arms); }, "key 'baseline'",
