@@ -13,6 +13,7 @@
 #include "common/files.hpp"
 #include "common/strings.hpp"
 #include "experiments/config.hpp"
+#include "experiments/measure.hpp"
 #include "experiments/report.hpp"
 #include "experiments/runner.hpp"
 #include "layouts/registry.hpp"
@@ -156,8 +157,8 @@ TEST_SUITE("tradeoff") {
     check_error([&] { plan(head() + texts() + arms); }, "tradeoff.toml:17: key 'arm[0].layout'", "t2p-e8m0", "e8m0 scales",
                 "lossy", "requantise_scales = true");
     plan(head() + "requantise_scales = true\n" + texts() + arms);  // the opt-in by name
-    check_error([&] { plan(head() + "requantise_scales = true\nbaseline = \"t2p-e8m0\"\n" + texts() + arms); }, "key 'baseline'",
-                "baseline must hold the model exactly");
+    check_error([&] { load_plan_text(head() + "requantise_scales = true\n" + texts() + arms, "tradeoff.toml", {"baseline=t2p-e8m0"}); },
+                "--set baseline=t2p-e8m0: key 'baseline'", "baseline must hold the model exactly");
     check_error([&] { plan(cat("kind = \"tradeoff\"\nmodel = \"/nonexistent/m.gguf\"\n", texts(), arms)); }, "tradeoff.toml:2: key 'model'",
                 "no such model file '/nonexistent/m.gguf'");
     check_error([&] { plan(head() + "[texts]\nfiles = [\"/nonexistent/prose.txt\"]\n" + arms); }, "key 'texts.files'",
