@@ -45,15 +45,22 @@ struct RecordKernel {
     return field<f.bit, f.bits>(rec);
   }
 
+  // The resident tables, fetched once per call.
+  struct Tables {
+    const ClassValues* golay = golay70_table().data();
+    const std::uint32_t* words = golay_words().data();
+    const std::uint8_t* levels = class_levels().data();
+  };
+
   template <const records::RecordSpec& S>
-  static Decoded read(const std::uint8_t* rec) {
+  static Decoded read(const std::uint8_t* rec, const Tables& tb) {
     using records::FieldKind;
     Decoded d;
     d.id = get<S, FieldKind::class_id>(rec);
     d.gain = get<S, FieldKind::gain>(rec);
     if constexpr (records::has_field(S, FieldKind::golay_rank)) {
-      const ClassValues& t = golay70_table()[d.id];
-      const std::uint32_t c = golay_words()[get<S, FieldKind::golay_rank>(rec)];
+      const ClassValues& t = tb.golay[d.id];
+      const std::uint32_t c = tb.words[get<S, FieldKind::golay_rank>(rec)];
       const std::uint32_t a = get<S, FieldKind::golay_pick>(rec), b = get<S, FieldKind::golay_sign>(rec);
       const std::uint32_t f0 = 0u - (t.flags & 1), f1 = 0u - (t.flags >> 1 & 1), f2 = 0u - (t.flags >> 2 & 1),
                           f3 = 0u - (t.flags >> 3 & 1);
@@ -66,7 +73,7 @@ struct RecordKernel {
       d.sign &= 0xFFFFFF;
     } else if constexpr (records::has_field(S, FieldKind::level_mask, 1)) {
       // Masks beyond the class's levels are not in the record: forced to zero from L.
-      const std::uint32_t levels = class_levels()[d.id];
+      const std::uint32_t levels = tb.levels[d.id];
       const auto keep = [&](std::uint32_t k) { return 0u - std::uint32_t(levels > k); };
       const std::uint32_t m1 = get<S, FieldKind::level_mask, 1>(rec) & keep(1);
       const std::uint32_t m2 = get<S, FieldKind::level_mask, 2>(rec) & keep(2);
@@ -132,22 +139,32 @@ struct RecordKernel {
     return s;
   }
 
+  // Record b's first byte: a constant stride, or Slot32's group base + position x group stride.
+  template <const records::RecordSpec& S>
+  static const std::uint8_t* record(const RecordMatrix& m, std::uint64_t b) {
+    if constexpr (S.addressing == records::Addressing::uniform) {
+      return m.stream.data() + b * std::uint64_t(S.record_bits / 8);
+    } else {
+      const std::uint32_t* base = m.base.data() + b / 32;
+      return m.stream.data() + base[0] + (b % 32) * ((base[1] - base[0]) / 32);
+    }
+  }
+
   // Blocks [b, b + n) of one row against x (24 n activations), into acc.
   template <const records::RecordSpec& S>
   static void blocks(Acc& acc, const RecordMatrix& m, std::uint64_t b, std::int64_t n, const ClassValues* table,
-                     const float* x) {
-    const std::uint8_t* stream = m.stream.data();
+                     const Tables& tb, const float* x) {
     std::int64_t p = 0;
     for (; p + G <= n; p += G) {
       Decoded d[G];
-      for (int g = 0; g < G; ++g) d[g] = read<S>(stream + m.record_offset(b + std::uint64_t(p + g)));
+      for (int g = 0; g < G; ++g) d[g] = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
       step(acc, d, G, table, m.centroid.data(), x + 24 * p);
     }
     if (p < n) {  // fewer than G blocks left: their activations padded with zeros
       alignas(64) float xs[24 * G] = {};
       Decoded d[G];
       const int left = int(n - p);
-      for (int g = 0; g < left; ++g) d[g] = read<S>(stream + m.record_offset(b + std::uint64_t(p + g)));
+      for (int g = 0; g < left; ++g) d[g] = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
       std::copy(x + 24 * p, x + 24 * n, xs);
       step(acc, d, left, table, m.centroid.data(), xs);
     }
@@ -159,6 +176,7 @@ struct RecordKernel {
     constexpr bool golay = records::has_field(S, records::FieldKind::golay_rank);
     const ClassValues* table = golay ? golay70_table().data() : level_table().data();
     const ClassValues* exact_table = level_table().data();
+    const Tables tb;
     const std::int64_t nb = m.blocks_per_row();
     const std::uint64_t first = std::uint64_t(r0) * std::uint64_t(nb);
     std::size_t e = std::size_t(std::lower_bound(m.exc_index.begin(), m.exc_index.end(), first) - m.exc_index.begin());
@@ -166,13 +184,13 @@ struct RecordKernel {
       const std::uint64_t b0 = std::uint64_t(r) * std::uint64_t(nb);
       Acc acc;
       acc.clear();
-      blocks<S>(acc, m, b0, nb, table, x);
+      blocks<S>(acc, m, b0, nb, table, tb, x);
       float out = m.row_scale[std::size_t(r)] * total(acc);
       for (; e < m.exc_index.size() && m.exc_index[e] < b0 + std::uint64_t(nb); ++e) {
         const std::int64_t p = std::int64_t(m.exc_index[e] - b0);
         Acc ex;
         ex.clear();
-        const Decoded d = read<records::Planes14::spec>(m.exc_data.data() + e * kExceptionRecordBytes);
+        const Decoded d = read<records::Planes14::spec>(m.exc_data.data() + e * kExceptionRecordBytes, tb);
         alignas(64) float xs[24 * G] = {};
         std::copy(x + 24 * p, x + 24 * p + 24, xs);
         step(ex, &d, 1, exact_table, m.centroid.data(), xs);
