@@ -48,8 +48,10 @@ Residues residues(const LatticeClass& k) {
   Residues r;
   for (int l = 0; l < k.levels; ++l) {
     const int a = k.level_values[std::size_t(l)];
-    const int q = (a & 3) == 2 ? 1 : 0;
-    r.mag[std::size_t(q)][std::size_t(r.n[std::size_t(q)]++)] = a;
+    const std::size_t q = (a & 3) == 2 ? 1 : 0;
+    const std::size_t at = std::size_t(r.n[q]);
+    r.mag[q][at] = a;
+    r.n[q] = int(at) + 1;
   }
   return r;
 }
@@ -99,11 +101,10 @@ std::vector<std::uint8_t> encode_record(const RecordSpec& s, std::uint64_t index
       const Residues r = residues(k);
       for (int j = 0; j < 24; ++j) {
         const int m = magnitude(x[std::size_t(j)]);
-        const int q = (m & 3) == 2 ? 1 : 0;
-        c |= std::uint32_t(q) << j;
-        const int pick = r.mag[std::size_t(q)][0] == m ? 0 : 1;
-        a |= std::uint32_t(pick) << j;
-        b |= std::uint32_t(x[std::size_t(j)] < 0) << j;
+        const std::size_t q = (m & 3) == 2 ? 1 : 0;
+        if (q == 1) c |= 1u << j;
+        if (m != r.mag[q][0]) a |= 1u << j;  // the residue's second magnitude
+        if (x[std::size_t(j)] < 0) b |= 1u << j;
       }
     }
     put(s, rec.data(), FieldKind::golay_rank, std::uint32_t(golay_flat_rank(c)));
