@@ -109,15 +109,19 @@ constexpr int n_side(const RecordSpec& s) {
   return n;
 }
 
-// The field of a kind (and level), or nullptr.
-constexpr const Field* find_field(const RecordSpec& s, FieldKind kind, int level = 0) {
+// Position of the field of a kind (and level, for planes and masks) in `fields`, or -1. (An index,
+// not a pointer: sanitizer builds cannot compare pointers in constant expressions.)
+constexpr int field_index(const RecordSpec& s, FieldKind kind, int level = 0) {
   for (int i = 0; i < n_fields(s); ++i)
-    if (s.fields[i].kind == kind && (s.fields[i].level == level || (kind != FieldKind::level_plane && kind != FieldKind::level_mask)))
-      return &s.fields[i];
-  return nullptr;
+    if (s.fields[std::size_t(i)].kind == kind &&
+        (s.fields[std::size_t(i)].level == level || (kind != FieldKind::level_plane && kind != FieldKind::level_mask)))
+      return i;
+  return -1;
 }
-constexpr bool has_field(const RecordSpec& s, FieldKind kind, int level = 0) { return find_field(s, kind, level) != nullptr; }
-constexpr const Field& field(const RecordSpec& s, FieldKind kind, int level = 0) { return *find_field(s, kind, level); }
+constexpr bool has_field(const RecordSpec& s, FieldKind kind, int level = 0) { return field_index(s, kind, level) >= 0; }
+constexpr const Field& field(const RecordSpec& s, FieldKind kind, int level = 0) {
+  return s.fields[std::size_t(field_index(s, kind, level))];
+}
 
 // Bits of a record of a class with `levels` levels: one past the last field present for it (the
 // padding of uniform records included).
@@ -147,10 +151,10 @@ constexpr int max_levels(const RecordSpec& s) {
 // the record, and the fields its level numbering needs.
 constexpr std::string_view validate(const RecordSpec& s) {
   if (s.name.empty()) return "a record layout needs a name";
-  const Field* id = find_field(s, FieldKind::class_id);
-  const Field* gain = find_field(s, FieldKind::gain);
-  if (id == nullptr || id->bit != 0 || id->bits != 9) return "the class id must be bits 0-8";
-  if (gain == nullptr || gain->bit != 9 || gain->bits != 1) return "the gain must be bit 9";
+  if (!has_field(s, FieldKind::class_id) || field(s, FieldKind::class_id).bit != 0 || field(s, FieldKind::class_id).bits != 9)
+    return "the class id must be bits 0-8";
+  if (!has_field(s, FieldKind::gain) || field(s, FieldKind::gain).bit != 9 || field(s, FieldKind::gain).bits != 1)
+    return "the gain must be bit 9";
   if (s.record_bits <= 0) return "record_bits must be positive";
   for (int i = 0; i < n_fields(s); ++i) {
     const Field& f = s.fields[i];
