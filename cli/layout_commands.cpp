@@ -11,6 +11,7 @@
 #include "common/strings.hpp"
 #include "layouts/byte_map.hpp"
 #include "layouts/matrix.hpp"
+#include "layouts/records/all.hpp"
 #include "layouts/registry.hpp"
 
 namespace ternlab::cli {
@@ -73,6 +74,47 @@ void show_layout(const LayoutInfo& L) {
   }
 }
 
+// A record layout (layouts/record_dsl.hpp): its fields as a bit map, addressing, side channels and
+// the byte accounting of spec §5.8 on Qwen3-4B's projections.
+void show_record_layout(const records::RecordSpec& s) {
+  using namespace records;
+  std::cout << s.name << ": " << s.summary << "\n"
+            << "Leech-lattice record layout: one record per 24-weight block, LSB-first, "
+            << (s.addressing == Addressing::uniform ? cat("record b at byte ", s.record_bits / 8, " b")
+                                                    : std::string("groups of 32 records at the widest record's byte stride"))
+            << "; GPU read window " << s.window_bytes << " bytes\n\n";
+  Table fields({{"bits"}, {"field"}, {"kind"}, {"present"}});
+  for (int i = 0; i < n_fields(s); ++i) {
+    const Field& f = s.fields[std::size_t(i)];
+    std::string kind(field_kind_name(f.kind));
+    if (f.kind == FieldKind::level_plane) kind += cat(" (level bit ", f.level, ")");
+    if (f.kind == FieldKind::level_mask) kind += cat(" (level ", f.level, ")");
+    fields.add({cat(f.bit, "-", f.bit + f.bits - 1), std::string(f.name), kind,
+                f.min_levels > 0 ? cat("L >= ", f.min_levels) : std::string("always")});
+  }
+  std::cout << fields.text() << "\n";
+  std::cout << "record width by levels L:";
+  for (int l = 1; l <= 5; ++l) std::cout << "  L=" << l << ": " << record_bits(s, l) << " bits";
+  std::cout << "\nlevels a main-stream record names: " << max_levels(s) << "\n";
+  for (int i = 0; i < n_side(s); ++i)
+    std::cout << "side channel: " << s.side[std::size_t(i)].name << ", " << s.side[std::size_t(i)].bits_per_entry
+              << " bits per entry (" << s.side[std::size_t(i)].what << ")\n";
+  const double fraction = s.exceptions == ExceptionRule::five_levels        ? 0.033824
+                          : s.exceptions == ExceptionRule::golay_or_5levels ? 0.074357
+                                                                            : 0.0;
+  MatrixCounts c = qwen3_4b_counts(fraction);
+  if (s.addressing == Addressing::grouped32) c.stream_bytes = c.blocks * std::uint64_t(record_bytes(s, 4));
+  const Accounting a = account(s, c);
+  std::cout << "\nbyte accounting (spec 5.8), Qwen3-4B's 252 projections (" << c.weights() << " weights, " << c.blocks
+            << " blocks, f32 tail and row scales"
+            << (fraction > 0 ? cat(", ", fixed_text(100 * fraction, 4), " % of blocks as exceptions") : std::string())
+            << (s.addressing == Addressing::grouped32 ? ", every group at the L=4 stride (the stream is data-dependent)"
+                                                      : std::string())
+            << "):\n  in memory (what the kernel streams): " << fixed_text(a.memory_bpw, 4) << " bits/weight\n"
+            << "  on disk (47-bit index + gain bit, f32 tail, f64 row scales and centroids): " << fixed_text(a.disk_bpw, 4)
+            << " bits/weight (code alone " << fixed_text(a.code_bpw, 4) << ")\n";
+}
+
 }  // namespace
 
 void add_layout_commands(CLI::App& app) {
@@ -83,11 +125,16 @@ void add_layout_commands(CLI::App& app) {
   auto* show = layout->add_subcommand("show", "Print the byte map of one block (which row and weight each slot holds)");
   static std::string name;
   static std::string svg_path;
-  show->add_option("name", name, "Layout name (see `ternlab layouts`)")->required();
+  show->add_option("name", name, "Layout name (see `ternlab layouts`; or a Leech-lattice record layout: slot32, planes14, planes12x, golay70)")->required();
   show->add_option("--svg", svg_path,
                    "Also draw the byte map as an SVG figure into this file (bytes as columns, slots as rows, "
                    "colour by row, weight index in each cell)");
   show->callback([] {
+    if (const records::RecordSpec* r = records::find_record_layout(name)) {
+      if (!svg_path.empty()) fail("layout show: --svg draws ternary layouts; ", name, " is a record layout");
+      show_record_layout(*r);
+      return;
+    }
     const LayoutInfo& layout = find_layout(name);
     show_layout(layout);
     if (!svg_path.empty()) {
