@@ -223,7 +223,9 @@ struct ModelFixture {
     hf_max_rel_rms = 2 * q["noise_q8k_vs_hf_max_rel_rms"].value<double>().value();
     hf_min_cosine = 1 - 2 * (1 - q["noise_q8k_vs_hf_min_cosine"].value<double>().value());
     REQUIRE(tight > 0);
-    REQUIRE(tight < hf_max_abs);  // tighter than the HF comparison, and ~1e-6 between q8_K flips
+    // An engine within the tight bound of the simulation is then within the HF bound too: a correct
+    // engine passes both on every fixture, including ones nobody selected.
+    REQUIRE(tight <= 0.5 * hf_max_abs);
     REQUIRE(hf_min_cosine > 0.9);
   }
 };
