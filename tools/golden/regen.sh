@@ -23,6 +23,7 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 "$py" "$here/make_tokenizer.py" "$out"
 "$py" "$here/make_model.py" "$out" 2> >(grep -v "falling back to its reference PyTorch" >&2)
+"$py" "$here/make_model.py" --random "$out" 2> >(grep -v "falling back to its reference PyTorch" >&2)
 "$py" "$here/make_interop.py" "$out"
 # gguf-py re-reads every GGUF and must agree with its manifest; the model must meet the Bonsai contract.
 "$py" "$here/read_gguf.py" "$out/tiny_bonsai.gguf" --compare "$out/tiny_bonsai.manifest.toml" --bonsai
