@@ -312,7 +312,7 @@ constexpr bool row_strips(const LayoutSpec& s, const std::array<RowK, kMaxBlockB
   X(shape, "rows must be >= 1 and k a positive multiple of 8")                                     \
   X(too_many_cells, "block too large: rows * k must be <= 2048")                                   \
   X(scales_overlap, "scales overlap: row and group strides must give every scale its own bytes")   \
-  X(scale_group, "the scale group must be 64, 128 or 256 weights and divide k")                    \
+  X(scale_group, "a declared scale group must be 64, 128 or 256 weights and divide k")              \
   X(tensor_tail, "a per-tensor scale must lie inside its tail_bytes")                              \
   X(piece_rows, "every piece must span all rows of the block")                                     \
   X(uncovered, "a (row, k) of the block is covered by no piece")                                   \
@@ -354,7 +354,8 @@ constexpr Violation find_violation(const LayoutSpec& s) {
   if (s.rows < 1 || s.k < 8 || s.k % 8 != 0) return {.rule = Rule::shape};
   if (s.rows * s.k > kMaxCells) return {.rule = Rule::too_many_cells};
   const int group = scale_group(s.scales, s.k);
-  if (!s.scales.per_tensor && (s.k % group != 0 || group % 64 != 0 || group > 256)) return {.rule = Rule::scale_group};
+  if (!s.scales.per_tensor && s.scales.group != 0 && (s.k % group != 0 || (group != 64 && group != 128 && group != 256)))
+    return {.rule = Rule::scale_group};
   if (s.scales.per_tensor && (s.scales.offset < 0 || s.scales.offset + scale_bytes(s.scales.format) > s.scales.tail_bytes))
     return {.rule = Rule::tensor_tail};
   if (scales_collide(s)) return {.rule = Rule::scales_overlap};
