@@ -207,6 +207,43 @@ TEST_SUITE("peer-formats") {
     CHECK(requantise(even, find_layout("tq2_0")).bytes == transcode(even, find_layout("tq2_0")).bytes);
   }
 
+  TEST_CASE("t2p's scale-group variants: a 128-weight scale splits into 64s exactly; merging into 256 is lossy") {
+    const LayoutInfo& g64 = find_layout("t2p-g64");
+    const LayoutInfo& g256 = find_layout("t2p-g256");
+    CHECK(g64.block_bytes() == 144);
+    CHECK(g64.scales_per_row() == 2);
+    CHECK(g64.scale_offset(3, 1) == 14);
+    CHECK(g256.block_bytes() == 264);
+    CHECK(g256.bits_per_weight() == 2.0625);
+    CHECK(g256.facts.slot_vectorizable);  // the t2p words, twice
+    const TernaryMatrix m = make_weights(8, 512, 17, Fill::random, ScaleKind::random);
+    const PackedMatrix t2p = pack(m, find_layout("t2p"));
+    const PackedMatrix split = transcode(t2p, g64, "w");
+    CHECK(transcode(split, find_layout("t2p")).bytes == t2p.bytes);
+    for (int r = 0; r < 4; ++r)
+      for (int g = 0; g < 2; ++g) CHECK(split.scale(1, 2, r, g) == fp16_to_float(m.scale_bits(4 + r, 2)));
+    // Two different 64-weight scales: the layout-free form (one per 128) cannot hold them.
+    PackedMatrix odd = split;
+    const std::uint16_t half = float_to_fp16(0.5f);
+    std::memcpy(odd.block(0, 1) + g64.scale_offset(2, 1), &half, 2);
+    test::check_error([&] { unpack(odd); }, "t2p-g64", "row 2", "weights 128..255", "one scale per 128 weights");
+    // ...but the reference kernel runs it, one fma per 64-weight group.
+    CHECK(kernels_for(g64).size() == 1);
+    // Into 256-weight groups: refused exactly, merged by requantise with its report.
+    test::check_error([&] { transcode(t2p, g256, "blk.0.ffn_down"); }, "blk.0.ffn_down", "row 0", "weights 0..255");
+    ScaleRequantisation rep;
+    const PackedMatrix merged = requantise(t2p, g256, "blk.0.ffn_down", &rep);
+    CHECK(rep.weights == 8 * 512);
+    CHECK(rep.weights_changed > 0);
+    const TernaryMatrix back = unpack(merged);
+    for (std::int64_t r = 0; r < 8; ++r)
+      for (std::int64_t b = 0; b < 4; b += 2) {
+        const float a = fp16_to_float(m.scale_bits(r, b)), c = fp16_to_float(m.scale_bits(r, b + 1));
+        CHECK(back.scale_bits(r, b) == float_to_fp16(std::max(a, c)));
+        CHECK(back.scale_bits(r, b + 1) == back.scale_bits(r, b));
+      }
+  }
+
   TEST_CASE("bad input: sizes and per-tensor scales name the tensor") {
     const LayoutInfo& i2s = find_layout("i2_s");
     const PackedMatrix p = pack(zeros(4, 256), i2s);
