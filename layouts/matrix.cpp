@@ -122,6 +122,12 @@ void check_codes(const LayoutInfo& L, const std::uint8_t* codes, std::int64_t ro
   }
 }
 
+// "row R block B" of a layout's block, with the scale's weights where a block holds several.
+std::string where(const LayoutInfo& L, std::int64_t row, std::int64_t block, std::int64_t k0) {
+  return cat("row ", row, " block ", block,
+             L.scale_group() == L.k ? std::string() : cat(" (weights ", k0, "..", k0 + L.scale_group() - 1, ")"));
+}
+
 // The one fp16 scale of row `row`'s weights [k0, k0 + n) in the layout-free form: the 128-weight
 // scales it spans must all be equal (an exact pack never merges two scales into one).
 std::uint16_t merged_scale(const TernaryMatrix& m, const LayoutInfo& L, std::int64_t row, std::int64_t k0,
@@ -168,7 +174,7 @@ PackedMatrix pack(const TernaryMatrix& m, const LayoutInfo& L, const std::string
         for (int j = 0; j < spr; ++j) {
           const std::int64_t k0 = i * L.k + j * group;
           scales[std::size_t(r * spr + j)] = merged_scale(m, L, row, k0, group, what);
-          check_scale(L, scales[std::size_t(r * spr + j)], what, cat("row ", row, " weights ", k0, "..", k0 + group - 1));
+          check_scale(L, scales[std::size_t(r * spr + j)], what, where(L, row, i, k0));
         }
       }
       check_codes(L, codes.data(), g * L.rows, i, what);
@@ -184,15 +190,15 @@ TernaryMatrix unpack(const PackedMatrix& p) {
     fail(L.name, " matrix: ", p.bytes.size(), " bytes, but ", p.rows, " x ", p.cols, " takes ",
          p.blocks_bytes() + std::size_t(L.facts.tail_bytes));
   // Scales in another format than fp16 must come back exactly (e8m0, bf16 and fp32 reach beyond fp16).
-  const auto to_fp16 = [&](float v, std::int64_t row, std::int64_t k0) {
+  const auto to_fp16 = [&](float v, std::int64_t row, std::int64_t block, std::int64_t k0) {
     const std::uint16_t h = float_to_fp16(v);
     if (!std::isfinite(v) || fp16_to_float(h) != v)
-      fail(L.name, " matrix: row ", row, " weights ", k0, "..", k0 + group - 1, " have ",
+      fail(L.name, " matrix: ", L.per_tensor_scale() ? std::string("the per-tensor scale") : where(L, row, block, k0), " has ",
            scale_format_name(L.scale_format()), " scale ", v, ", which the layout-free form's fp16 scales cannot hold");
     return h;
   };
   TernaryMatrix m(p.rows, p.cols);
-  if (L.per_tensor_scale()) std::fill(m.scales.begin(), m.scales.end(), to_fp16(p.scale(0, 0, 0), 0, 0));
+  if (L.per_tensor_scale()) std::fill(m.scales.begin(), m.scales.end(), to_fp16(p.scale(0, 0, 0), 0, 0, 0));
   std::vector<std::uint8_t> codes(std::size_t(L.rows * L.k));
   std::vector<std::uint16_t> scales(std::size_t(L.rows * spr));
   for (std::int64_t g = 0; g < p.row_groups(); ++g)
@@ -205,7 +211,7 @@ TernaryMatrix unpack(const PackedMatrix& p) {
           const std::int64_t k0 = i * L.k + j * group;
           const std::uint16_t h = L.scale_format() == ScaleFormat::fp16
                                       ? scales[std::size_t(r * spr + j)]
-                                      : to_fp16(L.scale(p.block(g, i), r, j), row, k0);
+                                      : to_fp16(L.scale(p.block(g, i), r, j), row, i, k0);
           std::uint16_t& dst = m.scales[std::size_t(row * m.blocks_per_row() + k0 / kBlockK)];
           // Groups narrower than 128 weights: the layout-free form holds one scale per 128.
           if (group < kBlockK && k0 % kBlockK != 0 && dst != h)
