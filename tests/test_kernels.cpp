@@ -452,7 +452,7 @@ TEST_SUITE("kernels") {
       } else {
         MESSAGE(L->name, ": no SIMD kernel on this CPU, the ceiling cannot change the path");
       }
-      if (isa_supported(Isa::avx2) && isa_supported(Isa::avx512vnni) && whole_vectors(*L, 64)) {
+      if (isa_supported(Isa::avx2) && isa_supported(Isa::avx512vnni) && L->block_scales_128() && whole_vectors(*L, 64)) {
         CHECK(best_kernel(*L, Isa::avx2).variant.name() == "slot-mask/avx2");
         CHECK(top.variant.name() == "slot-mask/avx512vnni");
       }
