@@ -75,6 +75,10 @@ void list_kernels(const KernelsOptions& o) {
         listing.add({std::string(L->name), cat("(not measured: ", rows, " rows are not whole ", L->rows, "-row blocks)")});
         continue;
       }
+      if (!L->block_scales_128()) {  // one candidate, nothing to measure
+        listing.add({std::string(L->name), cat("(not measured: reference/scalar only, ", L->block_scales_why_not(), ")")});
+        continue;
+      }
       const PackedMatrix w = pack(make_weights(rows, cols, 2026, Fill::random, ScaleKind::random), *L);
       c = plan_kernel(w, o.tokens, pool, mode, &wisdom);
     } else {
