@@ -76,6 +76,10 @@ void list_kernels(const KernelsOptions& o) {
         listing.add({std::string(L->name), cat("(not measured: ", rows, " rows are not whole ", L->rows, "-row blocks)")});
         continue;
       }
+      if (!L->block_scales_128()) {  // one candidate, nothing to measure
+        listing.add({std::string(L->name), cat("(not measured: reference/scalar only, ", L->block_scales_why_not(), ")")});
+        continue;
+      }
       // Timing only: random fp16 scales, rounded (lossily, by name) where the layout stores another format.
       TernaryMatrix m = make_weights(rows, cols, 2026, Fill::random, ScaleKind::random);
       if (L->scale_format() != ScaleFormat::fp16) m = requantise_scales(m, L->scale_format(), "kernels --plan weights");

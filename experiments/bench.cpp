@@ -63,7 +63,7 @@ std::vector<BenchConfig> bench_configs(const BenchSpec& o) {
       arms += cat("\n[[arm]]\nname = ", quoted(name), "\nlayout = ", quoted(layout), "\nkernel = ", quoted(kernel), "\n");
     };
     for (const LayoutInfo* L : all_layouts()) {
-      if (!wanted(L->name) || rows % L->rows) continue;
+      if (!wanted(L->name) || rows % L->rows || cols % L->k) continue;
       for (const KernelVariant& k : kernels_under_ceiling(*L)) {
         if (k.strategy == Strategy::reference && !o.with_reference) continue;
         if (!k.gemv || (gemm && !k.gemm)) continue;

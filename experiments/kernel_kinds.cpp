@@ -36,10 +36,16 @@ constexpr std::int64_t kMaxDim = std::int64_t(1) << 20;
 
 // The peers' formats and AVX2 kernels (kernels/peers: BitNet's I2_S, ggml's TQ2_0): an arm whose
 // layout names one runs it beside the layouts, verified by the peer's own bit-exact check and, where
-// its arithmetic gives integers, against the oracle.
+// its arithmetic gives integers, against the oracle. The same names are declared layouts (one byte
+// format per peer, layouts/tq2_0.hpp, i2_s.hpp): an arm naming one of the catalog's kernels
+// (reference/scalar, ...) runs that kernel on the layout instead.
 const peers::PeerFormat* arm_peer(const ArmSpec& arm) {
   const Located at = arm.at("layout");
-  return at ? peers::find_peer(as_string(at)) : nullptr;
+  const peers::PeerFormat* p = at ? peers::find_peer(as_string(at)) : nullptr;
+  const Located k = arm.at("kernel");
+  if (!p || !k) return p;
+  const std::string kernel = as_string(k);
+  return strategy_named(kernel.substr(0, kernel.find('/'))) ? nullptr : p;
 }
 
 bool arm_spawn(const ArmSpec& arm) {

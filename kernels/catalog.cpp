@@ -47,6 +47,16 @@ std::string kernel_name(Strategy strategy, Isa isa) { return cat(strategy_name(s
 namespace {
 std::vector<KernelVariant> collect(const LayoutInfo& layout, std::vector<KernelGap>* gaps) {
   std::vector<KernelVariant> v{KernelVariant{Strategy::reference, Isa::scalar, &gemv_reference, &gemm_reference}};
+  // Every SIMD strategy reads one scale per row per 128-weight block from the block itself; a wider
+  // block, another scale group or a per-tensor scale runs the reference kernel only, whatever the
+  // layout's byte order would admit.
+  if (!layout.block_scales_128()) {
+    const std::string why = layout.block_scales_why_not();
+    if (gaps)
+      for (const std::string& s : layout.strategies())
+        if (s != "reference") gaps->push_back({parse_strategy(s), best_isa(), why});
+    return v;
+  }
   // x86 strategies (broadcast, slot-mask, unpack, base3) per ISA the CPU runs; each adds only what
   // the layout's properties and plan admit.
   if (isa_supported(Isa::avx2)) detail::add_avx2_kernels(layout, v, gaps);

@@ -70,6 +70,7 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
     return p;
   };
   if (!L.facts.slot_vectorizable || L.slot_plan.empty()) return reject("layout is not slot-vectorizable");
+  if (!L.block_scales_128()) return reject(L.block_scales_why_not());
   const int payload = int(L.slot_plan.size()) * kWordBytes;
   if (payload % vb != 0) return reject("payload of ", payload, " bytes is not a whole number of ", vb, "-byte vectors");
   const int vw = vb / kWordBytes;
@@ -374,6 +375,10 @@ Base3Plan build_base3_plan(const LayoutInfo& L) {
   Base3Plan p;
   if (!L.facts.digit_planar || L.digit_plan.empty()) {
     p.why_not = "layout is not digit-planar base-3";
+    return p;
+  }
+  if (!L.block_scales_128()) {
+    p.why_not = L.block_scales_why_not();
     return p;
   }
   if (L.rows != 1 || L.k != 128) {

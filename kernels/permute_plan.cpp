@@ -241,8 +241,8 @@ PermutePlan build_permute_plan(const LayoutInfo& L, int vb, int max_acc_items) {
   p.vector_bytes = vb;
   p.rows = L.rows;
   p.block_bytes = L.block_bytes();
-  if (L.k != kBlockK) {
-    p.why_not = cat("blocks of ", L.k, " weights per row (the kernels read 128-weight activation blocks)");
+  if (!L.block_scales_128()) {
+    p.why_not = L.block_scales_why_not();
     return p;
   }
   if (L.rows > kMaxPermuteRows) {

@@ -36,9 +36,15 @@ std::string byte_map_svg(const LayoutInfo& L) {
       const Loc l = L.placement[std::size_t(r * L.k + k)];
       cell[std::size_t(l.byte * ns + l.slot)] = {r, k};
     }
+  // The (row, group) whose scale holds byte b; row -1 for none (a per-tensor scale is not in the block).
+  int scale_group_at = 0;
   auto scale_row = [&](int b) {
     for (int r = 0; r < L.rows; ++r)
-      if (b >= L.scale_offset(r) && b < L.scale_offset(r) + L.scale_bytes()) return r;
+      for (int g = 0; g < L.scales_per_row(); ++g)
+        if (b >= L.scale_offset(r, g) && b < L.scale_offset(r, g) + L.scale_bytes()) {
+          scale_group_at = g;
+          return r;
+        }
     return -1;
   };
 
@@ -76,8 +82,12 @@ std::string byte_map_svg(const LayoutInfo& L) {
       if (sr >= 0) {
         s += cat("<rect x=\"", x, "\" y=\"", y0, "\" width=\"", kCellW, "\" height=\"", ns * kCellH, "\" fill=\"",
                  kScaleColour, "\" stroke=\"#888\" stroke-width=\"0.5\"><title>byte ", b, ": ", scale_format_name(L.scale_format()),
-                 " scale of row ", sr,
-                 L.scale_bytes() == 1 ? "" : b == L.scale_offset(sr) ? " (low byte)" : " (high byte)", "</title></rect>\n");
+                 " scale of row ", sr, L.scales_per_row() > 1 ? cat(", group ", scale_group_at) : "",
+                 L.scale_bytes() == 1                           ? ""
+                 : b == L.scale_offset(sr, scale_group_at)      ? " (low byte)"
+                 : b == L.scale_offset(sr, scale_group_at) + L.scale_bytes() - 1 ? " (high byte)"
+                                                                : cat(" (byte ", b - L.scale_offset(sr, scale_group_at), ")"),
+                 "</title></rect>\n");
         s += cat("<text x=\"", x + kCellW / 2, "\" y=\"", y0 + ns * kCellH / 2 + 4,
                  "\" text-anchor=\"middle\" transform=\"rotate(-90 ", x + kCellW / 2, " ", y0 + ns * kCellH / 2,
                  ")\">scale r", sr, "</text>\n");

@@ -1,12 +1,15 @@
 // The layout DSL: a ternary block layout is *data*, declared once.
 //
-// A block holds `rows` consecutive weight rows x `k` consecutive weights (normally 128) plus one
-// scale per row, in the scale site's format (fp16 unless declared otherwise; layouts/scale_format.hpp). Where weight (row, k) sits is a function of coordinates, in the spirit of CuTe
+// A block holds `rows` consecutive weight rows x `k` consecutive weights (128, or 256 for ggml's
+// TQ formats) plus the rows' scales in the scale site's format (fp16 unless declared otherwise;
+// layouts/scale_format.hpp): one per row per `group` weights (the whole block row unless declared:
+// 64, 128 or 256), or one for the whole tensor, stored after its last block (BitNet's I2_S). Where
+// weight (row, k) sits is a function of coordinates, in the spirit of CuTe
 // layouts: `row` and `k - piece.k_begin` are each split into named mixed-radix modes (first mode
 // varies fastest), and every mode carries a byte stride and a slot stride:
 //
 //     byte = piece.byte_base + sum(coord_m * byte_stride_m)
-//     slot = sum(coord_m * slot_stride_m)          (2-bit field s, or base-3 digit n)
+//     slot = piece.slot_base + sum(coord_m * slot_stride_m)   (2-bit field s, or base-3 digit n)
 //
 // t2p, for instance, is row = (half:2, pair:2), k = (kk:8, s:4, word:4), byte = 8 + kk + 8 half +
 // 16 word + 64 pair, slot = s. Formats whose order changes along k (ptq1_0's staged trits) are a
@@ -65,24 +68,36 @@ constexpr Modes modes(M... ms) {
   return Modes{{ms...}, int(sizeof...(M))};
 }
 
-// The weights k in [k_begin, k_begin + k-modes' size) of every row, placed from byte_base on.
+// The weights k in [k_begin, k_begin + k-modes' size) of every row, placed from byte_base on
+// (slot_base 3 with a slot stride of -1 fills a byte's fields from the top, as I2_S does).
 struct Piece {
   int k_begin = 0;
   Modes row;
   Modes k;
   int byte_base = 0;
+  int slot_base = 0;
 };
 
 inline constexpr int kMaxPieces = 4;
 inline constexpr int kMaxBlockBytes = 1024;
 
-// Where the scales sit and how they are stored: row r's scale is the scale_bytes(format) bytes at
-// offset + r * row_stride.
+// Where the scales sit and how they are stored. Per block: the scale of row r's weights
+// [g * group, g * group + group) is the scale_bytes(format) bytes at offset + r * row_stride +
+// g * group_stride (group 0: the whole block row, one scale per row). Per tensor: one scale at
+// byte `offset` of a `tail_bytes` tail after the tensor's last block (group, strides unused).
 struct ScaleSite {
   int offset = 0;
   int row_stride = 2;
   ScaleFormat format = ScaleFormat::fp16;
+  int group = 0;
+  int group_stride = 0;
+  bool per_tensor = false;
+  int tail_bytes = 0;
 };
+
+// Weights per scale within a block row (the block's k for per-tensor scales, whose one scale
+// covers every block alike).
+constexpr int scale_group(const ScaleSite& sc, int k) { return sc.per_tensor || sc.group == 0 ? k : sc.group; }
 
 struct LayoutSpec {
   std::string_view name;
@@ -133,7 +148,7 @@ constexpr Loc locate(const LayoutSpec& s, int row, int k) {
   for (int p = 0; p < n_pieces(s); ++p) {
     const Piece& pc = s.pieces[p];
     if (k < pc.k_begin || k >= pc.k_begin + pc.k.size() || row >= pc.row.size()) continue;
-    Loc l{pc.byte_base, 0};
+    Loc l{pc.byte_base, pc.slot_base};
     detail::apply_modes(pc.row, row, l.byte, l.slot);
     detail::apply_modes(pc.k, k - pc.k_begin, l.byte, l.slot);
     return l;
@@ -141,15 +156,41 @@ constexpr Loc locate(const LayoutSpec& s, int row, int k) {
   return {};
 }
 
+// Scales per row per block: 0 for a per-tensor scale, else k / group.
+constexpr int scales_per_row(const LayoutSpec& s) {
+  return s.scales.per_tensor ? 0 : s.k / scale_group(s.scales, s.k);
+}
+
+constexpr int scale_offset(const LayoutSpec& s, int row, int group) {
+  return s.scales.offset + row * s.scales.row_stride + group * s.scales.group_stride;
+}
+
+// One past the last scale byte of a block (0 when the scale is per tensor).
 constexpr int scale_end(const LayoutSpec& s) {
-  return s.scales.offset + scale_bytes(s.scales.format) + (s.rows - 1) * s.scales.row_stride;
+  int end = 0;
+  for (int r = 0; r < s.rows; ++r)
+    for (int g = 0; g < scales_per_row(s); ++g) end = std::max(end, scale_offset(s, r, g) + scale_bytes(s.scales.format));
+  return end;
 }
 
 constexpr bool is_scale_byte(const LayoutSpec& s, int byte) {
-  for (int r = 0; r < s.rows; ++r) {
-    const int o = s.scales.offset + r * s.scales.row_stride;
-    if (byte >= o && byte < o + scale_bytes(s.scales.format)) return true;
-  }
+  for (int r = 0; r < s.rows; ++r)
+    for (int g = 0; g < scales_per_row(s); ++g) {
+      const int o = scale_offset(s, r, g);
+      if (byte >= o && byte < o + scale_bytes(s.scales.format)) return true;
+    }
+  return false;
+}
+
+// Two scales of a block that share a byte; false when every scale has its own bytes.
+constexpr bool scales_collide(const LayoutSpec& s) {
+  const int n = s.rows * scales_per_row(s), w = scale_bytes(s.scales.format);
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) {
+      const int oa = scale_offset(s, a / scales_per_row(s), a % scales_per_row(s));
+      const int ob = scale_offset(s, b / scales_per_row(s), b % scales_per_row(s));
+      if (oa < ob + w && ob < oa + w) return true;
+    }
   return false;
 }
 
@@ -183,7 +224,11 @@ struct Facts {
   int payload_begin = 0;  // first weight byte
   int payload_bytes = 0;  // first to last weight byte (scales placed between pieces count)
   int weight_bytes = 0;   // bytes that hold weights
-  double bits_per_weight = 0;
+  double bits_per_weight = 0;  // of the blocks (a per-tensor scale's tail is not counted)
+  int scale_group = 0;         // weights per scale within a block row
+  int scales_per_row = 0;      // per block; 0 for a per-tensor scale
+  bool per_tensor_scale = false;
+  int tail_bytes = 0;          // after the tensor's last block (per-tensor scale)
   bool slot_vectorizable = false;  // see SlotVectorizable
   bool pairs_rows = false;         // slot-vectorizable words are row pairs (not single rows)
   bool natural_two_bit = false;    // see NaturalTwoBit
@@ -266,7 +311,9 @@ constexpr bool row_strips(const LayoutSpec& s, const std::array<RowK, kMaxBlockB
 #define TERNLAB_LAYOUT_RULES(X)                                                                     \
   X(shape, "rows must be >= 1 and k a positive multiple of 8")                                     \
   X(too_many_cells, "block too large: rows * k must be <= 2048")                                   \
-  X(scales_overlap, "scales overlap: row_stride must be >= the bytes of one scale")                 \
+  X(scales_overlap, "scales overlap: row and group strides must give every scale its own bytes")   \
+  X(scale_group, "a declared scale group must be 64, 128 or 256 weights and divide k")              \
+  X(tensor_tail, "a per-tensor scale must lie inside its tail_bytes")                              \
   X(piece_rows, "every piece must span all rows of the block")                                     \
   X(uncovered, "a (row, k) of the block is covered by no piece")                                   \
   X(beyond_block, "block larger than 1024 bytes")                                                  \
@@ -306,7 +353,12 @@ struct Violation {
 constexpr Violation find_violation(const LayoutSpec& s) {
   if (s.rows < 1 || s.k < 8 || s.k % 8 != 0) return {.rule = Rule::shape};
   if (s.rows * s.k > kMaxCells) return {.rule = Rule::too_many_cells};
-  if (s.rows > 1 && s.scales.row_stride < scale_bytes(s.scales.format)) return {.rule = Rule::scales_overlap};
+  const int group = scale_group(s.scales, s.k);
+  if (!s.scales.per_tensor && s.scales.group != 0 && (s.k % group != 0 || (group != 64 && group != 128 && group != 256)))
+    return {.rule = Rule::scale_group};
+  if (s.scales.per_tensor && (s.scales.offset < 0 || s.scales.offset + scale_bytes(s.scales.format) > s.scales.tail_bytes))
+    return {.rule = Rule::tensor_tail};
+  if (scales_collide(s)) return {.rule = Rule::scales_overlap};
   for (int p = 0; p < n_pieces(s); ++p)
     if (s.pieces[p].row.size() != s.rows) return {.rule = Rule::piece_rows, .piece = p};
   std::array<RowK, kMaxBlockBytes * 5> held{};
@@ -358,6 +410,10 @@ constexpr Facts derive(const LayoutSpec& s) {
   f.block_bytes = std::max(f.block_bytes, payload_end);
   f.payload_bytes = payload_end - f.payload_begin;
   f.bits_per_weight = 8.0 * f.block_bytes / (s.rows * s.k);
+  f.scale_group = scale_group(s.scales, s.k);
+  f.scales_per_row = scales_per_row(s);
+  f.per_tensor_scale = s.scales.per_tensor;
+  f.tail_bytes = s.scales.per_tensor ? s.scales.tail_bytes : 0;
 
   if (s.code == Code::two_bit && s.rows == 1) {
     f.natural_two_bit = true;

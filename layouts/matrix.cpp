@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "common/fp16.hpp"
+#include "common/strings.hpp"
 
 namespace ternlab {
 
@@ -49,13 +50,14 @@ int decode_trit(std::uint8_t byte, int n) {
 void encode_block(const LayoutInfo& L, const std::uint8_t* codes, const std::uint16_t* scales, std::uint8_t* out) {
   const int nb = L.block_bytes();
   std::memset(out, 0, std::size_t(nb));
-  for (int r = 0; r < L.rows; ++r) {
+  for (int j = 0; j < L.rows * L.scales_per_row(); ++j) {
+    std::uint8_t* at = out + L.scale_offset(j / L.scales_per_row(), j % L.scales_per_row());
     if (L.scale_format() == ScaleFormat::fp16) {
-      std::memcpy(out + L.scale_offset(r), &scales[r], 2);
+      std::memcpy(at, &scales[j], 2);
       continue;
     }
-    const EncodedScale e = encode_scale_nearest(L.scale_format(), fp16_to_float(scales[r]));
-    std::memcpy(out + L.scale_offset(r), e.bytes, std::size_t(L.scale_bytes()));
+    const EncodedScale e = encode_scale_nearest(L.scale_format(), fp16_to_float(scales[j]));
+    std::memcpy(at, e.bytes, std::size_t(L.scale_bytes()));
   }
   const int cells = L.rows * L.k;
   if (L.code == Code::two_bit) {
@@ -78,11 +80,12 @@ void encode_block(const LayoutInfo& L, const std::uint8_t* codes, const std::uin
 }
 
 void decode_block(const LayoutInfo& L, const std::uint8_t* in, std::uint8_t* codes, std::uint16_t* scales) {
-  for (int r = 0; r < L.rows; ++r) {
+  for (int j = 0; j < L.rows * L.scales_per_row(); ++j) {
+    const int r = j / L.scales_per_row(), g = j % L.scales_per_row();
     if (L.scale_format() == ScaleFormat::fp16)
-      std::memcpy(&scales[r], in + L.scale_offset(r), 2);
+      std::memcpy(&scales[j], in + L.scale_offset(r, g), 2);
     else
-      scales[r] = float_to_fp16(L.scale(in, r));
+      scales[j] = float_to_fp16(L.scale(in, r, g));
   }
   const int cells = L.rows * L.k;
   if (L.code == Code::two_bit) {
@@ -94,49 +97,87 @@ void decode_block(const LayoutInfo& L, const std::uint8_t* in, std::uint8_t* cod
 
 namespace {
 
-// Checks a row group's content before it is written into `L`, naming the first bad weight/scale.
-void check_block(const LayoutInfo& L, const std::uint8_t* codes, const std::uint16_t* scales, std::int64_t row0,
-                 std::int64_t block, const std::string& what) {
-  for (int r = 0; r < L.rows; ++r)
-    if (!fp16_is_finite(scales[r]))
-      fail(what, ": row ", row0 + r, " block ", block, " (weights ", block * kBlockK, "..", block * kBlockK + 127,
-           ") has a non-finite scale (fp16 bits 0x", std::hex, scales[r], ")");
-  if (L.scale_format() != ScaleFormat::fp16)
-    for (int r = 0; r < L.rows; ++r) {
-      const float v = fp16_to_float(scales[r]);
-      if (!scale_representable(L.scale_format(), v))
-        fail(what, ": row ", row0 + r, " block ", block, " has scale ", v, ", which ", L.name, "'s ",
-             scale_format_name(L.scale_format()), " scales cannot represent",
-             L.scale_format() == ScaleFormat::e8m0 && !(v > 0) ? " (e8m0 holds positive powers of two only)" : "",
-             "; an exact transcode refuses to round it (requantise rounds it, lossily, to ",
-             encode_scale_nearest(L.scale_format(), v).value, ")");
-    }
+// Throws unless the fp16 scale `bits` of `where` is finite and exactly a value of L's scale format.
+void check_scale(const LayoutInfo& L, std::uint16_t bits, const std::string& what, const std::string& where) {
+  if (!fp16_is_finite(bits))
+    fail(what, ": ", where, " has a non-finite scale (fp16 bits 0x", std::hex, bits, ")");
+  if (L.scale_format() == ScaleFormat::fp16) return;
+  const float v = fp16_to_float(bits);
+  if (!scale_representable(L.scale_format(), v))
+    fail(what, ": ", where, " has scale ", v, ", which ", L.name, "'s ", scale_format_name(L.scale_format()),
+         " scales cannot represent",
+         L.scale_format() == ScaleFormat::e8m0 && !(v > 0) ? " (e8m0 holds positive powers of two only)" : "",
+         "; an exact transcode refuses to round it (requantise rounds it, lossily, to ",
+         encode_scale_nearest(L.scale_format(), v).value, ")");
+}
+
+// Checks a row group's codes before they are written into `L`, naming the first bad weight.
+void check_codes(const LayoutInfo& L, const std::uint8_t* codes, std::int64_t row0, std::int64_t block,
+                 const std::string& what) {
   for (int i = 0; i < L.rows * L.k; ++i) {
     if (codes[i] > 3) fail(what, ": code ", int(codes[i]), " at row ", row0 + i / L.k, " is not a 2-bit code");
     if (codes[i] == 3 && L.code == Code::base3)
-      fail(what, ": row ", row0 + i / L.k, " weight ", block * kBlockK + i % L.k,
+      fail(what, ": row ", row0 + i / L.k, " weight ", block * L.k + i % L.k,
            " holds 2-bit code 3 (+2 d), which the base-3 layout ", L.name, " cannot represent");
   }
+}
+
+// "row R block B" of a layout's block, with the scale's weights where a block holds several.
+std::string where(const LayoutInfo& L, std::int64_t row, std::int64_t block, std::int64_t k0) {
+  return cat("row ", row, " block ", block,
+             L.scale_group() == L.k ? std::string() : cat(" (weights ", k0, "..", k0 + L.scale_group() - 1, ")"));
+}
+
+// The one fp16 scale of row `row`'s weights [k0, k0 + n) in the layout-free form: the 128-weight
+// scales it spans must all be equal (an exact pack never merges two scales into one).
+std::uint16_t merged_scale(const TernaryMatrix& m, const LayoutInfo& L, std::int64_t row, std::int64_t k0,
+                           std::int64_t n, const std::string& what) {
+  const std::uint16_t s = m.scale_bits(row, k0 / kBlockK);
+  for (std::int64_t b = k0 / kBlockK + 1; b <= (k0 + n - 1) / kBlockK; ++b)
+    if (m.scale_bits(row, b) != s)
+      fail(what, ": row ", row, " weights ", k0, "..", k0 + n - 1, " share one scale in ", L.name, " (",
+           L.scale_group(), "-weight groups), but their 128-weight blocks ", k0 / kBlockK, " and ", b,
+           " have different scales ", fp16_to_float(s), " and ", fp16_to_float(m.scale_bits(row, b)),
+           "; an exact transcode refuses to merge them (requantise merges them, lossily)");
+  return s;
 }
 
 }  // namespace
 
 PackedMatrix pack(const TernaryMatrix& m, const LayoutInfo& L, const std::string& what) {
   check_shape(L, m.rows, m.cols, what);
-  if (m.codes.size() != std::size_t(m.rows * m.cols) || m.scales.size() != std::size_t(m.rows * m.blocks_per_row()))
+  if (m.cols % kBlockK != 0 || m.codes.size() != std::size_t(m.rows * m.cols) ||
+      m.scales.size() != std::size_t(m.rows * m.blocks_per_row()))
     fail(what, ": code/scale arrays do not match the shape ", m.rows, " x ", m.cols);
   PackedMatrix p{&L, m.rows, m.cols, {}};
-  p.bytes.resize(std::size_t(p.row_groups() * p.blocks_per_row() * L.block_bytes()));
+  p.bytes.resize(p.blocks_bytes() + std::size_t(L.facts.tail_bytes));
+  if (L.per_tensor_scale()) {
+    const std::uint16_t s = m.scales[0];
+    for (std::size_t j = 1; j < m.scales.size(); ++j)
+      if (m.scales[j] != s)
+        fail(what, ": ", L.name, " holds one scale for the whole tensor, but row ", std::int64_t(j) / m.blocks_per_row(),
+             " block ", std::int64_t(j) % m.blocks_per_row(), " has scale ", fp16_to_float(m.scales[j]),
+             " where row 0 block 0 has ", fp16_to_float(s),
+             "; an exact transcode refuses to merge them (requantise merges them, lossily)");
+    check_scale(L, s, what, "the per-tensor scale");
+    const EncodedScale e = encode_scale_nearest(L.scale_format(), fp16_to_float(s));
+    std::memcpy(p.bytes.data() + p.blocks_bytes() + L.scale_offset(0), e.bytes, std::size_t(L.scale_bytes()));
+  }
+  const int spr = L.scales_per_row(), group = L.scale_group();
   std::vector<std::uint8_t> codes(std::size_t(L.rows * L.k));
-  std::vector<std::uint16_t> scales(std::size_t(L.rows));
+  std::vector<std::uint16_t> scales(std::size_t(L.rows * spr));
   for (std::int64_t g = 0; g < p.row_groups(); ++g)
     for (std::int64_t i = 0; i < p.blocks_per_row(); ++i) {
       for (int r = 0; r < L.rows; ++r) {
         const std::int64_t row = g * L.rows + r;
-        std::memcpy(&codes[std::size_t(r * L.k)], &m.codes[std::size_t(row * m.cols + i * kBlockK)], std::size_t(L.k));
-        scales[std::size_t(r)] = m.scale_bits(row, i);
+        std::memcpy(&codes[std::size_t(r * L.k)], &m.codes[std::size_t(row * m.cols + i * L.k)], std::size_t(L.k));
+        for (int j = 0; j < spr; ++j) {
+          const std::int64_t k0 = i * L.k + j * group;
+          scales[std::size_t(r * spr + j)] = merged_scale(m, L, row, k0, group, what);
+          check_scale(L, scales[std::size_t(r * spr + j)], what, where(L, row, i, k0));
+        }
       }
-      check_block(L, codes.data(), scales.data(), g * L.rows, i, what);
+      check_codes(L, codes.data(), g * L.rows, i, what);
       encode_block(L, codes.data(), scales.data(), p.block(g, i));
     }
   return p;
@@ -144,26 +185,42 @@ PackedMatrix pack(const TernaryMatrix& m, const LayoutInfo& L, const std::string
 
 TernaryMatrix unpack(const PackedMatrix& p) {
   const LayoutInfo& L = *p.layout;
-  // Scales in another format than fp16 must come back exactly (e8m0 and bf16 reach beyond fp16).
-  if (L.scale_format() != ScaleFormat::fp16)
-    for (std::int64_t g = 0; g < p.row_groups(); ++g)
-      for (std::int64_t i = 0; i < p.blocks_per_row(); ++i)
-        for (int r = 0; r < L.rows; ++r) {
-          const float v = L.scale(p.block(g, i), r);
-          if (!std::isfinite(v) || fp16_to_float(float_to_fp16(v)) != v)
-            fail(L.name, " matrix: row ", g * L.rows + r, " block ", i, " has ", scale_format_name(L.scale_format()),
-                 " scale ", v, ", which the layout-free form's fp16 scales cannot hold");
-        }
+  const int spr = L.scales_per_row(), group = L.scale_group();
+  if (p.bytes.size() != p.blocks_bytes() + std::size_t(L.facts.tail_bytes))
+    fail(L.name, " matrix: ", p.bytes.size(), " bytes, but ", p.rows, " x ", p.cols, " takes ",
+         p.blocks_bytes() + std::size_t(L.facts.tail_bytes));
+  // Scales in another format than fp16 must come back exactly (e8m0, bf16 and fp32 reach beyond fp16).
+  const auto to_fp16 = [&](float v, std::int64_t row, std::int64_t block, std::int64_t k0) {
+    const std::uint16_t h = float_to_fp16(v);
+    if (!std::isfinite(v) || fp16_to_float(h) != v)
+      fail(L.name, " matrix: ", L.per_tensor_scale() ? std::string("the per-tensor scale") : where(L, row, block, k0), " has ",
+           scale_format_name(L.scale_format()), " scale ", v, ", which the layout-free form's fp16 scales cannot hold");
+    return h;
+  };
   TernaryMatrix m(p.rows, p.cols);
+  if (L.per_tensor_scale()) std::fill(m.scales.begin(), m.scales.end(), to_fp16(p.scale(0, 0, 0), 0, 0, 0));
   std::vector<std::uint8_t> codes(std::size_t(L.rows * L.k));
-  std::vector<std::uint16_t> scales(std::size_t(L.rows));
+  std::vector<std::uint16_t> scales(std::size_t(L.rows * spr));
   for (std::int64_t g = 0; g < p.row_groups(); ++g)
     for (std::int64_t i = 0; i < p.blocks_per_row(); ++i) {
       decode_block(L, p.block(g, i), codes.data(), scales.data());
       for (int r = 0; r < L.rows; ++r) {
         const std::int64_t row = g * L.rows + r;
-        std::memcpy(&m.codes[std::size_t(row * m.cols + i * kBlockK)], &codes[std::size_t(r * L.k)], std::size_t(L.k));
-        m.scales[std::size_t(row * m.blocks_per_row() + i)] = scales[std::size_t(r)];
+        std::memcpy(&m.codes[std::size_t(row * m.cols + i * L.k)], &codes[std::size_t(r * L.k)], std::size_t(L.k));
+        for (int j = 0; j < spr; ++j) {
+          const std::int64_t k0 = i * L.k + j * group;
+          const std::uint16_t h = L.scale_format() == ScaleFormat::fp16
+                                      ? scales[std::size_t(r * spr + j)]
+                                      : to_fp16(L.scale(p.block(g, i), r, j), row, i, k0);
+          std::uint16_t& dst = m.scales[std::size_t(row * m.blocks_per_row() + k0 / kBlockK)];
+          // Groups narrower than 128 weights: the layout-free form holds one scale per 128.
+          if (group < kBlockK && k0 % kBlockK != 0 && dst != h)
+            fail(L.name, " matrix: row ", row, " weights ", k0 - group, "..", k0 + group - 1, " have the ", group,
+                 "-weight scales ", fp16_to_float(dst), " and ", fp16_to_float(h),
+                 ", which the layout-free form's one scale per 128 weights cannot hold");
+          for (std::int64_t b = k0 / kBlockK; b <= (k0 + group - 1) / kBlockK; ++b)
+            m.scales[std::size_t(row * m.blocks_per_row() + b)] = h;
+        }
       }
     }
   return m;
@@ -205,19 +262,65 @@ TernaryMatrix requantise_scales(const TernaryMatrix& m, ScaleFormat f, const std
   return out;
 }
 
+namespace {
+
+// The scales under each of `to`'s scales merged into the largest in magnitude, and the weights
+// re-ternarised against it (see requantise).
+TernaryMatrix merge_scale_groups(const TernaryMatrix& m, const LayoutInfo& to, ScaleRequantisation& rep) {
+  const std::int64_t span = to.per_tensor_scale() ? m.rows * m.blocks_per_row() : to.scale_group() / kBlockK;
+  if (span <= 1) return m;
+  TernaryMatrix out = m;
+  const std::int64_t n = std::int64_t(m.scales.size());
+  for (std::int64_t j0 = 0; j0 < n; j0 += span) {
+    float big = 0;
+    std::uint16_t big_bits = m.scales[std::size_t(j0)];
+    for (std::int64_t j = j0; j < j0 + span; ++j)
+      if (std::fabs(fp16_to_float(m.scales[std::size_t(j)])) > std::fabs(big))
+        big = fp16_to_float(m.scales[std::size_t(j)]), big_bits = m.scales[std::size_t(j)];
+    for (std::int64_t j = j0; j < j0 + span; ++j) {
+      const std::int64_t row = j / m.blocks_per_row(), b = j % m.blocks_per_row();
+      const float old = fp16_to_float(m.scales[std::size_t(j)]);
+      out.scales[std::size_t(j)] = big_bits;
+      for (std::int64_t k = b * kBlockK; k < b * kBlockK + kBlockK; ++k) {
+        const std::size_t at = std::size_t(row * m.cols + k);
+        const int w = int(m.codes[at]) - 1;
+        const int w2 = big == 0 ? 0 : std::clamp(int(std::lround(double(w) * old / big)), -1, w > 1 ? 2 : 1);
+        out.codes[at] = std::uint8_t(w2 + 1);
+        ++rep.weights;
+        rep.weights_changed += w2 != w;
+        rep.max_abs_weight_error = std::max(rep.max_abs_weight_error, std::fabs(double(w2) * big - double(w) * old));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 PackedMatrix requantise(const PackedMatrix& p, const LayoutInfo& to, const std::string& what,
                         ScaleRequantisation* report) {
-  return pack(requantise_scales(unpack(p), to.scale_format(), what, report), to, what);
+  ScaleRequantisation merged;
+  const TernaryMatrix m = merge_scale_groups(unpack(p), to, merged);
+  ScaleRequantisation rep;
+  PackedMatrix out = pack(requantise_scales(m, to.scale_format(), what, &rep), to, what);
+  rep.weights = merged.weights;
+  rep.weights_changed = merged.weights_changed;
+  rep.max_abs_weight_error = merged.max_abs_weight_error;
+  if (report) *report = rep;
+  return out;
 }
 
 PackedMatrix adopt_bytes(const LayoutInfo& L, std::int64_t rows, std::int64_t cols, const std::uint8_t* data,
                          std::size_t size, const std::string& what) {
   check_shape(L, rows, cols, what);
   PackedMatrix p{&L, rows, cols, {}};
-  const std::size_t want = std::size_t(p.row_groups() * p.blocks_per_row() * L.block_bytes());
+  const std::size_t want = p.blocks_bytes() + std::size_t(L.facts.tail_bytes);
   if (size != want)
-    fail(what, ": ", size, " bytes given, but ", rows, " x ", cols, " in ", L.name, " takes ", want, " bytes");
+    fail(what, ": ", size, " bytes given, but ", rows, " x ", cols, " in ", L.name, " takes ", want, " bytes",
+         L.per_tensor_scale() ? cat(" (", p.blocks_bytes(), " of blocks, then the ", L.facts.tail_bytes, "-byte tail holding the per-tensor scale)") : "");
   p.bytes.assign(data, data + size);
+  if (L.per_tensor_scale() && !std::isfinite(p.scale(0, 0, 0)))
+    fail(what, ": the per-tensor ", scale_format_name(L.scale_format()), " scale of ", L.name, " is not finite (", p.scale(0, 0, 0), ")");
   return p;
 }
 

@@ -2,8 +2,10 @@
 //   TernaryMatrix - layout-free: one 2-bit code u = w + 1 per weight (u = 3 means +2, which the real
 //                   PQ2_0 file may hold) and one fp16 scale per row per 128 weights (the scales
 //                   a layout stores in another format convert to and from fp16 exactly, or the
-//                   conversion throws);
-//   PackedMatrix  - the bytes of one layout, blocks ordered row group by row group, K inside.
+//                   conversion throws; a layout's 256-weight scale group or per-tensor scale is
+//                   that scale repeated, a 64-weight group one of two equal halves);
+//   PackedMatrix  - the bytes of one layout, blocks ordered row group by row group, K inside, then
+//                   the tail of a per-tensor scale.
 // pack / unpack / transcode are generated from the layout's placement table: no per-layout code.
 #pragma once
 
@@ -16,7 +18,7 @@
 
 namespace ternlab {
 
-inline constexpr int kBlockK = 128;  // weights per row per block, for every layout here
+inline constexpr int kBlockK = 128;  // weights per row per scale of the layout-free form (and per block of most layouts)
 
 struct TernaryMatrix {
   std::int64_t rows = 0, cols = 0;
@@ -39,9 +41,15 @@ struct PackedMatrix {
   std::int64_t rows = 0, cols = 0;
   AlignedBytes bytes;
 
-  std::int64_t blocks_per_row() const { return cols / kBlockK; }
+  std::int64_t blocks_per_row() const { return cols / layout->k; }
   std::int64_t row_groups() const { return rows / layout->rows; }
-  // The block for rows [g * R, g * R + R) and weights [128 i, 128 i + 128).
+  std::size_t blocks_bytes() const { return std::size_t(row_groups() * blocks_per_row() * layout->block_bytes()); }
+  // Row r's scale of group j in block (g, i): from the block, or the tensor's tail for a per-tensor scale.
+  float scale(std::int64_t group, std::int64_t i, int r, int j = 0) const {
+    if (layout->per_tensor_scale()) return decode_scale(layout->scale_format(), bytes.data() + blocks_bytes() + layout->scale_offset(0));
+    return layout->scale(block(group, i), r, j);
+  }
+  // The block for rows [g * R, g * R + R) and weights [k i, k i + k) (k = the layout's block width).
   const std::uint8_t* block(std::int64_t group, std::int64_t i) const {
     return bytes.data() + (group * blocks_per_row() + i) * layout->block_bytes();
   }
@@ -50,31 +58,40 @@ struct PackedMatrix {
   }
 };
 
-// Throws unless a rows x cols matrix fits `layout` (cols a multiple of 128, rows of the row group).
+// Throws unless a rows x cols matrix fits `layout` (cols a multiple of its k, rows of the row group).
 // `what` names the tensor in the message.
 void check_shape(const LayoutInfo& layout, std::int64_t rows, std::int64_t cols, const std::string& what = "matrix");
 
-// Block codec: codes are rows x 128 row-major u values, scales one fp16 per row. encode_block rounds
-// each scale to the layout's format (pack checks first that nothing is lost); decode_block converts
-// the stored scale to fp16 (unpack checks that nothing is lost).
+// Block codec: codes are rows x k row-major u values, scales rows x scales_per_row fp16 (none for
+// a per-tensor scale, which pack and unpack handle in the tail). encode_block rounds each scale to
+// the layout's format (pack checks first that nothing is lost); decode_block converts the stored
+// scale to fp16 (unpack checks that nothing is lost).
 void encode_block(const LayoutInfo& layout, const std::uint8_t* codes, const std::uint16_t* scales, std::uint8_t* out);
 void decode_block(const LayoutInfo& layout, const std::uint8_t* in, std::uint8_t* codes, std::uint16_t* scales);
 
 PackedMatrix pack(const TernaryMatrix& m, const LayoutInfo& layout, const std::string& what = "matrix");
 TernaryMatrix unpack(const PackedMatrix& p);
 // Lossless re-layout: throws where the target cannot hold a code (u = 3 into base-3) or a scale
-// (a value its scale format does not have), naming the tensor, row, block and value.
+// (a value its scale format does not have; two different 128-weight scales under one 256-weight
+// scale; rows of different scales under one per-tensor scale), naming the tensor, row, block and
+// values.
 PackedMatrix transcode(const PackedMatrix& p, const LayoutInfo& to, const std::string& what = "matrix");
 
 // What a requantising (lossy) re-layout did to the scales. Relative error |new - old| / |old|.
 struct ScaleRequantisation {
   std::int64_t scales = 0;   // scales seen
   std::int64_t changed = 0;  // scales that moved
+  std::int64_t weights = 0;          // weights re-ternarised under a merged scale (0: no merge)
+  std::int64_t weights_changed = 0;  // of those, weights whose code moved
+  double max_abs_weight_error = 0;   // max |new w * new scale - old w * old scale| over them
   double max_rel_error = 0, mean_rel_error = 0;
   std::string worst;  // "row R block B: OLD -> NEW" of the largest relative error ("" if none moved)
 };
 
-// LOSSY re-layout: every scale rounded to the nearest value of the target's scale format (the
+// LOSSY re-layout: where the target's scale group is wider than 128 weights (or one per tensor),
+// the scales under one target scale merge into the largest in magnitude and the weights are
+// re-ternarised against it (w' = round(w s / s'), halves away from zero, as ggml's quantisers
+// round); then every scale is rounded to the nearest value of the target's scale format (the
 // rounding of layouts/scale_format.hpp), the codes kept. Throws, naming the scale, where no
 // rounding exists: a negative scale into e8m0, or a result outside the fp16 range of the
 // layout-free form (zero into e8m0, whose smallest value is 2^-127).

@@ -1,6 +1,7 @@
 #include "layouts/registry.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <ranges>
 
 #include "common/error.hpp"
@@ -40,6 +41,13 @@ const LayoutInfo& find_layout(std::string_view name) {
   fail("unknown layout '", name, "' (known: ", layout_names(), ")");
 }
 
+std::string LayoutInfo::block_scales_why_not() const {
+  if (block_scales_128()) return "";
+  const char* need = " (the SIMD kernels read one scale per row per 128-weight block, from the block)";
+  if (per_tensor_scale()) return cat("one scale for the whole tensor", need);
+  return cat(k, "-weight blocks with ", scale_group(), "-weight scale groups", need);
+}
+
 std::vector<std::string> LayoutInfo::strategies() const {
   std::vector<std::string> s{"reference"};
   if (facts.row_interleaved) s.push_back("broadcast");
@@ -68,18 +76,30 @@ std::vector<std::string> LayoutInfo::formulas() const {
         if (m.extent > 1 && m.slot_stride != 0) slot_terms.emplace_back(m.slot_stride, m.name);
       }
     const auto sum = [](std::vector<std::pair<int, std::string_view>> terms, int base) {
-      std::stable_sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      std::vector<std::string> t;
-      if (base != 0 || terms.empty()) t.push_back(std::to_string(base));
-      for (const auto& [stride, name] : terms) t.push_back(stride == 1 ? std::string(name) : cat(stride, " ", name));
-      return join(t, " + ");
+      std::stable_sort(terms.begin(), terms.end(),
+                       [](const auto& a, const auto& b) { return std::abs(a.first) < std::abs(b.first); });
+      std::string t = base != 0 || terms.empty() ? std::to_string(base) : "";
+      for (const auto& [stride, name] : terms) {
+        const int m = std::abs(stride);
+        t += cat(t.empty() ? (stride < 0 ? "-" : "") : (stride < 0 ? " - " : " + "), m == 1 ? "" : cat(m, " "), name);
+      }
+      return t;
     };
     out.push_back(cat("k ", pc.k_begin, "..", pc.k_begin + pc.k.size() - 1, ": row = ", coords(pc.row), ", k = ",
                       coords(pc.k), "; byte = ", sum(byte_terms, pc.byte_base), ", ", Code::two_bit == code ? "slot" : "digit",
-                      " = ", sum(slot_terms, 0)));
+                      " = ", sum(slot_terms, pc.slot_base)));
   }
-  out.push_back(cat(scale_format_name(scale_format()), " scale of row r at byte ", spec->scales.offset,
-                    rows > 1 ? cat(" + ", spec->scales.row_stride, " r") : ""));
+  const ScaleSite& sc = spec->scales;
+  if (per_tensor_scale())
+    out.push_back(cat(scale_format_name(scale_format()), " scale of the whole tensor at byte ", sc.offset, " of a ",
+                      sc.tail_bytes, "-byte tail after the last block"));
+  else if (scales_per_row() > 1)
+    out.push_back(cat(scale_format_name(scale_format()), " scale of row r, weights g*", scale_group(), "..g*", scale_group(),
+                      "+", scale_group() - 1, ", at byte ", sc.offset, rows > 1 ? cat(" + ", sc.row_stride, " r") : "", " + ",
+                      sc.group_stride, " g"));
+  else
+    out.push_back(cat(scale_format_name(scale_format()), " scale of row r at byte ", sc.offset,
+                      rows > 1 ? cat(" + ", sc.row_stride, " r") : ""));
   return out;
 }
 
@@ -90,6 +110,8 @@ std::vector<std::string> LayoutInfo::properties() const {
   if (facts.natural_two_bit) p.push_back("natural-2bit");
   if (facts.digit_planar) p.push_back("digit-planar");
   if (code == Code::two_bit) p.push_back("carries-code-3");
+  if (per_tensor_scale()) p.push_back("per-tensor-scale");
+  else if (scale_group() != k) p.push_back(cat("scale-group-", scale_group()));
   return p;
 }
 

@@ -28,11 +28,22 @@ struct LayoutInfo {
 
   int block_bytes() const { return facts.block_bytes; }
   double bits_per_weight() const { return facts.bits_per_weight; }
-  int scale_offset(int row) const { return spec->scales.offset + row * spec->scales.row_stride; }
+  // Offset in the block of row r's scale of group g (for a per-tensor scale: in the tensor's tail).
+  int scale_offset(int row, int group = 0) const { return ternlab::scale_offset(*spec, row, group); }
   ScaleFormat scale_format() const { return spec->scales.format; }
   int scale_bytes() const { return ternlab::scale_bytes(spec->scales.format); }
-  // Row r's scale in this block, as float (the one decoder: layouts/scale_format.hpp).
-  float scale(const std::uint8_t* block, int row) const { return decode_scale(scale_format(), block + scale_offset(row)); }
+  int scale_group() const { return facts.scale_group; }
+  int scales_per_row() const { return facts.scales_per_row; }
+  bool per_tensor_scale() const { return facts.per_tensor_scale; }
+  // One scale per row per 128-weight block, inside the block: the shape the SIMD strategies read.
+  bool block_scales_128() const { return k == 128 && !per_tensor_scale() && scales_per_row() == 1; }
+  // Why not (empty when block_scales_128): the one reason every SIMD plan and the catalog give.
+  std::string block_scales_why_not() const;
+  // Row r's scale of group g in this block, as float (the one decoder: layouts/scale_format.hpp);
+  // not for per-tensor scales (PackedMatrix::scale reads those from the tail).
+  float scale(const std::uint8_t* block, int row, int group = 0) const {
+    return decode_scale(scale_format(), block + scale_offset(row, group));
+  }
   // Kernel strategies this layout's properties admit (the reference kernel always applies).
   std::vector<std::string> strategies() const;
   // Properties in words, for `ternlab layouts`.

@@ -82,6 +82,7 @@ EncodedScale encode_scale_nearest(ScaleFormat f, float v) {
     }
     case ScaleFormat::e4m3: out.bytes[0] = encode_e4m3(v); break;
     case ScaleFormat::e8m0: out.bytes[0] = encode_e8m0(v); break;
+    case ScaleFormat::fp32: std::memcpy(out.bytes, &v, 4); break;
   }
   out.value = decode_scale(f, out.bytes);
   return out;

@@ -3,7 +3,8 @@
 //   fp16 - IEEE binary16 (2 bytes), what PQ2_0 / PTQ1_0 files hold;
 //   bf16 - the top half of a binary32 (2 bytes): fp32's range, 8 significant bits;
 //   e4m3 - OCP FP8 E4M3FN (1 byte): bias 7, max 448, subnormals down to 2^-9, no inf, S.1111.111 NaN;
-//   e8m0 - OCP MX scale (1 byte): 2^(e - 127), e in 0..254, no sign, no zero, 0xff NaN.
+//   e8m0 - OCP MX scale (1 byte): 2^(e - 127), e in 0..254, no sign, no zero, 0xff NaN;
+//   fp32 - IEEE binary32 (4 bytes), BitNet I2_S's one per-tensor scale.
 // Encoders round to the nearest representable value, ties to even (for e8m0: to the even
 // exponent), in the value domain; e4m3 and e8m0 saturate at their largest finite value, and e8m0
 // takes zero to its smallest value 2^-127. Whether that rounding lost anything is for the caller
@@ -19,9 +20,11 @@
 
 namespace ternlab {
 
-enum class ScaleFormat : std::uint8_t { fp16, bf16, e4m3, e8m0 };
+enum class ScaleFormat : std::uint8_t { fp16, bf16, e4m3, e8m0, fp32 };
 
-constexpr int scale_bytes(ScaleFormat f) { return f == ScaleFormat::fp16 || f == ScaleFormat::bf16 ? 2 : 1; }
+constexpr int scale_bytes(ScaleFormat f) {
+  return f == ScaleFormat::fp32 ? 4 : f == ScaleFormat::fp16 || f == ScaleFormat::bf16 ? 2 : 1;
+}
 
 constexpr std::string_view scale_format_name(ScaleFormat f) {
   switch (f) {
@@ -29,6 +32,7 @@ constexpr std::string_view scale_format_name(ScaleFormat f) {
     case ScaleFormat::bf16: return "bf16";
     case ScaleFormat::e4m3: return "e4m3";
     case ScaleFormat::e8m0: return "e8m0";
+    case ScaleFormat::fp32: return "fp32";
   }
   return "?";
 }
@@ -56,6 +60,11 @@ inline float decode_scale(ScaleFormat f, const std::uint8_t* p) {
     }
     case ScaleFormat::e4m3: return decode_e4m3(*p);
     case ScaleFormat::e8m0: return decode_e8m0(*p);
+    case ScaleFormat::fp32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
   }
   return 0.0f;
 }
@@ -63,7 +72,7 @@ inline float decode_scale(ScaleFormat f, const std::uint8_t* p) {
 // The encoding of the representable value nearest to v (rules above); v must be finite, and for
 // e8m0 not negative (it has no sign: the caller reports that as unrepresentable).
 struct EncodedScale {
-  std::uint8_t bytes[2] = {};
+  std::uint8_t bytes[4] = {};
   float value = 0;  // what decode_scale returns for `bytes`
 };
 EncodedScale encode_scale_nearest(ScaleFormat f, float v);

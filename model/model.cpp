@@ -111,6 +111,9 @@ void add_report(ScaleRequantisation& all, const ScaleRequantisation& one, const 
   }
   all.scales += one.scales;
   all.changed += one.changed;
+  all.weights += one.weights;
+  all.weights_changed += one.weights_changed;
+  all.max_abs_weight_error = std::max(all.max_abs_weight_error, one.max_abs_weight_error);
   all.mean_rel_error = all.scales ? mean_sum / double(all.scales) : 0.0;
 }
 

@@ -9,7 +9,8 @@ namespace ternlab::test {
 std::vector<KernelVariant> checked_kernels_for(const LayoutInfo& L) {
   std::vector<KernelVariant> ks = kernels_for(L);
 #if defined(__x86_64__)
-  if (isa_supported(Isa::avx2)) detail::add_avx512vnni_emulated_kernels(L, ks);
+  // The catalog's own gate: the SIMD strategies take one scale per row per 128-weight block.
+  if (isa_supported(Isa::avx2) && L.block_scales_128()) detail::add_avx512vnni_emulated_kernels(L, ks);
 #endif
   return ks;
 }

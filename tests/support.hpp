@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
 
@@ -13,6 +14,7 @@
 
 #include "common/error.hpp"
 #include "kernels/catalog.hpp"
+#include "layouts/matrix.hpp"
 #include "layouts/registry.hpp"
 
 namespace ternlab::test {
@@ -55,6 +57,18 @@ std::vector<KernelVariant> checked_kernels_for(const LayoutInfo& L);
 // The smallest row count that is a multiple of both `n` and L's rows per block: whole blocks of
 // the layout, and `n` itself for every power-of-two block height (a 3-row layout gets 48 for 16).
 inline std::int64_t whole_rows(const LayoutInfo& L, std::int64_t n) { return std::lcm(n, std::int64_t(L.rows)); }
+
+// `m` with the scales L's scale groups can hold exactly: every 128-weight scale under one of L's
+// scales (a 256-weight group, or the whole tensor) set to the first of them. Registry-driven tests
+// draw random scales per 128 weights; a layout with wider groups would refuse them.
+inline TernaryMatrix share_scales(TernaryMatrix m, const LayoutInfo& L) {
+  const std::int64_t span = L.per_tensor_scale() ? std::int64_t(m.scales.size()) : std::max(1, L.scale_group() / 128);
+  for (std::size_t j = 0; j < m.scales.size(); ++j) m.scales[j] = m.scales[j - j % std::size_t(span)];
+  return m;
+}
+
+// Whether a rows x cols matrix fits L's blocks (tq2_0 and tq1_0 take 256-weight blocks).
+inline bool fits(const LayoutInfo& L, std::int64_t rows, std::int64_t cols) { return rows % L.rows == 0 && cols % L.k == 0; }
 
 // A documented command line split as a shell would: single and double quotes, backslash escapes;
 // a '#' starting a word ends the line (a comment).

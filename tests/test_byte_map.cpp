@@ -42,7 +42,9 @@ TEST_SUITE("dsl") {
           CHECK(std::string(format) == scale_format_name(L->scale_format()));
           const bool high = title.ends_with(" (high byte)");
           CHECK(title.ends_with(L->scale_bytes() == 1 ? "row " + std::to_string(row) : high ? " (high byte)" : " (low byte)"));
-          CHECK(byte == L->scale_offset(row) + (high ? 1 : 0));
+          int group = 0;
+          if (const std::size_t at = title.find(", group "); at != std::string::npos) group = std::stoi(title.substr(at + 8));
+          CHECK(byte == L->scale_offset(row, group) + (high ? 1 : 0));
           ++scale_bytes;
         } else {
           CHECK_MESSAGE(title.ends_with(": unused"), "unexpected cell title: ", title);
@@ -50,7 +52,7 @@ TEST_SUITE("dsl") {
       }
       CHECK(drawn.size() == std::size_t(L->rows * L->k));
       for (const auto& [rk, times] : drawn) CHECK(times == 1);
-      CHECK(scale_bytes == L->scale_bytes() * L->rows);
+      CHECK(scale_bytes == L->scale_bytes() * L->rows * L->scales_per_row());  // none for a per-tensor scale
     }
   }
 

@@ -14,9 +14,10 @@ TEST_SUITE("codec") {
       CAPTURE(L->name);
       const Fill fill = L->code == Code::two_bit ? Fill::code3 : Fill::random;
       // 48: whole blocks of every layout; scales random in the layout's scale format.
-      const TernaryMatrix m = requantise_scales(make_weights(48, 1024, 7, fill, ScaleKind::random), L->scale_format());
+      const TernaryMatrix m =
+          test::share_scales(requantise_scales(make_weights(48, 1024, 7, fill, ScaleKind::random), L->scale_format()), *L);
       const PackedMatrix p = pack(m, *L);
-      CHECK(p.bytes.size() == std::size_t(48 * 1024 * L->bits_per_weight() / 8));
+      CHECK(p.bytes.size() == std::size_t(48 * 1024 * L->bits_per_weight() / 8) + std::size_t(L->facts.tail_bytes));
       CHECK(unpack(p) == m);
     }
   }
@@ -26,9 +27,14 @@ TEST_SUITE("codec") {
       for (const LayoutInfo* to : all_layouts()) {
         const std::int64_t rows = std::lcm(test::whole_rows(*from, 16), test::whole_rows(*to, 16));
         // Scales both formats hold: rounded to one, then the other (each step lands on a coarser grid).
-        const TernaryMatrix m = requantise_scales(
-            requantise_scales(make_weights(rows, 512, 11, Fill::random, ScaleKind::random), from->scale_format()),
-            to->scale_format());
+        // Scale groups both hold: shared over the wider of the two (the exact refusals: suite peer-formats).
+        const TernaryMatrix m = test::share_scales(
+            test::share_scales(
+                requantise_scales(
+                    requantise_scales(make_weights(rows, 512, 11, Fill::random, ScaleKind::random), from->scale_format()),
+                    to->scale_format()),
+                *from),
+            *to);
         CAPTURE(from->name);
         CAPTURE(to->name);
         const PackedMatrix a = pack(m, *from);

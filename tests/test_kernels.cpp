@@ -117,6 +117,13 @@ TEST_SUITE("kernels") {
         CHECK(bool(k.gemv));
         CHECK(bool(k.gemm));
       }
+      if (!L->block_scales_128()) {
+        // 256-weight blocks or a per-tensor scale (tq2_0, tq1_0, i2_s): the reference kernel only,
+        // and the gaps say why (suite peer-formats checks the words).
+        CHECK(ks.size() == 1);
+        CHECK_FALSE(kernel_gaps(*L).empty());
+        continue;
+      }
       // The permute fallback takes every layout, on every ISA this CPU runs.
       CHECK(has(ks, "permute/avx2") == isa_supported(Isa::avx2));
       CHECK(has(ks, "permute/avx512vnni") == isa_supported(Isa::avx512vnni));
@@ -143,8 +150,8 @@ TEST_SUITE("kernels") {
       for (const LayoutInfo* L : all_layouts()) {
         CAPTURE(L->name);
         const auto ks = test::checked_kernels_for(*L);
-        CHECK(has(ks, "slot-mask/avx512vnni-simde") == whole_vectors(*L, 64));
-        CHECK(has(ks, "unpack/avx512vnni-simde") == L->facts.natural_two_bit);
+        CHECK(has(ks, "slot-mask/avx512vnni-simde") == (L->block_scales_128() && whole_vectors(*L, 64)));
+        CHECK(has(ks, "unpack/avx512vnni-simde") == (L->block_scales_128() && L->facts.natural_two_bit));
       }
       MESSAGE("AVX-512 VNNI kernels run through SIMDe only: this CPU (", cpu_features().model, ") reports ",
               feature_string());
@@ -297,6 +304,7 @@ TEST_SUITE("kernels") {
     REQUIRE_FALSE(isas.empty());
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
+      if (!L->block_scales_128()) continue;  // the reference kernel only (suite peer-formats)
       const auto ks = test::checked_kernels_for(*L);
       for (const Target& t : isas) {
         CAPTURE(t.name());
@@ -404,9 +412,10 @@ TEST_SUITE("kernels") {
     std::vector<const LayoutInfo*> layouts(all_layouts().begin(), all_layouts().end());
     for (const LayoutInfo* L : {&info_of<Rows8Spread>(), &info_of<Trits8Spread>(), &info_of<T2mSpreadScales>()})
       layouts.push_back(L);
-    int ran = 0;
+    int ran = 0, simd_layouts = 0;
     for (const LayoutInfo* L : layouts) {
       CAPTURE(L->name);
+      simd_layouts += L->block_scales_128();
       for (const KernelVariant& k : test::checked_kernels_for(*L)) {
         if (k.strategy != Strategy::permute) continue;
         CAPTURE(k.name());
@@ -415,7 +424,7 @@ TEST_SUITE("kernels") {
         ++ran;
       }
     }
-    CHECK(ran >= int(layouts.size()));  // every layout has at least one permute kernel on a SIMD CPU
+    CHECK(ran >= simd_layouts);  // every layout the SIMD kernels take has a permute kernel on a SIMD CPU
   }
 
   TEST_CASE("the base-3 plan reads ptq1_0 in natural order and flags its overreaching windows") {
@@ -443,7 +452,7 @@ TEST_SUITE("kernels") {
       } else {
         MESSAGE(L->name, ": no SIMD kernel on this CPU, the ceiling cannot change the path");
       }
-      if (isa_supported(Isa::avx2) && isa_supported(Isa::avx512vnni) && whole_vectors(*L, 64)) {
+      if (isa_supported(Isa::avx2) && isa_supported(Isa::avx512vnni) && L->block_scales_128() && whole_vectors(*L, 64)) {
         CHECK(best_kernel(*L, Isa::avx2).variant.name() == "slot-mask/avx2");
         CHECK(top.variant.name() == "slot-mask/avx512vnni");
       }
@@ -491,7 +500,7 @@ TEST_SUITE("kernels") {
       ThreadPool pool(threads);
       for (const LayoutInfo* L : all_layouts()) {
         if (rows % L->rows) continue;
-        const TernaryMatrix wl = requantise_scales(w, L->scale_format());  // the identity for fp16
+        const TernaryMatrix wl = test::share_scales(requantise_scales(w, L->scale_format()), *L);  // the identity for fp16 per 128
         const std::vector<float> want = oracle_float(wl, x);
         const PackedMatrix p = pack(wl, *L);
         for (const KernelVariant& k : test::checked_kernels_for(*L)) {

@@ -69,7 +69,7 @@ TEST_SUITE("peers") {
     const I2sMatrix w = pack_i2s(make_weights(4, 256, 1), "blk.0.ffn_up");
     std::vector<std::uint8_t> bytes(w.bytes.begin(), w.bytes.end());
     CHECK(i2s_from_bytes("blk.0.ffn_up", 4, 256, bytes).scale() == w.scale());
-    test::check_error([&] { i2s_from_bytes("blk.0.ffn_up", 4, 384, bytes); }, "blk.0.ffn_up", "bytes", "needs");
+    test::check_error([&] { i2s_from_bytes("blk.0.ffn_up", 4, 384, bytes); }, "blk.0.ffn_up", "bytes", "takes");
     std::vector<std::uint8_t> nan = bytes;
     const float q = NAN;
     std::memcpy(nan.data() + 4 * 256 / 4, &q, 4);
@@ -157,7 +157,7 @@ TEST_SUITE("peers") {
     const Tq2Matrix w = pack_tq2(tq2_weights(4, 512, 1, ScaleKind::random), "blk.0.ffn_down");
     std::vector<std::uint8_t> bytes(w.bytes.begin(), w.bytes.end());
     CHECK(tq2_from_bytes("blk.0.ffn_down", 4, 512, bytes).bytes.size() == bytes.size());
-    test::check_error([&] { tq2_from_bytes("blk.0.ffn_down", 4, 768, bytes); }, "blk.0.ffn_down", "bytes", "needs");
+    test::check_error([&] { tq2_from_bytes("blk.0.ffn_down", 4, 768, bytes); }, "blk.0.ffn_down", "bytes", "takes");
     std::vector<std::uint8_t> inf = bytes;
     inf[66 * 5 + 64] = 0x00;
     inf[66 * 5 + 65] = 0x7c;  // fp16 +inf in row 2, block 1
@@ -165,7 +165,7 @@ TEST_SUITE("peers") {
     test::check_error([] { pack_tq2(make_weights(2, 384, 1), "odd"); }, "odd", "256");
     TernaryMatrix two = tq2_weights(2, 256, 3, ScaleKind::random);
     two.scales[3] = std::uint16_t(two.scales[2] ^ 1);
-    test::check_error([&] { pack_tq2(two, "halves"); }, "halves", "row 1 block 0", "one per 256");
+    test::check_error([&] { pack_tq2(two, "halves"); }, "halves", "row 1 weights 0..255", "share one scale");
     const std::vector<float> xf = make_float_activations(1, 256, 1);
     const Q8KBatch x = quantize_batch(xf.data(), 1, 256);
     ThreadPool pool(1);

@@ -56,27 +56,24 @@ float I2sMatrix::scale() const {
 I2sMatrix pack_i2s(const TernaryMatrix& m, std::string name) {
   I2sMatrix w{std::move(name), m.rows, m.cols, {}};
   check_shape(w);
-  w.bytes.assign(std::size_t(m.rows * m.cols / 4 + kI2sTail), 0);
-  for (std::int64_t r = 0; r < m.rows; ++r)
-    for (std::int64_t k = 0; k < m.cols; ++k) {
-      const int u = m.codes[std::size_t(r * m.cols + k)];
-      if (u > 2) fail("I2_S tensor '", w.name, "': weight (", r, ", ", k, ") is +2, which I2_S cannot hold");
-      w.bytes[std::size_t(r * (m.cols / 4) + i2s_byte(k))] |= std::uint8_t(u << i2s_shift(k));
-    }
-  float scale = 0;
-  for (std::uint16_t h : m.scales) scale = std::max(scale, std::fabs(fp16_to_float(h)));
-  std::memcpy(w.bytes.data() + m.rows * m.cols / 4, &scale, 4);
+  for (std::size_t j = 0; j < m.codes.size(); ++j)
+    if (m.codes[j] > 2)
+      fail("I2_S tensor '", w.name, "': weight (", std::int64_t(j) / m.cols, ", ", std::int64_t(j) % m.cols,
+           ") is +2, which I2_S cannot hold");
+  // The codes as they are under the largest block scale (the kernels' speed does not depend on it),
+  // packed by the declared layout (layouts/i2_s.hpp): one I2_S codec.
+  TernaryMatrix one_scale = m;
+  std::uint16_t big = 0;
+  for (std::uint16_t h : m.scales) big = std::fabs(fp16_to_float(h)) > fp16_to_float(big) ? std::uint16_t(h & 0x7fff) : big;
+  std::fill(one_scale.scales.begin(), one_scale.scales.end(), big);
+  w.bytes = pack(one_scale, find_layout("i2_s"), w.name).bytes;
   return w;
 }
 
 I2sMatrix i2s_from_bytes(std::string name, std::int64_t rows, std::int64_t cols, std::span<const std::uint8_t> bytes) {
   I2sMatrix w{std::move(name), rows, cols, {}};
   check_shape(w);
-  const std::int64_t want = rows * cols / 4 + kI2sTail;
-  if (std::int64_t(bytes.size()) != want)
-    fail("I2_S tensor '", w.name, "': ", bytes.size(), " bytes, but ", rows, " x ", cols, " needs ", want,
-         " (codes and the 32-byte scale tail)");
-  w.bytes.assign(bytes.begin(), bytes.end());
+  w.bytes = adopt_bytes(find_layout("i2_s"), rows, cols, bytes.data(), bytes.size(), w.name).bytes;
   if (!std::isfinite(w.scale()) || w.scale() <= 0)
     fail("I2_S tensor '", w.name, "': the per-tensor scale ", w.scale(), " is not a finite positive number");
   return w;

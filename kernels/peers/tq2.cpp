@@ -38,29 +38,16 @@ float Tq2Matrix::block_scale(std::int64_t r, std::int64_t b) const {
 Tq2Matrix pack_tq2(const TernaryMatrix& m, std::string name) {
   Tq2Matrix w{std::move(name), m.rows, m.cols, {}};
   check_shape(w);
-  w.bytes.assign(std::size_t(m.rows * w.blocks_per_row() * kTq2BlockBytes), 0);
-  for (std::int64_t r = 0; r < m.rows; ++r)
-    for (std::int64_t b = 0; b < w.blocks_per_row(); ++b) {
-      std::uint8_t* block = w.bytes.data() + (r * w.blocks_per_row() + b) * kTq2BlockBytes;
-      for (int k = 0; k < kTq2Block; ++k)
-        block[tq2_byte(k)] |= std::uint8_t(m.codes[std::size_t(r * m.cols + b * kTq2Block + k)] << tq2_shift(k));
-      const std::uint16_t lo = m.scale_bits(r, 2 * b), hi = m.scale_bits(r, 2 * b + 1);
-      if (lo != hi)
-        fail("TQ2_0 tensor '", w.name, "': row ", r, " block ", b, " has two 128-weight scales (", fp16_to_float(lo), " and ",
-             fp16_to_float(hi), "); TQ2_0 holds one per 256 weights, and this transcoder does not round");
-      std::memcpy(block + 64, &lo, 2);
-    }
+  // The bytes of the declared layout (layouts/tq2_0.hpp): one TQ2_0 codec, whose exact pack refuses
+  // two different 128-weight scales under one block's scale.
+  w.bytes = pack(m, find_layout("tq2_0"), w.name).bytes;
   return w;
 }
 
 Tq2Matrix tq2_from_bytes(std::string name, std::int64_t rows, std::int64_t cols, std::span<const std::uint8_t> bytes) {
   Tq2Matrix w{std::move(name), rows, cols, {}};
   check_shape(w);
-  const std::int64_t want = rows * w.blocks_per_row() * kTq2BlockBytes;
-  if (std::int64_t(bytes.size()) != want)
-    fail("TQ2_0 tensor '", w.name, "': ", bytes.size(), " bytes, but ", rows, " x ", cols, " needs ", want, " (",
-         kTq2BlockBytes, " per 256 weights)");
-  w.bytes.assign(bytes.begin(), bytes.end());
+  w.bytes = adopt_bytes(find_layout("tq2_0"), rows, cols, bytes.data(), bytes.size(), w.name).bytes;
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t b = 0; b < w.blocks_per_row(); ++b)
       if (!std::isfinite(w.block_scale(r, b)))

@@ -1,6 +1,6 @@
-// Must not compile: two rows whose scales are one byte apart breaks the rule "scales overlap: row_stride must be >= the bytes of one scale".
+// Must not compile: two rows whose scales are one byte apart breaks the rule "scales overlap: row and group strides must give every scale its own bytes".
 // The build test (tests/CMakeLists.txt) checks that the compiler's first error states it.
-// expect: invalid layout declaration: scales overlap: row_stride must be >= the bytes of one scale
+// expect: invalid layout declaration: scales overlap: row and group strides must give every scale its own bytes
 #include "layouts/registry.hpp"
 
 struct Broken {
