@@ -117,10 +117,25 @@ void print_requantisation(const Model& m, bool requested) {
   std::cout << "\n";
 }
 
-// Model::load, its refusal of a lossy layout followed by the flag that takes the lossy path.
+// The load options the model commands share.
+LoadOptions load_options(const std::string& layout, const std::string& kernel, int threads, const std::string& mode,
+                         bool requantise) {
+  LoadOptions lo;
+  lo.layout = layout;
+  lo.kernel = kernel;
+  lo.threads = threads;
+  lo.mode = gguf::parse_mode(mode);
+  lo.requantise_scales = requantise;
+  return lo;
+}
+
+// Model::load, its refusal of a lossy layout followed by the flag that takes the lossy path, and
+// what that path changed when taken.
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& lo) {
   try {
-    return Model::load(path, lo);
+    auto m = Model::load(path, lo);
+    print_requantisation(*m, lo.requantise_scales);
+    return m;
   } catch (const Error& e) {
     if (lo.requantise_scales || lo.layout.empty()) throw;
     const ScaleFormat f = find_layout(lo.layout).scale_format();
@@ -131,16 +146,10 @@ std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& lo
 }
 
 void run_generate(const GenerateOptions& o) {
-  LoadOptions lo;
-  lo.layout = o.layout;
-  lo.kernel = o.kernel;
+  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise);
   lo.plan = parse_plan_mode(o.plan);
-  lo.threads = o.threads;
-  lo.mode = gguf::parse_mode(o.mode);
-  lo.requantise_scales = o.requantise;
   show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
   auto m = load_model(o.path, lo);
-  print_requantisation(*m, o.requantise);
   const auto tok = Tokenizer::from_gguf(m->file());
   const auto prompt = tok.encode(o.prompt);
   if (prompt.empty()) fail("the prompt encodes to no tokens");
@@ -270,14 +279,7 @@ void run_logits(const LogitsOptions& o) {
   for (const std::string& out : o.out)
     if (!out.ends_with(".npy") && !out.ends_with(".csv"))
       fail("model logits: --out ", out, ": the name must end in .npy or .csv (the format written)");
-  LoadOptions lo;
-  lo.layout = o.layout;
-  lo.kernel = o.kernel;
-  lo.threads = o.threads;
-  lo.mode = gguf::parse_mode(o.mode);
-  lo.requantise_scales = o.requantise;
-  auto m = load_model(o.path, lo);
-  print_requantisation(*m, o.requantise);
+  auto m = load_model(o.path, load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise));
   std::vector<std::int32_t> ids;
   if (!o.prompt.empty()) {
     ids = Tokenizer::from_gguf(m->file()).encode(o.prompt);
@@ -309,14 +311,7 @@ struct PerplexityOptions {
 // Perplexity of a text file, tokenised with the file's tokenizer, in chunks each from a fresh state.
 void run_perplexity(const PerplexityOptions& o) {
   const std::string text = read_text(o.text);
-  LoadOptions lo;
-  lo.layout = o.layout;
-  lo.kernel = o.kernel;
-  lo.threads = o.threads;
-  lo.mode = gguf::parse_mode(o.mode);
-  lo.requantise_scales = o.requantise;
-  auto m = load_model(o.path, lo);
-  print_requantisation(*m, o.requantise);
+  auto m = load_model(o.path, load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise));
   std::vector<std::int32_t> ids = Tokenizer::from_gguf(m->file()).encode(text);
   if (o.tokens > 0 && ids.size() > std::size_t(o.tokens)) ids.resize(std::size_t(o.tokens));
   if (ids.size() < 2) fail("model perplexity: ", o.text, " encodes to ", ids.size(), " tokens (at least 2 are needed)");
@@ -341,12 +336,8 @@ void run_bench(const BenchOptions& o) {
   std::stringstream names(o.layouts);
   std::string name;
   while (std::getline(names, name, ',')) {
-    LoadOptions lo;
-    lo.layout = name;
+    LoadOptions lo = load_options(name, "", o.threads, o.mode, o.requantise);
     lo.plan = parse_plan_mode(o.plan);
-    lo.threads = o.threads;
-    lo.mode = gguf::parse_mode(o.mode);
-    lo.requantise_scales = o.requantise;
     show_load_progress(lo, name);
     std::unique_ptr<Model> m;
     try {
@@ -355,7 +346,6 @@ void run_bench(const BenchOptions& o) {
       skipped.push_back(cat(name, ": ", e.what()));
       continue;
     }
-    print_requantisation(*m, o.requantise);
     const auto prompt = random_tokens(o.prompt, m->config().n_vocab, 7);
     const Speed s = measure_speed(*m, prompt, o.decode);
     const auto text = random_tokens(o.ppl_tokens, m->config().n_vocab, 11);
