@@ -4,10 +4,13 @@
 // Per block, a reader derived from the layout's declaration turns the record into the same five
 // words whatever the layout: class id, gain, a sign word and three level-index planes (Slot32's
 // one-hot masks and Golay70's codeword, picks and computed signs fold into planes here, spec §5.2,
-// §5.5 hoisted). The value select is a table lookup (spec §5.7): the class's ≤ 8 values times the
-// gain centroid sit in a small table, and each lane's plane bits form its index; the sign word
-// flips lanes; one fma per lane into one accumulator per vector of the block. A policy whose lookup
-// spans kTableBlocks tables does that many blocks per step (AVX-512: 2 blocks = 3 x 16 lanes).
+// §5.5 hoisted). The value select is a table lookup (spec §5.7): per call, every (gain, class)
+// pair's ≤ 8 values times its gain centroid are premultiplied into one resident table, so a block's
+// table is one load at its 10-bit header. Each slot's index byte (level, block within the step,
+// sign) comes from the four words by a 256-entry spread table, 8 slots per lookup per word, so the
+// lanes read their indices with one widening load; the sign bit flips lanes; one fma per lane into
+// one accumulator per vector of the block. A policy whose lookup spans kTableBlocks tables does that
+// many blocks per step (AVX-512: 2 blocks = 3 x 16 lanes).
 // Per row: row scale x (sum of the accumulators), then the exception blocks (exact Planes14
 // records; their main-stream records are origin records and add nothing), then the f32 tail.
 //
@@ -94,6 +97,7 @@ struct RecordKernel {
   static constexpr int W = P::kLanes;
   static constexpr int kVecs = 24 * G / W;
   static_assert(24 * G % W == 0, "a step is whole vectors");
+  static_assert(G <= 2, "the block within a step is one index bit (bit 3)");
   // A plain array: std::array would drop the vector types' alignment attributes.
   struct Acc {
     typename P::F v[kVecs];
@@ -102,34 +106,45 @@ struct RecordKernel {
     }
   };
 
-  // `n` decoded blocks (n ≤ G; the rest count as zero blocks) against 24 G activations.
-  static void step(Acc& acc, const Decoded* d, int n, const ClassValues* table, const float* centroid, const float* x) {
-    alignas(64) float tab[8 * G];
-    std::uint64_t p0 = 0, p1 = 0, p2 = 0, sign = 0;
-    for (int g = 0; g < G; ++g) {
-      if (g >= n) {
-        for (int i = 0; i < 8; ++i) tab[8 * g + i] = 0.0f;
-        continue;
-      }
-      const float gamma = centroid[d[g].gain];
-      const ClassValues& t = table[d[g].id];
-      for (int i = 0; i < 8; ++i) tab[8 * g + i] = t.v[std::size_t(i)] * gamma;
-      p0 |= std::uint64_t(d[g].p0) << (24 * g);
-      p1 |= std::uint64_t(d[g].p1) << (24 * g);
-      p2 |= std::uint64_t(d[g].p2) << (24 * g);
-      sign |= std::uint64_t(d[g].sign) << (24 * g);
+  // Byte i of spread(b) = bit i of b: 8 slots' bits of one word in their index bytes (2 KiB).
+  static constexpr std::array<std::uint64_t, 256> kSpread = [] {
+    std::array<std::uint64_t, 256> t{};
+    for (std::size_t b = 0; b < 256; ++b)
+      for (int i = 0; i < 8; ++i) t[b] |= std::uint64_t(b >> i & 1) << (8 * i);
+    return t;
+  }();
+
+  // Index bytes of block g of a step, slots 8c … 8c + 7 in word c: level bits 0-2, block bit 3, sign
+  // bit 7.
+  static void index_bytes(std::uint64_t* w, const Decoded& d, int g) {
+    const std::uint64_t block = g == 0 ? 0 : 0x0808080808080808ull;
+    for (int c = 0; c < 3; ++c) {
+      const int at = 8 * c;
+      w[3 * g + c] = kSpread[d.p0 >> at & 0xFF] | kSpread[d.p1 >> at & 0xFF] << 1 | kSpread[d.p2 >> at & 0xFF] << 2 |
+                     kSpread[d.sign >> at & 0xFF] << 7 | block;
     }
+  }
+
+  // The premultiplied tables: row (gain << 9 | class id) = the class's 8 values x centroid[gain];
+  // 1024 rows so any 10-bit header indexes in bounds (ids that are not a class are zero).
+  struct Premultiplied {
+    alignas(64) float v[1024][8];
+    Premultiplied(const ClassValues* table, const float* centroid) {
+      for (int g = 0; g < 2; ++g)
+        for (int id = 0; id < 512; ++id)
+          for (int i = 0; i < 8; ++i) v[g << 9 | id][i] = table[id].v[std::size_t(i)] * centroid[g];
+    }
+    const float* row(const Decoded& d) const { return v[d.gain << 9 | d.id]; }
+    const float* zero() const { return v[0]; }  // the origin: all zero
+  };
+
+  // G blocks (their premultiplied rows and index words) against 24 G activations.
+  static void step(Acc& acc, const float* const* rows, const std::uint64_t* w, const float* x) {
+    const typename P::T t = P::table(rows);
     for (int v = 0; v < kVecs; ++v) {
-      const int s = v * W;
-      typename P::U idx = P::or_(P::or_(P::bits(std::uint32_t(p0 >> s)), P::template shl<1>(P::bits(std::uint32_t(p1 >> s)))),
-                                 P::template shl<2>(P::bits(std::uint32_t(p2 >> s))));
-      if constexpr (G > 1) {
-        // Lanes of block g read the g-th table: index + 8 g.
-        const std::uint64_t second = std::uint64_t(0xFFFFFF) << 24;
-        idx = P::or_(idx, P::template shl<3>(P::bits(std::uint32_t(second >> s))));
-      }
-      const typename P::F val = P::flip(P::lookup(tab, idx), P::bits(std::uint32_t(sign >> s)));
-      acc.v[v] = P::fma(val, P::load(x + s), acc.v[v]);
+      const typename P::U idx = P::bytes(w, v * W);
+      const typename P::F val = P::flip(P::lookup(t, idx), idx);
+      acc.v[v] = P::fma(val, P::load(x + v * W), acc.v[v]);
     }
   }
 
@@ -152,21 +167,33 @@ struct RecordKernel {
 
   // Blocks [b, b + n) of one row against x (24 n activations), into acc.
   template <const records::RecordSpec& S>
-  static void blocks(Acc& acc, const RecordMatrix& m, std::uint64_t b, std::int64_t n, const ClassValues* table,
+  static void blocks(Acc& acc, const RecordMatrix& m, std::uint64_t b, std::int64_t n, const Premultiplied& pre,
                      const Tables& tb, const float* x) {
     std::int64_t p = 0;
     for (; p + G <= n; p += G) {
-      Decoded d[G];
-      for (int g = 0; g < G; ++g) d[g] = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
-      step(acc, d, G, table, m.centroid.data(), x + 24 * p);
+      const float* rows[G];
+      std::uint64_t w[3 * G];
+      for (int g = 0; g < G; ++g) {
+        const Decoded d = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
+        rows[g] = pre.row(d);
+        index_bytes(w, d, g);
+      }
+      step(acc, rows, w, x + 24 * p);
     }
-    if (p < n) {  // fewer than G blocks left: their activations padded with zeros
+    if (p < n) {  // fewer than G blocks left: zero tables and activations for the rest
       alignas(64) float xs[24 * G] = {};
-      Decoded d[G];
+      const float* rows[G];
+      std::uint64_t w[3 * G] = {};
       const int left = int(n - p);
-      for (int g = 0; g < left; ++g) d[g] = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
+      for (int g = 0; g < G; ++g) {
+        rows[g] = pre.zero();
+        if (g >= left) continue;
+        const Decoded d = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
+        rows[g] = pre.row(d);
+        index_bytes(w, d, g);
+      }
       std::copy(x + 24 * p, x + 24 * n, xs);
-      step(acc, d, left, table, m.centroid.data(), xs);
+      step(acc, rows, w, xs);
     }
   }
 
@@ -174,7 +201,7 @@ struct RecordKernel {
   template <const records::RecordSpec& S>
   static void rows(const RecordMatrix& m, const float* x, float* y, std::int64_t r0, std::int64_t r1) {
     constexpr bool golay = records::has_field(S, records::FieldKind::golay_rank);
-    const ClassValues* table = golay ? golay70_table().data() : level_table().data();
+    const Premultiplied pre(golay ? golay70_table().data() : level_table().data(), m.centroid.data());
     const ClassValues* exact_table = level_table().data();
     const Tables tb;
     const std::int64_t nb = m.blocks_per_row();
@@ -184,7 +211,7 @@ struct RecordKernel {
       const std::uint64_t b0 = std::uint64_t(r) * std::uint64_t(nb);
       Acc acc;
       acc.clear();
-      blocks<S>(acc, m, b0, nb, table, tb, x);
+      blocks<S>(acc, m, b0, nb, pre, tb, x);
       float out = m.row_scale[std::size_t(r)] * total(acc);
       for (; e < m.exc_index.size() && m.exc_index[e] < b0 + std::uint64_t(nb); ++e) {
         const std::int64_t p = std::int64_t(m.exc_index[e] - b0);
@@ -193,7 +220,13 @@ struct RecordKernel {
         const Decoded d = read<records::Planes14::spec>(m.exc_data.data() + e * kExceptionRecordBytes, tb);
         alignas(64) float xs[24 * G] = {};
         std::copy(x + 24 * p, x + 24 * p + 24, xs);
-        step(ex, &d, 1, exact_table, m.centroid.data(), xs);
+        alignas(64) float exact[8];
+        for (int i = 0; i < 8; ++i) exact[i] = exact_table[d.id].v[std::size_t(i)] * m.centroid[d.gain];
+        const float* rows[G];
+        for (int g = 0; g < G; ++g) rows[g] = g == 0 ? exact : pre.zero();
+        std::uint64_t w[3 * G] = {};
+        index_bytes(w, d, 0);
+        step(ex, rows, w, xs);
         out += m.row_scale[std::size_t(r)] * total(ex);
       }
       const float* tail = m.tail_values.data() + r * m.tail;

@@ -1,10 +1,12 @@
 // The float-lane policies of the Leech-lattice record kernels (lattice/record_kernel.hpp): per ISA
 // the handful of generic ops a lookup-based value select needs (spec §5.7), one struct each:
 //
-//   bits(w)         lane i = bit i of w (0 or 1)
-//   shl<n>, or_     combine per-lane bits into a table index
-//   lookup(t, i)    lane = t[i]: 8 floats a block (kTableBlocks blocks' tables side by side)
-//   flip(v, s)      negate the lanes whose bit is 1
+//   bytes(w, s)     lane i = byte s + i of the little-endian words w, sign-extended: a lane's index
+//                   byte holds its level in bits 0-2, its block within the step in bit 3 and its
+//                   sign in bit 7 (so bit 31 of the lane)
+//   table(rows)     the lookup operand: kTableBlocks rows of 8 floats side by side
+//   lookup(t, i)    lane = t[i mod 8 kTableBlocks]
+//   flip(v, i)      negate the lanes whose bit 31 is set
 //   load, zero, fma, sum
 //
 // The scalar policy is always here; each SIMD one only where its unit's target pragma (or SIMDe)
@@ -39,12 +41,11 @@ struct F32Scalar {
   static constexpr int kTableBlocks = 1;
   using F = float;
   using U = std::uint32_t;
-  static U bits(std::uint32_t w) { return w & 1; }
-  template <int n>
-  static U shl(U a) { return a << n; }
-  static U or_(U a, U b) { return a | b; }
-  static F lookup(const float* t, U i) { return t[i]; }
-  static F flip(F v, U s) { return std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) ^ (s << 31)); }
+  using T = const float*;
+  static U bytes(const std::uint64_t* w, int s) { return U(std::int32_t(std::int8_t(w[s / 8] >> (8 * (s % 8))))); }
+  static T table(const float* const* rows) { return rows[0]; }
+  static F lookup(T t, U i) { return t[i & 7]; }
+  static F flip(F v, U i) { return std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) ^ (i & 0x80000000u)); }
   static F load(const float* p) { return *p; }
   static F zero() { return 0.0f; }
   static F fma(F a, F b, F c) { return a * b + c; }
@@ -58,15 +59,14 @@ struct F32Avx2 {
   static constexpr int kTableBlocks = 1;  // vpermps indexes 8 floats: one block's levels
   using F = __m256;
   using U = __m256i;
-  static U bits(std::uint32_t w) {
-    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(w)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                            _mm256_set1_epi32(1));
+  using T = __m256;
+  static U bytes(const std::uint64_t* w, int s) { return _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(std::int64_t(w[s / 8]))); }
+  static T table(const float* const* rows) { return _mm256_loadu_ps(rows[0]); }
+  static F lookup(T t, U i) { return _mm256_permutevar8x32_ps(t, i); }  // reads bits 0-2
+  static F flip(F v, U i) {
+    return _mm256_castsi256_ps(
+        _mm256_xor_si256(_mm256_castps_si256(v), _mm256_and_si256(i, _mm256_set1_epi32(std::int32_t(0x80000000u)))));
   }
-  template <int n>
-  static U shl(U a) { return _mm256_slli_epi32(a, n); }
-  static U or_(U a, U b) { return _mm256_or_si256(a, b); }
-  static F lookup(const float* t, U i) { return _mm256_permutevar8x32_ps(_mm256_loadu_ps(t), i); }
-  static F flip(F v, U s) { return _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), _mm256_slli_epi32(s, 31))); }
   static F load(const float* p) { return _mm256_loadu_ps(p); }
   static F zero() { return _mm256_setzero_ps(); }
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
@@ -95,15 +95,23 @@ struct F32Avx512 {
   static constexpr int kTableBlocks = 2;
   using F = __m512;
   using U = __m512i;
-  static U bits(std::uint32_t w) {
-    const U iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    return _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(int(w)), iota), _mm512_set1_epi32(1));
+  using T = __m512;
+  // Two 8-lane halves (the 16-lane byte widening is not in every build this policy has).
+  static U bytes(const std::uint64_t* w, int s) {
+    const __m256i lo = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(std::int64_t(w[s / 8])));
+    const __m256i hi = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(std::int64_t(w[s / 8 + 1])));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
   }
-  template <int n>
-  static U shl(U a) { return _mm512_slli_epi32(a, n); }
-  static U or_(U a, U b) { return _mm512_or_si512(a, b); }
-  static F lookup(const float* t, U i) { return _mm512_permutexvar_ps(i, _mm512_loadu_ps(t)); }
-  static F flip(F v, U s) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), _mm512_slli_epi32(s, 31))); }
+  static T table(const float* const* rows) {
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(rows[0]))),
+                                               _mm256_castps_pd(_mm256_loadu_ps(rows[1])), 1));
+  }
+  static F lookup(T t, U i) { return _mm512_permutexvar_ps(i, t); }  // reads bits 0-3: level and block
+  // v xor (i and sign bit) in one ternary-logic op: 0x78 = A xor (B and C) over the truth-table bytes A = 0xF0, B = 0xCC, C = 0xAA.
+  static F flip(F v, U i) {
+    return _mm512_castsi512_ps(
+        _mm512_ternarylogic_epi32(_mm512_castps_si512(v), i, _mm512_set1_epi32(std::int32_t(0x80000000u)), 0x78));
+  }
   static F load(const float* p) { return _mm512_loadu_ps(p); }
   static F zero() { return _mm512_setzero_ps(); }
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
@@ -125,21 +133,20 @@ struct F32Neon {
   static constexpr int kTableBlocks = 1;  // tbl over two q registers: 32 bytes = 8 floats
   using F = float32x4_t;
   using U = uint32x4_t;
-  static U bits(std::uint32_t w) {
-    const int32x4_t down = {0, -1, -2, -3};
-    return vandq_u32(vshlq_u32(vdupq_n_u32(w), down), vdupq_n_u32(1));
+  using T = uint8x16x2_t;
+  static U bytes(const std::uint64_t* w, int s) {
+    const int8x8_t b = vcreate_s8(w[s / 8] >> (8 * (s % 8)));
+    return vreinterpretq_u32_s32(vmovl_s16(vget_low_s16(vmovl_s8(b))));
   }
-  template <int n>
-  static U shl(U a) { return vshlq_n_u32(a, n); }
-  static U or_(U a, U b) { return vorrq_u32(a, b); }
-  // Byte lookup: float i is bytes 4i .. 4i+3 of the table.
-  static F lookup(const float* t, U i) {
-    const uint8x16x2_t tab = {{vld1q_u8(reinterpret_cast<const std::uint8_t*>(t)),
-                               vld1q_u8(reinterpret_cast<const std::uint8_t*>(t) + 16)}};
-    const U bytes = vaddq_u32(vmulq_n_u32(i, 0x04040404u), vdupq_n_u32(0x03020100u));
-    return vreinterpretq_f32_u8(vqtbl2q_u8(tab, vreinterpretq_u8_u32(bytes)));
+  static T table(const float* const* rows) {
+    return {{vld1q_u8(reinterpret_cast<const std::uint8_t*>(rows[0])), vld1q_u8(reinterpret_cast<const std::uint8_t*>(rows[0]) + 16)}};
   }
-  static F flip(F v, U s) { return vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(v), vshlq_n_u32(s, 31))); }
+  // Byte lookup: float k is bytes 4k .. 4k+3 of the table.
+  static F lookup(T t, U i) {
+    const U at = vaddq_u32(vmulq_n_u32(vandq_u32(i, vdupq_n_u32(7)), 0x04040404u), vdupq_n_u32(0x03020100u));
+    return vreinterpretq_f32_u8(vqtbl2q_u8(t, vreinterpretq_u8_u32(at)));
+  }
+  static F flip(F v, U i) { return vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(v), vandq_u32(i, vdupq_n_u32(0x80000000u)))); }
   static F load(const float* p) { return vld1q_f32(p); }
   static F zero() { return vdupq_n_f32(0.0f); }
   static F fma(F a, F b, F c) { return vfmaq_f32(c, a, b); }
