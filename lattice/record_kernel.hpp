@@ -135,14 +135,54 @@ struct RecordKernel {
           for (int i = 0; i < 8; ++i) v[g << 9 | id][i] = table[id].v[std::size_t(i)] * centroid[g];
     }
     const float* row(const Decoded& d) const { return v[d.gain << 9 | d.id]; }
+    const float* row(std::uint32_t id, std::uint32_t gain) const { return v[gain << 9 | id]; }
     const float* zero() const { return v[0]; }  // the origin: all zero
   };
 
-  // G blocks (their premultiplied rows and index words) against 24 G activations.
-  static void step(Acc& acc, const float* const* rows, const std::uint64_t* w, const float* x) {
+  // Layouts whose sign mask and level planes sit at one bit offset mod 8 within the record's first 16
+  // bytes (Planes14, Planes12x): each lane's index comes straight from the record bytes
+  // (P::gather_index) instead of through the reader's words and the spread table.
+  template <const records::RecordSpec& S>
+  static constexpr bool direct() {
+    using records::FieldKind;
+    if (!records::has_field(S, FieldKind::sign_mask) || !records::has_field(S, FieldKind::level_plane, 0) ||
+        records::has_field(S, FieldKind::level_mask, 1) || records::has_field(S, FieldKind::golay_rank))
+      return false;
+    const int offset = records::field(S, FieldKind::sign_mask).bit % 8;
+    for (int k = 0; k < 3; ++k)
+      if (records::has_field(S, FieldKind::level_plane, k)) {
+        const records::Field& f = records::field(S, FieldKind::level_plane, k);
+        if (f.bit % 8 != offset || f.bit + 24 > 128 || f.bits != 24) return false;
+      }
+    return records::field(S, FieldKind::sign_mask).bit + 24 <= 128;
+  }
+  template <const records::RecordSpec& S>
+  static constexpr isa::RecordBitGather gather_of() {
+    using records::FieldKind;
+    isa::RecordBitGather g{};
+    for (int j = 0; j < 24; ++j)
+      for (int k = 0; k < 4; ++k) {
+        const bool sign = k == 3;
+        if (!sign && !records::has_field(S, FieldKind::level_plane, k)) {
+          g.byte[j][k] = 0x80;
+          continue;
+        }
+        const int bit = (sign ? records::field(S, FieldKind::sign_mask) : records::field(S, FieldKind::level_plane, k)).bit + j;
+        g.byte[j][k] = std::uint8_t(bit / 8);
+        g.shift[j] = std::uint32_t(bit % 8);
+      }
+    return g;
+  }
+  template <const records::RecordSpec& S>
+  static constexpr isa::RecordBitGather kGather = gather_of<S>();
+
+  // G blocks (their premultiplied rows and lane indices) against 24 G activations; index(s) gives
+  // lanes s … s + W - 1.
+  template <class Index>
+  static void step(Acc& acc, const float* const* rows, const Index& index, const float* x) {
     const typename P::T t = P::table(rows);
     for (int v = 0; v < kVecs; ++v) {
-      const typename P::U idx = P::bytes(w, v * W);
+      const typename P::U idx = index(v * W);
       const typename P::F val = P::flip(P::lookup(t, idx), idx);
       acc.v[v] = P::fma(val, P::load(x + v * W), acc.v[v]);
     }
@@ -170,6 +210,17 @@ struct RecordKernel {
   static void blocks(Acc& acc, const RecordMatrix& m, std::uint64_t b, std::int64_t n, const Premultiplied& pre,
                      const Tables& tb, const float* x) {
     std::int64_t p = 0;
+    if constexpr (direct<S>()) {
+      for (; p + G <= n; p += G) {
+        const float* rows[G];
+        const std::uint8_t* recs[G];
+        for (int g = 0; g < G; ++g) {
+          recs[g] = record<S>(m, b + std::uint64_t(p + g));
+          rows[g] = pre.row(get<S, records::FieldKind::class_id>(recs[g]), get<S, records::FieldKind::gain>(recs[g]));
+        }
+        step(acc, rows, [&](int s) { return P::gather_index(recs, kGather<S>, s); }, x + 24 * p);
+      }
+    }
     for (; p + G <= n; p += G) {
       const float* rows[G];
       std::uint64_t w[3 * G];
@@ -178,7 +229,7 @@ struct RecordKernel {
         rows[g] = pre.row(d);
         index_bytes(w, d, g);
       }
-      step(acc, rows, w, x + 24 * p);
+      step(acc, rows, [&](int s) { return P::bytes(w, s); }, x + 24 * p);
     }
     if (p < n) {  // fewer than G blocks left: zero tables and activations for the rest
       alignas(64) float xs[24 * G] = {};
@@ -193,7 +244,7 @@ struct RecordKernel {
         index_bytes(w, d, g);
       }
       std::copy(x + 24 * p, x + 24 * n, xs);
-      step(acc, rows, w, xs);
+      step(acc, rows, [&](int s) { return P::bytes(w, s); }, xs);
     }
   }
 
@@ -226,7 +277,7 @@ struct RecordKernel {
         for (int g = 0; g < G; ++g) rows[g] = g == 0 ? exact : pre.zero();
         std::uint64_t w[3 * G] = {};
         index_bytes(w, d, 0);
-        step(ex, rows, w, xs);
+        step(ex, rows, [&](int s) { return P::bytes(w, s); }, xs);
         out += m.row_scale[std::size_t(r)] * total(ex);
       }
       const float* tail = m.tail_values.data() + r * m.tail;

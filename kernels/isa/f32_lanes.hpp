@@ -4,6 +4,11 @@
 //   bytes(w, s)     lane i = byte s + i of the little-endian words w, sign-extended: a lane's index
 //                   byte holds its level in bits 0-2, its block within the step in bit 3 and its
 //                   sign in bit 7 (so bit 31 of the lane)
+//   gather_index(recs, g, s)
+//                   the same index straight from the record bytes (block b's record at recs[b], 16
+//                   bytes readable): lane i, slot j = (s + i) mod 24 of block b = (s + i) / 24, is
+//                   Σ_k w_k · bit g.shift[j] of byte g.byte[j][k] (0x80: none) + 8 b, w = (1, 2, 4, −128)
+//                   for (plane 0, plane 1, plane 2, sign): level, block, and bit 31 = sign
 //   table(rows)     the lookup operand: kTableBlocks rows of 8 floats side by side
 //   lookup(t, i)    lane = t[i mod 8 kTableBlocks]
 //   flip(v, i)      negate the lanes whose bit 31 is set
@@ -33,6 +38,15 @@
 
 namespace ternlab::isa {
 
+// Where each slot's index bits sit in a record whose sign mask and level planes share one bit
+// offset mod 8 (lattice/record_kernel.hpp derives it from the declaration).
+struct RecordBitGather {
+  alignas(32) std::uint8_t byte[24][4];  // per slot: the bytes of plane 0, 1, 2 and sign (0x80: none)
+  alignas(32) std::uint32_t shift[24];   // per slot: the bit within those bytes
+};
+// Index weights of (plane 0, plane 1, plane 2, sign) as little-endian int8 bytes (1, 2, 4, −128).
+inline constexpr std::uint32_t kGatherWeights = 0x80040201u;
+
 // One lane: the generic kernel's scalar build (the reference the SIMD policies are checked against
 // besides the f64 decode).
 struct F32Scalar {
@@ -43,6 +57,15 @@ struct F32Scalar {
   using U = std::uint32_t;
   using T = const float*;
   static U bytes(const std::uint64_t* w, int s) { return U(std::int32_t(std::int8_t(w[s / 8] >> (8 * (s % 8))))); }
+  static U gather_index(const std::uint8_t* const* recs, const RecordBitGather& g, int s) {
+    const std::uint8_t* rec = recs[s / 24];
+    const int j = s % 24;
+    std::int32_t v = 8 * (s / 24);
+    for (int k = 0; k < 4; ++k)
+      if (g.byte[j][k] < 16)
+        v += std::int32_t(std::int8_t(kGatherWeights >> (8 * k))) * std::int32_t(rec[g.byte[j][k]] >> g.shift[j] & 1);
+    return U(v);
+  }
   static T table(const float* const* rows) { return rows[0]; }
   static F lookup(T t, U i) { return t[i & 7]; }
   static F flip(F v, U i) { return std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) ^ (i & 0x80000000u)); }
@@ -61,6 +84,15 @@ struct F32Avx2 {
   using U = __m256i;
   using T = __m256;
   static U bytes(const std::uint64_t* w, int s) { return _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(std::int64_t(w[s / 8]))); }
+  // 8 slots j … j + 7 of one record: byte shuffle, per-lane shift, mask, weighted byte sums.
+  static U gather8(const std::uint8_t* rec, const RecordBitGather& g, int j) {
+    const __m256i r = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec)));
+    const __m256i b = _mm256_shuffle_epi8(r, _mm256_load_si256(reinterpret_cast<const __m256i*>(g.byte[j])));
+    const __m256i sh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&g.shift[j]));
+    const __m256i bits = _mm256_and_si256(_mm256_srlv_epi32(b, sh), _mm256_set1_epi8(1));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(bits, _mm256_set1_epi32(std::int32_t(kGatherWeights))), _mm256_set1_epi16(1));
+  }
+  static U gather_index(const std::uint8_t* const* recs, const RecordBitGather& g, int s) { return gather8(recs[0], g, s); }
   static T table(const float* const* rows) { return _mm256_loadu_ps(rows[0]); }
   static F lookup(T t, U i) { return _mm256_permutevar8x32_ps(t, i); }  // reads bits 0-2
   static F flip(F v, U i) {
@@ -102,6 +134,20 @@ struct F32Avx512 {
     const __m256i hi = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(std::int64_t(w[s / 8 + 1])));
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
   }
+  // Per 8-lane half as in the AVX2 policy (byte shuffles at 512 bits need AVX-512 BW).
+  static __m256i gather8(const std::uint8_t* rec, const RecordBitGather& g, int j) {
+    const __m256i r = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec)));
+    const __m256i b = _mm256_shuffle_epi8(r, _mm256_load_si256(reinterpret_cast<const __m256i*>(g.byte[j])));
+    const __m256i sh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&g.shift[j]));
+    const __m256i bits = _mm256_and_si256(_mm256_srlv_epi32(b, sh), _mm256_set1_epi8(1));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(bits, _mm256_set1_epi32(std::int32_t(kGatherWeights))), _mm256_set1_epi16(1));
+  }
+  static U gather_index(const std::uint8_t* const* recs, const RecordBitGather& g, int s) {
+    __m256i lo = gather8(recs[s / 24], g, s % 24), hi = gather8(recs[(s + 8) / 24], g, (s + 8) % 24);
+    if (s / 24 == 1) lo = _mm256_or_si256(lo, _mm256_set1_epi32(8));
+    if ((s + 8) / 24 == 1) hi = _mm256_or_si256(hi, _mm256_set1_epi32(8));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
   static T table(const float* const* rows) {
     return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(rows[0]))),
                                                _mm256_castps_pd(_mm256_loadu_ps(rows[1])), 1));
@@ -137,6 +183,14 @@ struct F32Neon {
   static U bytes(const std::uint64_t* w, int s) {
     const int8x8_t b = vcreate_s8(w[s / 8] >> (8 * (s % 8)));
     return vreinterpretq_u32_s32(vmovl_s16(vget_low_s16(vmovl_s8(b))));
+  }
+  static U gather_index(const std::uint8_t* const* recs, const RecordBitGather& g, int s) {
+    const int j = s % 24;
+    const uint8x16_t b = vqtbl1q_u8(vld1q_u8(recs[0]), vld1q_u8(g.byte[j]));  // indices ≥ 16 read 0
+    const int32x4_t down = vnegq_s32(vreinterpretq_s32_u32(vld1q_u32(&g.shift[j])));
+    const uint8x16_t bits = vandq_u8(vreinterpretq_u8_u32(vshlq_u32(vreinterpretq_u32_u8(b), down)), vdupq_n_u8(1));
+    const int8x16_t w = vreinterpretq_s8_u32(vdupq_n_u32(kGatherWeights));
+    return vreinterpretq_u32_s32(vpaddlq_s16(vpaddlq_s8(vmulq_s8(vreinterpretq_s8_u8(bits), w))));
   }
   static T table(const float* const* rows) {
     return {{vld1q_u8(reinterpret_cast<const std::uint8_t*>(rows[0])), vld1q_u8(reinterpret_cast<const std::uint8_t*>(rows[0]) + 16)}};
