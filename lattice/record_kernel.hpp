@@ -1,16 +1,17 @@
 // The one source of the record matvec kernels, y = W x for a matrix in any record layout, over a
 // float-lane policy P (kernels/isa/f32_lanes.hpp: scalar, AVX2, AVX-512, NEON).
 //
-// Per block, a reader derived from the layout's declaration turns the record into the same five
-// words whatever the layout: class id, gain, a sign word and three level-index planes (Slot32's
-// one-hot masks and Golay70's codeword, picks and computed signs fold into planes here, spec §5.2,
-// §5.5 hoisted). The value select is a table lookup (spec §5.7): per call, every (gain, class)
-// pair's ≤ 8 values times its gain centroid are premultiplied into one resident table, so a block's
-// table is one load at its 10-bit header. Each slot's index byte (level, block within the step,
-// sign) comes from the four words by a 256-entry spread table, 8 slots per lookup per word, so the
-// lanes read their indices with one widening load; the sign bit flips lanes; one fma per lane into
-// one accumulator per vector of the block. A policy whose lookup spans kTableBlocks tables does that
-// many blocks per step (AVX-512: 2 blocks = 3 x 16 lanes).
+// The value select is a table lookup (spec §5.7): per call, every (gain, class) pair's ≤ 8 values
+// times its gain centroid are premultiplied into one resident table, so a block's table is one load
+// at its 10-bit header. Each lane's index (level, block within the step, sign) is gathered from 16
+// record bytes by a byte shuffle, a per-lane shift and weighted byte sums (P::gather_index), at
+// positions derived from the declaration: straight from the record where the sign mask and level
+// planes share one bit offset mod 8 (Planes14, Planes12x); otherwise from the four words a reader
+// derived from the declaration yields (sign and three level-index planes: Slot32's one-hot masks and
+// Golay70's codeword, picks and computed signs fold into planes there, spec §5.2, §5.5 hoisted).
+// The sign bit flips lanes; one fma per lane into one accumulator per vector of the block. A policy
+// whose lookup spans kTableBlocks tables does that many blocks per step (AVX-512: 2 blocks = 3 x 16
+// lanes).
 // Per row: row scale x (sum of the accumulators), then the exception blocks (exact Planes14
 // records; their main-stream records are origin records and add nothing), then the f32 tail.
 //
@@ -106,24 +107,22 @@ struct RecordKernel {
     }
   };
 
-  // Byte i of spread(b) = bit i of b: 8 slots' bits of one word in their index bytes (2 KiB).
-  static constexpr std::array<std::uint64_t, 256> kSpread = [] {
-    std::array<std::uint64_t, 256> t{};
-    for (std::size_t b = 0; b < 256; ++b)
-      for (int i = 0; i < 8; ++i) t[b] |= std::uint64_t(b >> i & 1) << (8 * i);
-    return t;
-  }();
-
-  // Index bytes of block g of a step, slots 8c … 8c + 7 in word c: level bits 0-2, block bit 3, sign
-  // bit 7.
-  static void index_bytes(std::uint64_t* w, const Decoded& d, int g) {
-    const std::uint64_t block = g == 0 ? 0 : 0x0808080808080808ull;
-    for (int c = 0; c < 3; ++c) {
-      const int at = 8 * c;
-      w[3 * g + c] = kSpread[d.p0 >> at & 0xFF] | kSpread[d.p1 >> at & 0xFF] << 1 | kSpread[d.p2 >> at & 0xFF] << 2 |
-                     kSpread[d.sign >> at & 0xFF] << 7 | block;
+  // The reader's four words as a 16-byte record the gather reads: plane 0, 1, 2 and sign at bytes
+  // 0, 4, 8, 12 (little-endian hosts, spec §5.7).
+  struct Words {
+    alignas(16) std::uint32_t w[4];
+    explicit Words(const Decoded& d) : w{d.p0, d.p1, d.p2, d.sign} {}
+    Words() : w{} {}
+    const std::uint8_t* bytes() const { return reinterpret_cast<const std::uint8_t*>(w); }
+  };
+  static constexpr isa::RecordBitGather kWordGather = [] {
+    isa::RecordBitGather g{};
+    for (int j = 0; j < 24; ++j) {
+      for (int k = 0; k < 4; ++k) g.byte[j][k] = std::uint8_t(4 * k + j / 8);
+      g.shift[j] = std::uint32_t(j % 8);
     }
-  }
+    return g;
+  }();
 
   // The premultiplied tables: row (gain << 9 | class id) = the class's 8 values x centroid[gain];
   // 1024 rows so any 10-bit header indexes in bounds (ids that are not a class are zero).
@@ -223,28 +222,32 @@ struct RecordKernel {
     }
     for (; p + G <= n; p += G) {
       const float* rows[G];
-      std::uint64_t w[3 * G];
+      Words w[G];
+      const std::uint8_t* recs[G];
       for (int g = 0; g < G; ++g) {
         const Decoded d = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
         rows[g] = pre.row(d);
-        index_bytes(w, d, g);
+        w[g] = Words(d);
+        recs[g] = w[g].bytes();
       }
-      step(acc, rows, [&](int s) { return P::bytes(w, s); }, x + 24 * p);
+      step(acc, rows, [&](int s) { return P::gather_index(recs, kWordGather, s); }, x + 24 * p);
     }
     if (p < n) {  // fewer than G blocks left: zero tables and activations for the rest
       alignas(64) float xs[24 * G] = {};
       const float* rows[G];
-      std::uint64_t w[3 * G] = {};
+      Words w[G];
+      const std::uint8_t* recs[G];
       const int left = int(n - p);
       for (int g = 0; g < G; ++g) {
         rows[g] = pre.zero();
+        recs[g] = w[g].bytes();
         if (g >= left) continue;
         const Decoded d = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
         rows[g] = pre.row(d);
-        index_bytes(w, d, g);
+        w[g] = Words(d);
       }
       std::copy(x + 24 * p, x + 24 * n, xs);
-      step(acc, rows, [&](int s) { return P::bytes(w, s); }, xs);
+      step(acc, rows, [&](int s) { return P::gather_index(recs, kWordGather, s); }, xs);
     }
   }
 
@@ -274,10 +277,10 @@ struct RecordKernel {
         alignas(64) float exact[8];
         for (int i = 0; i < 8; ++i) exact[i] = exact_table[d.id].v[std::size_t(i)] * m.centroid[d.gain];
         const float* rows[G];
-        for (int g = 0; g < G; ++g) rows[g] = g == 0 ? exact : pre.zero();
-        std::uint64_t w[3 * G] = {};
-        index_bytes(w, d, 0);
-        step(ex, rows, [&](int s) { return P::bytes(w, s); }, xs);
+        const Words w[2] = {Words(d), Words()};
+        const std::uint8_t* recs[G];
+        for (int g = 0; g < G; ++g) rows[g] = g == 0 ? exact : pre.zero(), recs[g] = w[g].bytes();
+        step(ex, rows, [&](int s) { return P::gather_index(recs, kWordGather, s); }, xs);
         out += m.row_scale[std::size_t(r)] * total(ex);
       }
       const float* tail = m.tail_values.data() + r * m.tail;

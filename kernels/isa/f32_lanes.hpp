@@ -1,14 +1,12 @@
 // The float-lane policies of the Leech-lattice record kernels (lattice/record_kernel.hpp): per ISA
 // the handful of generic ops a lookup-based value select needs (spec §5.7), one struct each:
 //
-//   bytes(w, s)     lane i = byte s + i of the little-endian words w, sign-extended: a lane's index
-//                   byte holds its level in bits 0-2, its block within the step in bit 3 and its
-//                   sign in bit 7 (so bit 31 of the lane)
 //   gather_index(recs, g, s)
-//                   the same index straight from the record bytes (block b's record at recs[b], 16
-//                   bytes readable): lane i, slot j = (s + i) mod 24 of block b = (s + i) / 24, is
+//                   lanes s … s + kLanes − 1 of a step's index (block b's record at recs[b], 16 bytes
+//                   readable): lane i, slot j = (s + i) mod 24 of block b = (s + i) / 24, is
 //                   Σ_k w_k · bit g.shift[j] of byte g.byte[j][k] (0x80: none) + 8 b, w = (1, 2, 4, −128)
-//                   for (plane 0, plane 1, plane 2, sign): level, block, and bit 31 = sign
+//                   for (plane 0, plane 1, plane 2, sign): the level in bits 0-2, the block within
+//                   the step in bit 3, the sign in bit 31
 //   table(rows)     the lookup operand: kTableBlocks rows of 8 floats side by side
 //   lookup(t, i)    lane = t[i mod 8 kTableBlocks]
 //   flip(v, i)      negate the lanes whose bit 31 is set
@@ -56,7 +54,6 @@ struct F32Scalar {
   using F = float;
   using U = std::uint32_t;
   using T = const float*;
-  static U bytes(const std::uint64_t* w, int s) { return U(std::int32_t(std::int8_t(w[s / 8] >> (8 * (s % 8))))); }
   static U gather_index(const std::uint8_t* const* recs, const RecordBitGather& g, int s) {
     const std::uint8_t* rec = recs[s / 24];
     const int j = s % 24;
@@ -83,7 +80,6 @@ struct F32Avx2 {
   using F = __m256;
   using U = __m256i;
   using T = __m256;
-  static U bytes(const std::uint64_t* w, int s) { return _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(std::int64_t(w[s / 8]))); }
   // 8 slots j … j + 7 of one record: byte shuffle, per-lane shift, mask, weighted byte sums.
   static U gather8(const std::uint8_t* rec, const RecordBitGather& g, int j) {
     const __m256i r = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec)));
@@ -128,12 +124,6 @@ struct F32Avx512 {
   using F = __m512;
   using U = __m512i;
   using T = __m512;
-  // Two 8-lane halves (the 16-lane byte widening is not in every build this policy has).
-  static U bytes(const std::uint64_t* w, int s) {
-    const __m256i lo = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(std::int64_t(w[s / 8])));
-    const __m256i hi = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(std::int64_t(w[s / 8 + 1])));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-  }
   // Per 8-lane half as in the AVX2 policy (byte shuffles at 512 bits need AVX-512 BW).
   static __m256i gather8(const std::uint8_t* rec, const RecordBitGather& g, int j) {
     const __m256i r = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec)));
@@ -180,10 +170,6 @@ struct F32Neon {
   using F = float32x4_t;
   using U = uint32x4_t;
   using T = uint8x16x2_t;
-  static U bytes(const std::uint64_t* w, int s) {
-    const int8x8_t b = vcreate_s8(w[s / 8] >> (8 * (s % 8)));
-    return vreinterpretq_u32_s32(vmovl_s16(vget_low_s16(vmovl_s8(b))));
-  }
   static U gather_index(const std::uint8_t* const* recs, const RecordBitGather& g, int s) {
     const int j = s % 24;
     const uint8x16_t b = vqtbl1q_u8(vld1q_u8(recs[0]), vld1q_u8(g.byte[j]));  // indices ≥ 16 read 0
