@@ -108,13 +108,10 @@ struct RecordKernel {
   };
 
   // The reader's four words as a 16-byte record the gather reads: plane 0, 1, 2 and sign at bytes
-  // 0, 4, 8, 12 (little-endian hosts, spec §5.7).
-  struct Words {
-    alignas(16) std::uint32_t w[4];
-    explicit Words(const Decoded& d) : w{d.p0, d.p1, d.p2, d.sign} {}
-    Words() : w{} {}
-    const std::uint8_t* bytes() const { return reinterpret_cast<const std::uint8_t*>(w); }
-  };
+  // 0, 4, 8, 12 (little-endian, spec §5.7).
+  static typename P::R words(const Decoded& d) {
+    return P::record(d.p0 | std::uint64_t(d.p1) << 32, d.p2 | std::uint64_t(d.sign) << 32);
+  }
   static constexpr isa::RecordBitGather kWordGather = [] {
     isa::RecordBitGather g{};
     for (int j = 0; j < 24; ++j) {
@@ -212,39 +209,37 @@ struct RecordKernel {
     if constexpr (direct<S>()) {
       for (; p + G <= n; p += G) {
         const float* rows[G];
-        const std::uint8_t* recs[G];
+        typename P::R recs[G];
         for (int g = 0; g < G; ++g) {
-          recs[g] = record<S>(m, b + std::uint64_t(p + g));
-          rows[g] = pre.row(get<S, records::FieldKind::class_id>(recs[g]), get<S, records::FieldKind::gain>(recs[g]));
+          const std::uint8_t* rec = record<S>(m, b + std::uint64_t(p + g));
+          recs[g] = P::record(rec);
+          rows[g] = pre.row(get<S, records::FieldKind::class_id>(rec), get<S, records::FieldKind::gain>(rec));
         }
         step(acc, rows, [&](int s) { return P::gather_index(recs, kGather<S>, s); }, x + 24 * p);
       }
     }
     for (; p + G <= n; p += G) {
       const float* rows[G];
-      Words w[G];
-      const std::uint8_t* recs[G];
+      typename P::R recs[G];
       for (int g = 0; g < G; ++g) {
         const Decoded d = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
         rows[g] = pre.row(d);
-        w[g] = Words(d);
-        recs[g] = w[g].bytes();
+        recs[g] = words(d);
       }
       step(acc, rows, [&](int s) { return P::gather_index(recs, kWordGather, s); }, x + 24 * p);
     }
     if (p < n) {  // fewer than G blocks left: zero tables and activations for the rest
       alignas(64) float xs[24 * G] = {};
       const float* rows[G];
-      Words w[G];
-      const std::uint8_t* recs[G];
+      typename P::R recs[G];
       const int left = int(n - p);
       for (int g = 0; g < G; ++g) {
         rows[g] = pre.zero();
-        recs[g] = w[g].bytes();
+        recs[g] = words(Decoded{});
         if (g >= left) continue;
         const Decoded d = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
         rows[g] = pre.row(d);
-        w[g] = Words(d);
+        recs[g] = words(d);
       }
       std::copy(x + 24 * p, x + 24 * n, xs);
       step(acc, rows, [&](int s) { return P::gather_index(recs, kWordGather, s); }, xs);
@@ -277,9 +272,8 @@ struct RecordKernel {
         alignas(64) float exact[8];
         for (int i = 0; i < 8; ++i) exact[i] = exact_table[d.id].v[std::size_t(i)] * m.centroid[d.gain];
         const float* rows[G];
-        const Words w[2] = {Words(d), Words()};
-        const std::uint8_t* recs[G];
-        for (int g = 0; g < G; ++g) rows[g] = g == 0 ? exact : pre.zero(), recs[g] = w[g].bytes();
+        typename P::R recs[G];
+        for (int g = 0; g < G; ++g) rows[g] = g == 0 ? exact : pre.zero(), recs[g] = words(g == 0 ? d : Decoded{});
         step(ex, rows, [&](int s) { return P::gather_index(recs, kWordGather, s); }, xs);
         out += m.row_scale[std::size_t(r)] * total(ex);
       }

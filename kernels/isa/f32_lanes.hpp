@@ -1,9 +1,11 @@
 // The float-lane policies of the Leech-lattice record kernels (lattice/record_kernel.hpp): per ISA
 // the handful of generic ops a lookup-based value select needs (spec §5.7), one struct each:
 //
+//   record(p), record(lo, hi)
+//                   16 record bytes as an operand: loaded, or from two little-endian words (no
+//                   store-then-load of words just computed: that cannot be forwarded)
 //   gather_index(recs, g, s)
-//                   lanes s … s + kLanes − 1 of a step's index (block b's record at recs[b], 16 bytes
-//                   readable): lane i, slot j = (s + i) mod 24 of block b = (s + i) / 24, is
+//                   lanes s … s + kLanes − 1 of a step's index (block b's record in recs[b]): lane i, slot j = (s + i) mod 24 of block b = (s + i) / 24, is
 //                   Σ_k w_k · bit g.shift[j] of byte g.byte[j][k] (0x80: none) + 8 b, w = (1, 2, 4, −128)
 //                   for (plane 0, plane 1, plane 2, sign): the level in bits 0-2, the block within
 //                   the step in bit 3, the sign in bit 31
@@ -18,6 +20,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__x86_64__)
 #if defined(TERNLAB_AVX512_EMULATED)
@@ -54,8 +57,21 @@ struct F32Scalar {
   using F = float;
   using U = std::uint32_t;
   using T = const float*;
-  static U gather_index(const std::uint8_t* const* recs, const RecordBitGather& g, int s) {
-    const std::uint8_t* rec = recs[s / 24];
+  struct R {
+    std::uint8_t b[16];
+  };
+  static R record(const std::uint8_t* p) {
+    R r;
+    std::memcpy(r.b, p, 16);
+    return r;
+  }
+  static R record(std::uint64_t lo, std::uint64_t hi) {
+    R r;
+    for (int i = 0; i < 8; ++i) r.b[i] = std::uint8_t(lo >> (8 * i)), r.b[8 + i] = std::uint8_t(hi >> (8 * i));
+    return r;
+  }
+  static U gather_index(const R* recs, const RecordBitGather& g, int s) {
+    const std::uint8_t* rec = recs[s / 24].b;
     const int j = s % 24;
     std::int32_t v = 8 * (s / 24);
     for (int k = 0; k < 4; ++k)
@@ -81,14 +97,17 @@ struct F32Avx2 {
   using U = __m256i;
   using T = __m256;
   // 8 slots j … j + 7 of one record: byte shuffle, per-lane shift, mask, weighted byte sums.
-  static U gather8(const std::uint8_t* rec, const RecordBitGather& g, int j) {
-    const __m256i r = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec)));
+  using R = __m128i;
+  static R record(const std::uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+  static R record(std::uint64_t lo, std::uint64_t hi) { return _mm_set_epi64x(std::int64_t(hi), std::int64_t(lo)); }
+  static U gather8(__m128i rec, const RecordBitGather& g, int j) {
+    const __m256i r = _mm256_broadcastsi128_si256(rec);
     const __m256i b = _mm256_shuffle_epi8(r, _mm256_load_si256(reinterpret_cast<const __m256i*>(g.byte[j])));
     const __m256i sh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&g.shift[j]));
     const __m256i bits = _mm256_and_si256(_mm256_srlv_epi32(b, sh), _mm256_set1_epi8(1));
     return _mm256_madd_epi16(_mm256_maddubs_epi16(bits, _mm256_set1_epi32(std::int32_t(kGatherWeights))), _mm256_set1_epi16(1));
   }
-  static U gather_index(const std::uint8_t* const* recs, const RecordBitGather& g, int s) { return gather8(recs[0], g, s); }
+  static U gather_index(const R* recs, const RecordBitGather& g, int s) { return gather8(recs[0], g, s); }
   static T table(const float* const* rows) { return _mm256_loadu_ps(rows[0]); }
   static F lookup(T t, U i) { return _mm256_permutevar8x32_ps(t, i); }  // reads bits 0-2
   static F flip(F v, U i) {
@@ -125,14 +144,17 @@ struct F32Avx512 {
   using U = __m512i;
   using T = __m512;
   // Per 8-lane half as in the AVX2 policy (byte shuffles at 512 bits need AVX-512 BW).
-  static __m256i gather8(const std::uint8_t* rec, const RecordBitGather& g, int j) {
-    const __m256i r = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec)));
+  using R = __m128i;
+  static R record(const std::uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+  static R record(std::uint64_t lo, std::uint64_t hi) { return _mm_set_epi64x(std::int64_t(hi), std::int64_t(lo)); }
+  static __m256i gather8(__m128i rec, const RecordBitGather& g, int j) {
+    const __m256i r = _mm256_broadcastsi128_si256(rec);
     const __m256i b = _mm256_shuffle_epi8(r, _mm256_load_si256(reinterpret_cast<const __m256i*>(g.byte[j])));
     const __m256i sh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&g.shift[j]));
     const __m256i bits = _mm256_and_si256(_mm256_srlv_epi32(b, sh), _mm256_set1_epi8(1));
     return _mm256_madd_epi16(_mm256_maddubs_epi16(bits, _mm256_set1_epi32(std::int32_t(kGatherWeights))), _mm256_set1_epi16(1));
   }
-  static U gather_index(const std::uint8_t* const* recs, const RecordBitGather& g, int s) {
+  static U gather_index(const R* recs, const RecordBitGather& g, int s) {
     __m256i lo = gather8(recs[s / 24], g, s % 24), hi = gather8(recs[(s + 8) / 24], g, (s + 8) % 24);
     if (s / 24 == 1) lo = _mm256_or_si256(lo, _mm256_set1_epi32(8));
     if ((s + 8) / 24 == 1) hi = _mm256_or_si256(hi, _mm256_set1_epi32(8));
@@ -170,9 +192,12 @@ struct F32Neon {
   using F = float32x4_t;
   using U = uint32x4_t;
   using T = uint8x16x2_t;
-  static U gather_index(const std::uint8_t* const* recs, const RecordBitGather& g, int s) {
+  using R = uint8x16_t;
+  static R record(const std::uint8_t* p) { return vld1q_u8(p); }
+  static R record(std::uint64_t lo, std::uint64_t hi) { return vcombine_u8(vcreate_u8(lo), vcreate_u8(hi)); }
+  static U gather_index(const R* recs, const RecordBitGather& g, int s) {
     const int j = s % 24;
-    const uint8x16_t b = vqtbl1q_u8(vld1q_u8(recs[0]), vld1q_u8(g.byte[j]));  // indices ≥ 16 read 0
+    const uint8x16_t b = vqtbl1q_u8(recs[0], vld1q_u8(g.byte[j]));  // indices ≥ 16 read 0
     const int32x4_t down = vnegq_s32(vreinterpretq_s32_u32(vld1q_u32(&g.shift[j])));
     const uint8x16_t bits = vandq_u8(vreinterpretq_u8_u32(vshlq_u32(vreinterpretq_u32_u8(b), down)), vdupq_n_u8(1));
     const int8x16_t w = vreinterpretq_s8_u32(vdupq_n_u32(kGatherWeights));
