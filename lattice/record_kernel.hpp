@@ -1,13 +1,17 @@
 // The one source of the record matvec kernels, y = W x for a matrix in any record layout, over a
 // float-lane policy P (kernels/isa/f32_lanes.hpp: scalar, AVX2, AVX-512, NEON).
 //
-// Per block, a reader derived from the layout's declaration turns the record into the same five
-// words whatever the layout: class id, gain, a sign word and three level-index planes (Slot32's
-// one-hot masks and Golay70's codeword, picks and computed signs fold into planes here, spec §5.2,
-// §5.5 hoisted). The value select is a table lookup (spec §5.7): the class's ≤ 8 values times the
-// gain centroid sit in a small table, and each lane's plane bits form its index; the sign word
-// flips lanes; one fma per lane into one accumulator per vector of the block. A policy whose lookup
-// spans kTableBlocks tables does that many blocks per step (AVX-512: 2 blocks = 3 x 16 lanes).
+// The value select is a table lookup (spec §5.7): per call, every (gain, class) pair's ≤ 8 values
+// times its gain centroid are premultiplied into one resident table, so a block's table is one load
+// at its 10-bit header. Each lane's index (level, block within the step, sign) is gathered from 16
+// record bytes by a byte shuffle, a per-lane shift and weighted byte sums (P::gather_index), at
+// positions derived from the declaration: straight from the record where the sign mask and level
+// planes share one bit offset mod 8 (Planes14, Planes12x); otherwise from the four words a reader
+// derived from the declaration yields (sign and three level-index planes: Slot32's one-hot masks and
+// Golay70's codeword, picks and computed signs fold into planes there, spec §5.2, §5.5 hoisted).
+// The sign bit flips lanes; one fma per lane into one accumulator per vector of the block. A policy
+// whose lookup spans kTableBlocks tables does that many blocks per step (AVX-512: 2 blocks = 3 x 16
+// lanes).
 // Per row: row scale x (sum of the accumulators), then the exception blocks (exact Planes14
 // records; their main-stream records are origin records and add nothing), then the f32 tail.
 //
@@ -94,6 +98,7 @@ struct RecordKernel {
   static constexpr int W = P::kLanes;
   static constexpr int kVecs = 24 * G / W;
   static_assert(24 * G % W == 0, "a step is whole vectors");
+  static_assert(G <= 2, "the block within a step is one index bit (bit 3)");
   // A plain array: std::array would drop the vector types' alignment attributes.
   struct Acc {
     typename P::F v[kVecs];
@@ -102,34 +107,80 @@ struct RecordKernel {
     }
   };
 
-  // `n` decoded blocks (n ≤ G; the rest count as zero blocks) against 24 G activations.
-  static void step(Acc& acc, const Decoded* d, int n, const ClassValues* table, const float* centroid, const float* x) {
-    alignas(64) float tab[8 * G];
-    std::uint64_t p0 = 0, p1 = 0, p2 = 0, sign = 0;
-    for (int g = 0; g < G; ++g) {
-      if (g >= n) {
-        for (int i = 0; i < 8; ++i) tab[8 * g + i] = 0.0f;
-        continue;
-      }
-      const float gamma = centroid[d[g].gain];
-      const ClassValues& t = table[d[g].id];
-      for (int i = 0; i < 8; ++i) tab[8 * g + i] = t.v[std::size_t(i)] * gamma;
-      p0 |= std::uint64_t(d[g].p0) << (24 * g);
-      p1 |= std::uint64_t(d[g].p1) << (24 * g);
-      p2 |= std::uint64_t(d[g].p2) << (24 * g);
-      sign |= std::uint64_t(d[g].sign) << (24 * g);
+  // The reader's four words as a 16-byte record the gather reads: plane 0, 1, 2 and sign at bytes
+  // 0, 4, 8, 12 (little-endian, spec §5.7).
+  static typename P::R words(const Decoded& d) {
+    return P::record(d.p0 | std::uint64_t(d.p1) << 32, d.p2 | std::uint64_t(d.sign) << 32);
+  }
+  static constexpr isa::RecordBitGather kWordGather = [] {
+    isa::RecordBitGather g{};
+    for (int j = 0; j < 24; ++j) {
+      for (int k = 0; k < 4; ++k) g.byte[j][k] = std::uint8_t(4 * k + j / 8);
+      g.shift[j] = std::uint32_t(j % 8);
     }
-    for (int v = 0; v < kVecs; ++v) {
-      const int s = v * W;
-      typename P::U idx = P::or_(P::or_(P::bits(std::uint32_t(p0 >> s)), P::template shl<1>(P::bits(std::uint32_t(p1 >> s)))),
-                                 P::template shl<2>(P::bits(std::uint32_t(p2 >> s))));
-      if constexpr (G > 1) {
-        // Lanes of block g read the g-th table: index + 8 g.
-        const std::uint64_t second = std::uint64_t(0xFFFFFF) << 24;
-        idx = P::or_(idx, P::template shl<3>(P::bits(std::uint32_t(second >> s))));
+    return g;
+  }();
+
+  // The premultiplied tables: row (gain << 9 | class id) = the class's 8 values x centroid[gain];
+  // 1024 rows so any 10-bit header indexes in bounds (ids that are not a class are zero).
+  struct Premultiplied {
+    alignas(64) float v[1024][8];
+    Premultiplied(const ClassValues* table, const float* centroid) {
+      for (int g = 0; g < 2; ++g)
+        for (int id = 0; id < 512; ++id)
+          for (int i = 0; i < 8; ++i) v[g << 9 | id][i] = table[id].v[std::size_t(i)] * centroid[g];
+    }
+    const float* row(const Decoded& d) const { return v[d.gain << 9 | d.id]; }
+    const float* row(std::uint32_t id, std::uint32_t gain) const { return v[gain << 9 | id]; }
+    const float* zero() const { return v[0]; }  // the origin: all zero
+  };
+
+  // Layouts whose sign mask and level planes sit at one bit offset mod 8 within the record's first 16
+  // bytes (Planes14, Planes12x): each lane's index comes straight from the record bytes
+  // (P::gather_index) instead of through the reader's words and the spread table.
+  template <const records::RecordSpec& S>
+  static constexpr bool direct() {
+    using records::FieldKind;
+    if (!records::has_field(S, FieldKind::sign_mask) || !records::has_field(S, FieldKind::level_plane, 0) ||
+        records::has_field(S, FieldKind::level_mask, 1) || records::has_field(S, FieldKind::golay_rank))
+      return false;
+    const int offset = records::field(S, FieldKind::sign_mask).bit % 8;
+    for (int k = 0; k < 3; ++k)
+      if (records::has_field(S, FieldKind::level_plane, k)) {
+        const records::Field& f = records::field(S, FieldKind::level_plane, k);
+        if (f.bit % 8 != offset || f.bit + 24 > 128 || f.bits != 24) return false;
       }
-      const typename P::F val = P::flip(P::lookup(tab, idx), P::bits(std::uint32_t(sign >> s)));
-      acc.v[v] = P::fma(val, P::load(x + s), acc.v[v]);
+    return records::field(S, FieldKind::sign_mask).bit + 24 <= 128;
+  }
+  template <const records::RecordSpec& S>
+  static constexpr isa::RecordBitGather gather_of() {
+    using records::FieldKind;
+    isa::RecordBitGather g{};
+    for (int j = 0; j < 24; ++j)
+      for (int k = 0; k < 4; ++k) {
+        const bool sign = k == 3;
+        if (!sign && !records::has_field(S, FieldKind::level_plane, k)) {
+          g.byte[j][k] = 0x80;
+          continue;
+        }
+        const int bit = (sign ? records::field(S, FieldKind::sign_mask) : records::field(S, FieldKind::level_plane, k)).bit + j;
+        g.byte[j][k] = std::uint8_t(bit / 8);
+        g.shift[j] = std::uint32_t(bit % 8);
+      }
+    return g;
+  }
+  template <const records::RecordSpec& S>
+  static constexpr isa::RecordBitGather kGather = gather_of<S>();
+
+  // G blocks (their premultiplied rows and lane indices) against 24 G activations; index(s) gives
+  // lanes s … s + W - 1.
+  template <class Index>
+  static void step(Acc& acc, const float* const* rows, const Index& index, const float* x) {
+    const typename P::T t = P::table(rows);
+    for (int v = 0; v < kVecs; ++v) {
+      const typename P::U idx = index(v * W);
+      const typename P::F val = P::flip(P::lookup(t, idx), idx);
+      acc.v[v] = P::fma(val, P::load(x + v * W), acc.v[v]);
     }
   }
 
@@ -152,21 +203,46 @@ struct RecordKernel {
 
   // Blocks [b, b + n) of one row against x (24 n activations), into acc.
   template <const records::RecordSpec& S>
-  static void blocks(Acc& acc, const RecordMatrix& m, std::uint64_t b, std::int64_t n, const ClassValues* table,
+  static void blocks(Acc& acc, const RecordMatrix& m, std::uint64_t b, std::int64_t n, const Premultiplied& pre,
                      const Tables& tb, const float* x) {
     std::int64_t p = 0;
-    for (; p + G <= n; p += G) {
-      Decoded d[G];
-      for (int g = 0; g < G; ++g) d[g] = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
-      step(acc, d, G, table, m.centroid.data(), x + 24 * p);
+    if constexpr (direct<S>()) {
+      for (; p + G <= n; p += G) {
+        const float* rows[G];
+        typename P::R recs[G];
+        for (int g = 0; g < G; ++g) {
+          const std::uint8_t* rec = record<S>(m, b + std::uint64_t(p + g));
+          recs[g] = P::record(rec);
+          rows[g] = pre.row(get<S, records::FieldKind::class_id>(rec), get<S, records::FieldKind::gain>(rec));
+        }
+        step(acc, rows, [&](int s) { return P::gather_index(recs, kGather<S>, s); }, x + 24 * p);
+      }
     }
-    if (p < n) {  // fewer than G blocks left: their activations padded with zeros
+    for (; p + G <= n; p += G) {
+      const float* rows[G];
+      typename P::R recs[G];
+      for (int g = 0; g < G; ++g) {
+        const Decoded d = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
+        rows[g] = pre.row(d);
+        recs[g] = words(d);
+      }
+      step(acc, rows, [&](int s) { return P::gather_index(recs, kWordGather, s); }, x + 24 * p);
+    }
+    if (p < n) {  // fewer than G blocks left: zero tables and activations for the rest
       alignas(64) float xs[24 * G] = {};
-      Decoded d[G];
+      const float* rows[G];
+      typename P::R recs[G];
       const int left = int(n - p);
-      for (int g = 0; g < left; ++g) d[g] = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
+      for (int g = 0; g < G; ++g) {
+        rows[g] = pre.zero();
+        recs[g] = words(Decoded{});
+        if (g >= left) continue;
+        const Decoded d = read<S>(record<S>(m, b + std::uint64_t(p + g)), tb);
+        rows[g] = pre.row(d);
+        recs[g] = words(d);
+      }
       std::copy(x + 24 * p, x + 24 * n, xs);
-      step(acc, d, left, table, m.centroid.data(), xs);
+      step(acc, rows, [&](int s) { return P::gather_index(recs, kWordGather, s); }, xs);
     }
   }
 
@@ -174,7 +250,7 @@ struct RecordKernel {
   template <const records::RecordSpec& S>
   static void rows(const RecordMatrix& m, const float* x, float* y, std::int64_t r0, std::int64_t r1) {
     constexpr bool golay = records::has_field(S, records::FieldKind::golay_rank);
-    const ClassValues* table = golay ? golay70_table().data() : level_table().data();
+    const Premultiplied pre(golay ? golay70_table().data() : level_table().data(), m.centroid.data());
     const ClassValues* exact_table = level_table().data();
     const Tables tb;
     const std::int64_t nb = m.blocks_per_row();
@@ -184,7 +260,7 @@ struct RecordKernel {
       const std::uint64_t b0 = std::uint64_t(r) * std::uint64_t(nb);
       Acc acc;
       acc.clear();
-      blocks<S>(acc, m, b0, nb, table, tb, x);
+      blocks<S>(acc, m, b0, nb, pre, tb, x);
       float out = m.row_scale[std::size_t(r)] * total(acc);
       for (; e < m.exc_index.size() && m.exc_index[e] < b0 + std::uint64_t(nb); ++e) {
         const std::int64_t p = std::int64_t(m.exc_index[e] - b0);
@@ -193,7 +269,12 @@ struct RecordKernel {
         const Decoded d = read<records::Planes14::spec>(m.exc_data.data() + e * kExceptionRecordBytes, tb);
         alignas(64) float xs[24 * G] = {};
         std::copy(x + 24 * p, x + 24 * p + 24, xs);
-        step(ex, &d, 1, exact_table, m.centroid.data(), xs);
+        alignas(64) float exact[8];
+        for (int i = 0; i < 8; ++i) exact[i] = exact_table[d.id].v[std::size_t(i)] * m.centroid[d.gain];
+        const float* rows[G];
+        typename P::R recs[G];
+        for (int g = 0; g < G; ++g) rows[g] = g == 0 ? exact : pre.zero(), recs[g] = words(g == 0 ? d : Decoded{});
+        step(ex, rows, [&](int s) { return P::gather_index(recs, kWordGather, s); }, xs);
         out += m.row_scale[std::size_t(r)] * total(ex);
       }
       const float* tail = m.tail_values.data() + r * m.tail;
