@@ -11,6 +11,7 @@
 #include "common/fp16.hpp"
 #include "common/strings.hpp"
 #include "experiments/config.hpp"
+#include "experiments/measure.hpp"
 #include "experiments/report.hpp"
 #include "experiments/runner.hpp"
 #include "kernels/dense/f16_matvec.hpp"
@@ -49,12 +50,12 @@ TEST_SUITE("lattice-scale") {
       F16Matrix m;
       m.name = "w", m.rows = rows, m.cols = cols;
       for (std::int64_t i = 0; i < rows * cols; ++i) m.w.push_back(float_to_fp16(uni(rng)));
-      std::vector<float> x(std::size_t(cols));
+      std::vector<float> x(static_cast<std::size_t>(cols));
       for (float& v : x) v = uni(rng);
       for (const F16KernelVariant& k : f16_kernels()) {
         CAPTURE(k.name);
         CAPTURE(cols);
-        std::vector<float> y(std::size_t(rows), -7.0f);
+        std::vector<float> y(static_cast<std::size_t>(rows), -7.0f);
         f16_matvec(m, x, y, k, 1, rows);
         CHECK(y[0] == -7.0f);
         f16_matvec(m, x, y, k);
@@ -133,7 +134,7 @@ TEST_SUITE("lattice-scale") {
                 "unknown layout 'planes13'", "slot32, planes14, planes12x, golay70");
     check_error([&] { plan(head() + arms(), {"shape.tail=5"}); }, "--set shape.tail=5: key 'shape.tail'",
                 "not a whole number of 24-weight blocks plus the declared tail of 5");
-    check_error([&] { plan(head() + arms(), {"shape.cols=250"}); }, "key 'shape.cols'", "a width of 250",
+    check_error([&] { plan(head() + arms(), {"shape.cols=250", "shape.tail=4"}); }, "key 'shape.tail'", "a width of 250",
                 "not a whole number of 24-weight blocks");
     check_error([&] { plan(head() + arms(), {"shape.cols=264"}); }, "key 'shape.cols'", "264 is not a multiple of 128", "'t2p'");
     check_error([&] { plan(head() + "[[arm]]\nlayout = \"planes14\"\n"); }, "scale.toml", "needs an fp16 control arm");
