@@ -374,7 +374,7 @@ RunReport run_scale(const RunSpec& run, RunContext& ctx) {
   std::vector<const ArmSpec*> ternary;
   for (const ArmSpec& a : run.arms)
     if (arm_kind(a).family == Family::ternary) ternary.push_back(&a);
-  GemvArms tern = gemv_arms(run, ternary, sh.rows, sh.cols, ctx.pools);
+  GemvArms tern = ternary.empty() ? GemvArms{} : gemv_arms(run, ternary, sh.rows, sh.cols, ctx.pools);
   std::size_t next_ternary = 0;
   for (const ArmSpec& a : run.arms) {
     const ArmKind k = arm_kind(a);

@@ -127,6 +127,22 @@ TEST_SUITE("lattice-scale") {
     CHECK(o.markdown.find("Layout scale") != std::string::npos);
   }
 
+  TEST_CASE("without ternary arms any width of whole blocks plus a tail runs, the tail declared or cols mod 24") {
+    for (const char* set : {"shape.cols=77", "shape.tail=0"}) {
+      CAPTURE(set);
+      const fs::path p = scratch() / "records-only.toml";
+      std::ofstream(p) << head() << "[[arm]]\nname = \"fp16\"\nlayout = \"f16\"\n[[arm]]\nlayout = \"golay70\"\n";
+      std::ostringstream out;
+      const std::vector<std::string> sets = std::string(set) == "shape.tail=0" ? std::vector<std::string>{"shape.cols=240", set}
+                                                                                : std::vector<std::string>{set};
+      const RunOutcome o = run_experiment_file(p.string(), RunOptions{sets, false, 0}, out);
+      INFO(out.str());
+      CHECK(o.exit_code == 0);
+      const Json run = Json::parse(read_text(fs::path(o.folder) / "summary.json"))["runs"][0];
+      CHECK(run["shape"]["tail"] == (std::string(set) == "shape.tail=0" ? 0 : 77 % 24));
+    }
+  }
+
   TEST_CASE("bad input names the file, line and key before anything runs") {
     const auto plan = [](const std::string& text, std::vector<std::string> sets = {}) { load_plan_text(text, "scale.toml", sets); };
     plan(head() + arms());
