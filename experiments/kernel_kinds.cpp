@@ -15,6 +15,7 @@
 #include "common/strings.hpp"
 #include "common/table.hpp"
 #include "experiments/arms.hpp"
+#include "experiments/gemv_arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/run_context.hpp"
@@ -108,26 +109,28 @@ void validate_peer(const ArmSpec& a, const peers::PeerFormat& p, const Shape& s)
     fail_at(at, p.label, " holds ", p.block, "-weight blocks; shape.cols = ", s.cols, " is not a multiple of ", p.block);
 }
 
+void validate_matrix_arm(const RunSpec& run, const ArmSpec& a, const Shape& s, bool batch) {
+  if (const peers::PeerFormat* p = arm_peer(a)) {
+    validate_peer(a, *p, s);
+    return;
+  }
+  const LayoutInfo& L = arm_layout(a);
+  if (s.rows % L.rows != 0)
+    fail_at(run.at("shape.rows"), s.rows, " rows cannot be packed as ", L.name, " (arm '", a.name, "'): rows must be a multiple of ", L.rows);
+  arm_kernel(a, L, batch);
+  if (batch) {
+    const Located at = a.at("leftover");
+    if (at) {
+      const std::string v = as_string(at);
+      if (v != "pad" && v != "gemv") fail_at(at, "'", v, "' is not a leftover strategy (pad: one zero-padded tile pass; gemv: one gemv per leftover row)");
+    }
+  }
+}
+
 void validate_matrix_kind(const RunSpec& run, bool batch) {
   check_common(run);
   const Shape s = run_shape(run, batch);
-  for (const ArmSpec& a : run.arms) {
-    if (const peers::PeerFormat* p = arm_peer(a)) {
-      validate_peer(a, *p, s);
-      continue;
-    }
-    const LayoutInfo& L = arm_layout(a);
-    if (s.rows % L.rows != 0)
-      fail_at(run.at("shape.rows"), s.rows, " rows cannot be packed as ", L.name, " (arm '", a.name, "'): rows must be a multiple of ", L.rows);
-    arm_kernel(a, L, batch);
-    if (batch) {
-      const Located at = a.at("leftover");
-      if (at) {
-        const std::string v = as_string(at);
-        if (v != "pad" && v != "gemv") fail_at(at, "'", v, "' is not a leftover strategy (pad: one zero-padded tile pass; gemv: one gemv per leftover row)");
-      }
-    }
-  }
+  for (const ArmSpec& a : run.arms) validate_matrix_arm(run, a, s, batch);
 }
 
 // Runs fn(t) on `threads` threads: from the persistent pool, or spawned fresh for this call.
@@ -211,8 +214,19 @@ ArmSetup peer_arm(const ArmSpec& a, const peers::PeerFormat& peer, const std::sh
   return setup;
 }
 
-RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
-  const Shape s = run_shape(run, batch);
+// The arms of `specs` on the run's synthetic ternary weights (seed from the run): the gemv and gemm
+// kinds' arms, and the ternary family of the lattice layout-scale kind.
+struct MatrixArms {
+  std::vector<ArmSetup> arms;
+  std::vector<std::string> skipped;
+  std::set<int> thread_counts;
+};
+
+MatrixArms build_matrix_arms(const RunSpec& run, const std::vector<const ArmSpec*>& specs, const Shape& s, bool batch, Pools& pools) {
+  MatrixArms out;
+  std::vector<ArmSetup>& arms = out.arms;
+  std::vector<std::string>& skipped = out.skipped;
+  std::set<int>& thread_counts = out.thread_counts;
   const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
   auto data = std::make_shared<MatrixData>();
   data->weights = make_weights(s.rows, s.cols, seed, Fill::random, ScaleKind::unit);
@@ -222,10 +236,8 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
   const double act_bytes = double(s.tokens * data->x.blocks()) * sizeof(BlockQ8K);
   const double out_bytes = double(s.rows * s.tokens) * sizeof(float);
 
-  std::vector<ArmSetup> arms;
-  std::vector<std::string> skipped;
-  std::set<int> thread_counts;
-  for (const ArmSpec& a : run.arms) {
+  for (const ArmSpec* ap : specs) {
+    const ArmSpec& a = *ap;
     if (const peers::PeerFormat* peer = arm_peer(a)) {
       if (peer_skipped(a)) {
         skipped.push_back(cat("arm '", a.name, "' (", peer->label, ") skipped: its kernel is AVX2 code, and this CPU (",
@@ -234,7 +246,7 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
       }
       const int threads = arm_threads(run, a);
       thread_counts.insert(threads);
-      arms.push_back(peer_arm(a, *peer, data, s, threads, &ctx.pools.get(threads), act_bytes, out_bytes));
+      arms.push_back(peer_arm(a, *peer, data, s, threads, &pools.get(threads), act_bytes, out_bytes));
       continue;
     }
     const LayoutInfo& L = arm_layout(a);
@@ -246,7 +258,7 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
     if (!data->packed.count(std::string(L.name))) data->packed.emplace(std::string(L.name), pack(data->weights, L));
     const PackedMatrix* p = &data->packed.at(std::string(L.name));
     auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
-    const auto run_on = dispatcher(ctx.pools, threads, spawn);
+    const auto run_on = dispatcher(pools, threads, spawn);
     const std::int64_t groups = p->row_groups();
     std::function<void()> call;
     const bool shared = arm_shared_acts(a);
@@ -310,6 +322,18 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
     };
     arms.push_back(std::move(setup));
   }
+  return out;
+}
+
+RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
+  const Shape s = run_shape(run, batch);
+  const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
+  std::vector<const ArmSpec*> specs;
+  for (const ArmSpec& a : run.arms) specs.push_back(&a);
+  MatrixArms built = build_matrix_arms(run, specs, s, batch, ctx.pools);
+  std::vector<ArmSetup>& arms = built.arms;
+  const std::vector<std::string>& skipped = built.skipped;
+  const std::set<int>& thread_counts = built.thread_counts;
   if (run.boolean("control", true)) {
     // Same pools and row partition as the arms, no weight bytes: dispatch and output writes only.
     for (int threads : thread_counts) {
@@ -632,6 +656,23 @@ std::vector<KeySpec> gemm_keys() {
 }
 
 }  // namespace
+
+void validate_gemv_arm(const RunSpec& run, const ArmSpec& arm, std::int64_t rows, std::int64_t cols) {
+  arm_threads(run, arm);
+  arm_spawn(arm);
+  arm_shared_acts(arm);
+  if (cols % kBlockK != 0)
+    fail_at(run.at("shape.cols"), cols, " is not a multiple of ", kBlockK, " (arm '", arm.name, "' is a ternary layout: one scale per ",
+            kBlockK, " weights)");
+  validate_matrix_arm(run, arm, Shape{rows, cols, 1}, false);
+}
+
+GemvArms gemv_arms(const RunSpec& run, const std::vector<const ArmSpec*>& arms, std::int64_t rows, std::int64_t cols, Pools& pools) {
+  MatrixArms built = build_matrix_arms(run, arms, Shape{rows, cols, 1}, false, pools);
+  return {std::move(built.arms), std::move(built.skipped)};
+}
+
+bool is_gemv_arm_skipped(const ArmSpec& arm) { return arm_peer(arm) && peer_skipped(arm); }
 
 void register_kernel_kinds() {
   register_kind({"bandwidth", "streaming reads over a buffer per thread count: the memory read ceiling as arms", bandwidth_keys(), {},

@@ -19,6 +19,7 @@ void register_kernel_kinds();  // kernel_kinds.cpp
 void register_model_kinds();   // model_kinds.cpp
 void register_speculative_kind();  // speculative_kind.cpp
 void register_tradeoff_kind();     // tradeoff_kind.cpp
+void register_lattice_kind();      // lattice_kind.cpp
 
 std::vector<KeySpec> common_keys() {
   return {
@@ -93,6 +94,7 @@ void register_builtin_kinds() {
     register_model_kinds();
     register_speculative_kind();
     register_tradeoff_kind();
+    register_lattice_kind();
     return true;
   }();
   (void)once;

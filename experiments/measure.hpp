@@ -41,6 +41,7 @@ struct ArmSetup {
   double macs = 0;              // multiply-accumulates per call
   std::function<void()> call;   // one call of the arm (threads come from a persistent pool unless spawning)
   std::function<std::string()> verify;  // runs the arm once and compares; "" when exact
+  std::string check;            // what verify holds it to, for the table (empty: "exact", the oracle's integers)
 };
 
 struct Stat {

@@ -304,7 +304,7 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
       for (std::size_t i = 0; i < a.seconds.size() && i < c.size(); ++i)
         if (a.seconds[i] > 0 && c[i] > 0) compute_fracs.push_back(s.macs / a.seconds[i] / 1e9 / c[i]);
     const Stat cfrac = stat_of(compute_fracs);
-    const std::string oracle = s.control ? "—" : a.verified ? "exact" : "**FAILED**";
+    const std::string oracle = s.control ? "—" : a.verified ? (s.check.empty() ? "exact" : s.check) : "**FAILED**";
     if (!a.verified) rep.ok = false;
     table.add({s.name + (r.is_baseline(s.name) ? " (baseline)" : ""), s.kernel.empty() ? "—" : s.kernel, threads_cell(s.threads),
                s.bits_per_weight > 0 ? fixed(s.bits_per_weight, 3) : "—", s.bytes > 0 ? sig(s.bytes / 1e6) : "—", oracle,

@@ -132,7 +132,7 @@ std::vector<std::string> small_sizes(const std::string& kind, const std::string&
   }
   s.insert(s.end(), {"rounds=1", "warmup=0", "ceiling_mib=1", "sample_ms=0.01"});
   if (kind == "bandwidth") s.push_back("buffer_mib=1");
-  if (kind == "gemv" || kind == "gemm") s.insert(s.end(), {"shape.rows=64", "shape.cols=256"});
+  if (kind == "gemv" || kind == "gemm" || kind == "lattice-scale") s.insert(s.end(), {"shape.rows=64", "shape.cols=256"});
   if (kind == "prefill" || kind == "decode" || kind == "speed" || kind == "perplexity" || kind == "greedy" || kind == "profile")
     s.insert(s.end(), {"preset=tiny", "verify_tokens=2"});
   if (kind == "prefill" || kind == "decode" || kind == "perplexity" || kind == "greedy") s.push_back("tokens=8");
