@@ -52,10 +52,11 @@ TEST_SUITE("weight-codes") {
   TEST_CASE("the latent float weights ternarise to the committed ternary weights, trit for trit and scale for scale") {
     // The trainer's quantiser (tools/train/train.py quantise_export): per 128 weights the absmean,
     // clamped to 1e-5 and rounded to fp16; trits round(clamp(w / scale, -1, 1)), halves to even.
-    const auto tern = gguf::File::open(kModel);
-    const auto flt = gguf::File::open(kFloat);
+    const auto tern = gguf::File::open(kModel, gguf::LoadMode::mmap);
+    const auto flt = gguf::File::open(kFloat, gguf::LoadMode::mmap);
     const LayoutInfo& pq2 = find_layout("pq2_0");
     int matrices = 0;
+    std::int64_t rounding_ties = 0;
     for (const gguf::TensorInfo& t : tern.tensors) {
       if (t.tensor_type() != gguf::TensorType::pq2_0) continue;
       ++matrices;
@@ -72,9 +73,20 @@ TEST_SUITE("weight-codes") {
           const float* x = w.data() + r * cols + b * kBlockK;
           double sum = 0;
           for (int j = 0; j < kBlockK; ++j) sum += std::fabs(x[j]);
-          const std::uint16_t h = float_to_fp16(std::max(float(sum / kBlockK), 1e-5f));
-          scales_differ += h != stored;
-          const float s = fp16_to_float(h);
+          const double mean = std::max(sum / kBlockK, 1e-5);
+          const std::uint16_t h = float_to_fp16(float(mean));
+          if (h != stored) {
+            // The trainer sums in f32 in torch's order; where the mean lies within f32 rounding of
+            // the midpoint between two fp16 values, that order picks the neighbour. Anything else
+            // is a real difference.
+            const double mid = 0.5 * (double(fp16_to_float(h)) + double(fp16_to_float(stored)));
+            const bool neighbours = std::abs(int(h) - int(stored)) == 1;
+            if (neighbours && std::fabs(mean - mid) <= 1e-6 * mean)
+              ++rounding_ties;
+            else
+              ++scales_differ;
+          }
+          const float s = fp16_to_float(stored);
           for (int j = 0; j < kBlockK; ++j)
             trits_differ += int(std::nearbyint(std::clamp(x[j] / s, -1.0f, 1.0f))) != int(codes[j]) - 1;
         }
@@ -82,20 +94,22 @@ TEST_SUITE("weight-codes") {
       CHECK(trits_differ == 0);
       CHECK(scales_differ == 0);
     }
-    CHECK(matrices == 16);  // 15 matmuls and the embedding table
+    INFO("scales at an fp16 rounding tie: ", rounding_ties);
+    CHECK(rounding_ties <= 4);  // of 21,504 scales; one here
+    CHECK(matrices == 15);  // 14 matmuls and the embedding table
   }
 
   TEST_CASE("Λ24 records give the decoded floats' logits, and every record layout the same logits") {
     const auto cache = read_lattice_cache(default_lattice_cache(kFloat));
     REQUIRE(cache.source_hash == file_fnv1a64(kFloat));  // the committed cache is this float file's encoding
-    REQUIRE(cache.matrices.size() == 16);
+    REQUIRE(cache.matrices.size() == 15);
     // The reference: every matrix decoded to f32 (lattice::decode_matrix) and run by the float path.
     std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::vector<float>>> decoded;
     for (const auto& [name, m] : cache.matrices) decoded.emplace_back(name, m.rows, m.cols, lattice::decode_matrix(m));
     const std::string ref = (test::scratch_folder<kScratch>() / "decoded.gguf").string();
     write_floats(ref, decoded);
 
-    const auto tern = gguf::File::open(kModel);
+    const auto tern = gguf::File::open(kModel, gguf::LoadMode::mmap);
     const auto ids = Tokenizer::from_gguf(tern).encode("In the beginning God created");
     LoadOptions fo;
     fo.weights = WeightCode::float32, fo.float_weights = ref;
@@ -112,7 +126,7 @@ TEST_SUITE("weight-codes") {
         FAIL("matrix ", name, " was encoded: the committed cache should hold it");
       };
       auto m = Model::load(kModel, lo);
-      CHECK(m->lattice_weights().from_cache == 16);
+      CHECK(m->lattice_weights().from_cache == 15);
       Session s = m->new_session();
       const auto got = m->forward(s, ids, true);
       REQUIRE(got.size() == want.size());
