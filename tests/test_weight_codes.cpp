@@ -132,18 +132,19 @@ TEST_SUITE("weight-codes") {
       REQUIRE(got.size() == want.size());
       // Tolerance: the record kernel multiplies f32 row scale x (centroid x unit value, premultiplied
       // in f32) where the reference rounds their product once, and sums in another order; each
-      // logit is therefore off by a few f32 ulps of the partial sums, carried through two layers
-      // (and, rarely, one q8_K step of an activation that lands on a rounding boundary). 1e-3 of the
-      // largest logit is ~100x what the model shows and far below what a wrong block would move.
-      double worst = 0;
+      // logit is therefore off by a few f32 ulps of the partial sums, carried through two layers.
+      // Measured: 2e-5 of 24 (8e-7 relative); 1e-5 of the largest logit leaves 10x for other CPUs'
+      // kernels and stays far below what one wrong block moves.
+      double worst = 0, apart = 0;
       for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - want[i])));
-      INFO(spec->name, ": max |logit difference| ", worst, " of max |logit| ", scale);
-      CHECK(worst <= 1e-3 * scale);
-      // Every layout decodes to the same lattice points and runs the same kernel source: same floats.
-      if (first.empty())
-        first = got;
-      else
-        CHECK(std::memcmp(first.data(), got.data(), got.size() * sizeof(float)) == 0);
+      // Every layout decodes to the same lattice points; Planes12x and Golay70 add their exception
+      // blocks after the main stream, so only the summation order differs between layouts.
+      if (first.empty()) first = got;
+      for (std::size_t i = 0; i < got.size(); ++i) apart = std::max(apart, double(std::fabs(got[i] - first[i])));
+      INFO(spec->name, ": max |logit difference| ", worst, " from the decoded floats, ", apart,
+           " from slot32; max |logit| ", scale);
+      CHECK(worst <= 1e-5 * scale);
+      CHECK(apart <= 1e-5 * scale);
     }
   }
 
