@@ -158,7 +158,6 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   std::optional<gguf::File> floats;
   LatticeEncodings cache;
   std::filesystem::path cache_path;
-  bool cache_dirty = false;
   if (o.weights != WeightCode::ternary) {
     if (o.float_weights.empty()) fail("float or Λ24 weights need a float weight file (--float-weights / --lattice-weights)");
     floats.emplace(gguf::File::open(o.float_weights, gguf::LoadMode::mmap));
@@ -191,7 +190,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
       };
       it = cache.matrices.insert_or_assign(l.name, encode_matrix_parallel(w, l.w.rows, l.w.cols, l.name, *m->pool_,
                                                                           progress)).first;
-      cache_dirty = true;
+      // Saved after every matrix: an encoding of many minutes that is interrupted keeps what it did.
+      if (!cache_path.empty()) write_lattice_cache(cache_path, cache);
     }
     auto r = std::make_shared<lattice::RecordMatrix>(lattice::transcode(it->second, *m->lattice_.record));
     records::MatrixCounts c = r->counts();
@@ -260,10 +260,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     m->layers_.push_back(std::move(w));
     if (o.progress) o.progress(l + 1, c.n_layer);
   }
-  if (o.weights == WeightCode::lattice) {
-    m->lattice_.accounting = records::account(*m->lattice_.record, m->lattice_.counts);
-    if (cache_dirty && !cache_path.empty()) write_lattice_cache(cache_path, cache);
-  }
+  if (o.weights == WeightCode::lattice) m->lattice_.accounting = records::account(*m->lattice_.record, m->lattice_.counts);
   return m;
 }
 
