@@ -81,6 +81,11 @@ void run_info(const std::string& path, bool tensors) {
             << gguf::traits_of(std::uint32_t(c.ternary_type), "").name << " (all tensors validated)\n";
 }
 
+// Where a model's matmul weights come from besides its ternary tensors (docs/lattice.md).
+struct WeightArgs {
+  std::string float_weights, lattice_weights, record = "planes14", lattice_cache;
+};
+
 struct GenerateOptions {
   std::string path, prompt = "Hello", layout, kernel, mode = "mmap";
   std::string plan = "estimate";
@@ -92,6 +97,7 @@ struct GenerateOptions {
   std::string draft, rollback = "ring";
   int draft_len = 2, ngram = 3;
   double corrupt = 0.5;
+  WeightArgs weights;
   std::uint64_t draft_seed = 1;
 };
 
@@ -129,6 +135,48 @@ LoadOptions load_options(const std::string& layout, const std::string& kernel, i
   return lo;
 }
 
+void add_weight_options(CLI::App* c, WeightArgs& w) {
+  c->add_option("--float-weights", w.float_weights, "Run every ternary matrix on its latent float weights from this GGUF "
+                                                    "(F32/F16 tensors under the same names: tools/train/train.py --export-float)");
+  c->add_option("--lattice-weights", w.lattice_weights, "Run every ternary matrix on this float GGUF's weights coded with the "
+                                                        "Λ24 lattice (encoded once, kept in the cache)");
+  c->add_option("--record", w.record, "With --lattice-weights: the record layout (slot32, planes14, planes12x, golay70)")
+      ->capture_default_str();
+  c->add_option("--lattice-cache", w.lattice_cache, "With --lattice-weights: the encoding cache (default FILE.l24 beside the "
+                                                    "float file, keyed by its hash; none: neither read nor written)");
+}
+
+void apply_weight_options(LoadOptions& lo, const WeightArgs& w) {
+  if (!w.float_weights.empty() && !w.lattice_weights.empty()) fail("--float-weights and --lattice-weights exclude each other");
+  if (!w.float_weights.empty()) lo.weights = WeightCode::float32, lo.float_weights = w.float_weights;
+  if (!w.lattice_weights.empty()) lo.weights = WeightCode::lattice, lo.float_weights = w.lattice_weights;
+  lo.record = w.record;
+  lo.lattice_cache = w.lattice_cache;
+  if (lo.weights != WeightCode::lattice) return;
+  // Plain lines, not a bar: the encoding is minutes and often runs unattended.
+  auto t0 = std::make_shared<double>(seconds_now(false));
+  lo.encode_progress = [t0](const std::string& name, std::int64_t done, std::int64_t rows) {
+    if (done == rows || done % 256 == 0)
+      std::cerr << "Λ24 encoding " << name << ": " << done << "/" << rows << " rows (" << fixed_text(seconds_now(false) - *t0, 0)
+                << " s)\n";
+  };
+}
+
+// What the matmuls ran on, with its bits per weight.
+void print_weights(const Model& m) {
+  if (m.weight_code() == WeightCode::float32) {
+    std::cout << "weights: latent float32 (32 bits/weight), f32 matvec\n";
+  } else if (m.weight_code() == WeightCode::lattice) {
+    const LatticeWeightsInfo& l = m.lattice_weights();
+    std::cout << "weights: Λ24 " << l.record->name << " records, kernel " << lattice::best_record_kernel().name << ": "
+              << fixed_text(l.accounting.memory_bpw, 4) << " bits/weight in memory, " << fixed_text(l.accounting.disk_bpw, 4)
+              << " on disk (code " << fixed_text(l.accounting.code_bpw, 4) << "; f32 tails " << l.counts.tail_weights
+              << " of " << l.counts.weights() << " weights and row scales included; " << l.counts.exceptions
+              << " exception blocks) over " << l.matrices << " matrices, " << l.from_cache << " from the cache "
+              << (l.cache.empty() ? std::string("(none)") : l.cache) << "\n";
+  }
+}
+
 // Model::load, its refusal of a lossy layout followed by the flag that takes the lossy path, and
 // what that path changed when taken.
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& lo) {
@@ -148,8 +196,10 @@ std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& lo
 void run_generate(const GenerateOptions& o) {
   LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise);
   lo.plan = parse_plan_mode(o.plan);
+  apply_weight_options(lo, o.weights);
   show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
   auto m = load_model(o.path, lo);
+  print_weights(*m);
   const auto tok = Tokenizer::from_gguf(m->file());
   const auto prompt = tok.encode(o.prompt);
   if (prompt.empty()) fail("the prompt encodes to no tokens");
@@ -306,19 +356,23 @@ struct PerplexityOptions {
   std::string path, text, layout, kernel, mode = "mmap";
   int tokens = 0, chunk = 64, threads = 1;
   bool requantise = false;
+  WeightArgs weights;
 };
 
 // Perplexity of a text file, tokenised with the file's tokenizer, in chunks each from a fresh state.
 void run_perplexity(const PerplexityOptions& o) {
   const std::string text = read_text(o.text);
-  auto m = load_model(o.path, load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise));
+  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise);
+  apply_weight_options(lo, o.weights);
+  auto m = load_model(o.path, lo);
   std::vector<std::int32_t> ids = Tokenizer::from_gguf(m->file()).encode(text);
   if (o.tokens > 0 && ids.size() > std::size_t(o.tokens)) ids.resize(std::size_t(o.tokens));
   if (ids.size() < 2) fail("model perplexity: ", o.text, " encodes to ", ids.size(), " tokens (at least 2 are needed)");
   const Perplexity p = perplexity(*m, ids, o.chunk);
   std::cout << "layout " << m->layout().name << " (" << fixed_text(m->layout().bits_per_weight(), 4) << " bits/weight), kernel "
-            << m->kernel().name() << "\n"
-            << "perplexity " << fixed_text(p.value(), 4) << " over " << p.predicted << " predicted tokens of " << o.text << " ("
+            << m->kernel().name() << (m->weight_code() == WeightCode::ternary ? "" : " (shapes only)") << "\n";
+  print_weights(*m);
+  std::cout << "perplexity " << fixed_text(p.value(), 4) << " over " << p.predicted << " predicted tokens of " << o.text << " ("
             << ids.size() << " tokens, chunks of " << o.chunk << ", each from a fresh state; uniform guessing scores "
             << m->config().n_vocab << ")\n";
 }
@@ -430,6 +484,7 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("--temperature", g.temperature, "0 = greedy")->capture_default_str();
   gen->add_option("--top-p", g.top_p, "Nucleus mass")->capture_default_str();
   gen->add_option("--seed", g.seed, "Sampling seed")->capture_default_str();
+  add_weight_options(gen, g.weights);
   gen->add_option("--load", g.mode, "Load mode: mmap or memory")->capture_default_str();
   gen->add_flag("--requantise-scales", g.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
                                       "refuses, and print how many moved and their max / mean relative error");
@@ -478,6 +533,7 @@ void add_model_commands(CLI::App& app) {
   ppl->add_option("--load", px.mode, "Load mode: mmap or memory")->capture_default_str();
   ppl->add_flag("--requantise-scales", px.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
                                       "refuses, and print how many moved and their max / mean relative error");
+  add_weight_options(ppl, px.weights);
   ppl->callback([] { run_perplexity(px); });
 
   static BenchOptions b;

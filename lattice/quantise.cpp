@@ -224,7 +224,7 @@ std::array<double, 2> fit_gain_centroids(std::vector<double> gains) {
 }
 
 EncodedMatrix encode_matrix(std::span<const float> w, std::int64_t rows, std::int64_t cols, std::int64_t tail,
-                            const std::string& name) {
+                            const std::string& name, const RowRunner& runner) {
   const std::string tensor = cat("tensor '", name, "'");
   if (rows < 0 || cols < 0) fail(tensor, ": negative shape ", rows, " x ", cols);
   if (static_cast<std::int64_t>(w.size()) != rows * cols)
@@ -249,26 +249,37 @@ EncodedMatrix encode_matrix(std::span<const float> w, std::int64_t rows, std::in
   m.row_scale.assign(static_cast<std::size_t>(rows), 0.0);
   m.index.assign(static_cast<std::size_t>(rows * blocks), 0);
   m.gain.assign(static_cast<std::size_t>(rows * blocks), 0);
+  m.tail_values.assign(static_cast<std::size_t>(rows * tail), 0.0f);
   std::vector<double> rel_gain(static_cast<std::size_t>(rows * blocks), 0.0);
-  std::vector<double> nonzero_gains;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* row = w.data() + r * cols;
-    double ss = 0;
-    for (std::int64_t j = 0; j < cols; ++j) ss += double(row[j]) * row[j];
-    const double s = blocks > 0 ? std::sqrt(ss / static_cast<double>(blocks)) : 0.0;
-    m.row_scale[static_cast<std::size_t>(r)] = s;
-    for (std::int64_t p = 0; p < blocks; ++p) {
-      std::array<double, 24> q;
-      double nq = 0;
-      for (int i = 0; i < 24; ++i) q[i] = row[p * 24 + i], nq += q[i] * q[i];
-      const auto b = static_cast<std::size_t>(r * blocks + p);
-      if (nq == 0) continue;  // the origin, gain bit 0
-      m.index[b] = nearest_direction(q).index;
-      rel_gain[b] = std::sqrt(nq) / s;
-      nonzero_gains.push_back(rel_gain[b]);
+  std::vector<std::uint8_t> nonzero(static_cast<std::size_t>(rows * blocks), 0);
+  // Rows are independent up to the centroid fit below, so a runner may split them over threads.
+  const auto encode_rows = [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* row = w.data() + r * cols;
+      double ss = 0;
+      for (std::int64_t j = 0; j < cols; ++j) ss += double(row[j]) * row[j];
+      const double s = blocks > 0 ? std::sqrt(ss / static_cast<double>(blocks)) : 0.0;
+      m.row_scale[static_cast<std::size_t>(r)] = s;
+      for (std::int64_t p = 0; p < blocks; ++p) {
+        std::array<double, 24> q;
+        double nq = 0;
+        for (int i = 0; i < 24; ++i) q[i] = row[p * 24 + i], nq += q[i] * q[i];
+        const auto b = static_cast<std::size_t>(r * blocks + p);
+        if (nq == 0) continue;  // the origin, gain bit 0
+        m.index[b] = nearest_direction(q).index;
+        rel_gain[b] = std::sqrt(nq) / s;
+        nonzero[b] = 1;
+      }
+      for (std::int64_t j = 0; j < tail; ++j) m.tail_values[static_cast<std::size_t>(r * tail + j)] = row[blocks * 24 + j];
     }
-    for (std::int64_t j = 0; j < tail; ++j) m.tail_values.push_back(row[blocks * 24 + j]);
-  }
+  };
+  if (runner)
+    runner(rows, encode_rows);
+  else
+    encode_rows(0, rows);
+  std::vector<double> nonzero_gains;
+  for (std::size_t b = 0; b < rel_gain.size(); ++b)
+    if (nonzero[b]) nonzero_gains.push_back(rel_gain[b]);
   m.centroid = fit_gain_centroids(nonzero_gains);
   for (std::size_t b = 0; b < m.index.size(); ++b)
     if (m.index[b] != 0)

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,11 +45,17 @@ struct EncodedMatrix {
   std::int64_t blocks_per_row() const { return (cols - tail) / 24; }
 };
 
+// Runs encode(r0, r1) over row ranges covering [0, rows) exactly once, in any order and on any
+// threads (the ranges write disjoint rows): how a caller parallelises the encoder without this
+// library depending on a thread pool.
+using RowRunner =
+    std::function<void(std::int64_t rows, const std::function<void(std::int64_t r0, std::int64_t r1)>& encode)>;
+
 // Encodes a row-major rows × cols float matrix whose width is a whole number of 24-weight blocks
-// plus `tail` (0 ≤ tail < 24) columns. Errors name the tensor, block and field: a width that does
-// not fit, a non-finite weight.
+// plus `tail` (0 ≤ tail < 24) columns; rows through `runner` when given (the result does not depend
+// on it). Errors name the tensor, block and field: a width that does not fit, a non-finite weight.
 EncodedMatrix encode_matrix(std::span<const float> w, std::int64_t rows, std::int64_t cols, std::int64_t tail,
-                            const std::string& name);
+                            const std::string& name, const RowRunner& runner = {});
 
 // Reconstruction ŵ = s_r · γ_gain · p / ‖p‖ per block, tails copied. Errors name the tensor, block
 // and field: an index outside the ball, a gain that is not one bit, sizes that do not match.

@@ -10,10 +10,42 @@ namespace ternlab::model {
 void TernaryLinear::apply(const Q8KBatch& x, float* y, ThreadPool& pool) const {
   if (x.cols != w.cols) fail(name, ": activation has ", x.cols, " columns, the weight ", w.cols);
   const std::span<float> out(y, std::size_t(x.tokens * w.rows));
+  if (dense || records) {
+    apply_float(x, y, pool);
+    return;
+  }
   if (x.tokens == 1)
     run_gemv(pool, kernel, w, x, out);
   else
     run_gemm(pool, kernel, w, x, out, w.rows);
+}
+
+void TernaryLinear::apply_float(const Q8KBatch& x, float* y, ThreadPool& pool) const {
+  const std::int64_t k = w.cols, n = w.rows, blocks = x.blocks();
+  std::vector<float> xf(std::size_t(x.tokens * k));
+  for (std::int64_t t = 0; t < x.tokens; ++t)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const BlockQ8K& q = x.row(t)[b];
+      for (std::int64_t j = 0; j < kQK && b * kQK + j < k; ++j) xf[std::size_t(t * k + b * kQK + j)] = q.d * float(q.qs[j]);
+    }
+  pool.run([&](int th) {
+    const auto [r0, r1] = ThreadPool::split(n, th, pool.size());
+    if (r0 == r1) return;
+    for (std::int64_t t = 0; t < x.tokens; ++t) {
+      const float* xt = xf.data() + t * k;
+      float* yt = y + t * n;
+      if (records) {
+        lattice::record_matvec(*records, {xt, std::size_t(k)}, {yt, std::size_t(n)}, record_kernel, r0, r1);
+        continue;
+      }
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const float* wr = dense->data() + r * k;
+        float acc = 0;
+        for (std::int64_t j = 0; j < k; ++j) acc += wr[j] * xt[j];
+        yt[r] = acc;
+      }
+    }
+  });
 }
 
 KernelVariant choose_kernel(const LayoutInfo& layout, const std::string& kernel) {

@@ -1,13 +1,18 @@
 // One ternary matmul: the weight repacked into the chosen layout, the kernel chosen from
 // kernels/dispatch.hpp (best_kernel, or by name), run with run_gemv/run_gemm on the thread pool.
 // Activations are q8_K; one token goes through gemv, a batch through gemm.
+// For the quality comparison of docs/lattice.md the same matmul can run on the matrix's latent float
+// weights or their Λ24 records instead (model/weight_codes.hpp); those paths take the same q8_K
+// activations, dequantised, so that only the weight code differs from the ternary model.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "kernels/catalog.hpp"
 #include "kernels/thread_pool.hpp"
 #include "layouts/matrix.hpp"
+#include "lattice/record_kernels.hpp"
 
 namespace ternlab::model {
 
@@ -15,11 +20,19 @@ struct TernaryLinear {
   std::string name;
   PackedMatrix w;
   KernelVariant kernel;
+  // When set, the weight used instead of `w` (whose shape it has): out() x in() f32, row-major, or
+  // Λ24 records run by record_kernel.
+  std::shared_ptr<const std::vector<float>> dense;
+  std::shared_ptr<const lattice::RecordMatrix> records;
+  lattice::RecordKernelVariant record_kernel;
   std::int64_t in() const { return w.cols; }
   std::int64_t out() const { return w.rows; }
   // y is tokens x out(), row-major.
   void apply(const Q8KBatch& x, float* y, ThreadPool& pool) const;
   std::size_t bytes() const { return w.bytes.size(); }
+
+ private:
+  void apply_float(const Q8KBatch& x, float* y, ThreadPool& pool) const;
 };
 
 // The kernel for `layout`: the one named `kernel` ("strategy/isa" or just "strategy") if given,

@@ -4,10 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <ctime>
 
 #include "common/error.hpp"
 #include "common/fp16.hpp"
+#include "lattice/records.hpp"
+#include "layouts/records/all.hpp"
 #include "layouts/registry.hpp"
 
 namespace ternlab::model {
@@ -149,6 +152,56 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   // The kernel is chosen once, on the first matrix read (the output head): by name, by the ISA
   // ladder, or by the planner measuring that matrix.
   std::optional<KernelVariant> kernel;
+  // The weights in another code (LoadOptions::weights): each matrix's floats from the float file,
+  // as they are or Λ24-coded (from the cache when it holds this file's encoding).
+  m->weight_code_ = o.weights;
+  std::optional<gguf::File> floats;
+  LatticeEncodings cache;
+  std::filesystem::path cache_path;
+  if (o.weights != WeightCode::ternary) {
+    if (o.float_weights.empty()) fail("float or Λ24 weights need a float weight file (--float-weights / --lattice-weights)");
+    floats.emplace(gguf::File::open(o.float_weights, gguf::LoadMode::mmap));
+  }
+  if (o.weights == WeightCode::lattice) {
+    m->lattice_.record = records::find_record_layout(o.record);
+    if (!m->lattice_.record) fail("unknown record layout '", o.record, "' (slot32, planes14, planes12x, golay70)");
+    const std::uint64_t hash = file_fnv1a64(o.float_weights);
+    if (o.lattice_cache != "none") {
+      cache_path = o.lattice_cache.empty() ? default_lattice_cache(o.float_weights) : std::filesystem::path(o.lattice_cache);
+      m->lattice_.cache = cache_path.string();
+      cache = read_lattice_cache(cache_path);
+      if (cache.source_hash != hash) cache.matrices.clear();  // another float file's encoding: not used
+    }
+    cache.source_hash = hash;
+  }
+  const auto alternative = [&](TernaryLinear& l) {
+    if (o.weights == WeightCode::ternary) return;
+    auto w = read_float_matrix(*floats, o.float_weights, l.name, l.w.rows, l.w.cols);
+    if (o.weights == WeightCode::float32) {
+      l.dense = std::make_shared<const std::vector<float>>(std::move(w));
+      return;
+    }
+    auto it = cache.matrices.find(l.name);
+    if (it != cache.matrices.end() && it->second.rows == l.w.rows && it->second.cols == l.w.cols) {
+      ++m->lattice_.from_cache;
+    } else {
+      const auto progress = [&](std::int64_t done, std::int64_t rows) {
+        if (o.encode_progress) o.encode_progress(l.name, done, rows);
+      };
+      it = cache.matrices.insert_or_assign(l.name, encode_matrix_parallel(w, l.w.rows, l.w.cols, l.name, *m->pool_,
+                                                                          progress)).first;
+      // Saved after every matrix: an encoding of many minutes that is interrupted keeps what it did.
+      if (!cache_path.empty()) write_lattice_cache(cache_path, cache);
+    }
+    auto r = std::make_shared<lattice::RecordMatrix>(lattice::transcode(it->second, *m->lattice_.record));
+    records::MatrixCounts c = r->counts();
+    records::MatrixCounts& t = m->lattice_.counts;
+    t.rows += c.rows, t.blocks += c.blocks, t.tail_weights += c.tail_weights, t.exceptions += c.exceptions;
+    t.stream_bytes += c.stream_bytes, t.base_entries += c.base_entries;
+    t.matrices = std::uint64_t(++m->lattice_.matrices);
+    l.records = std::move(r);
+    l.record_kernel = lattice::best_record_kernel();
+  };
   const auto linear = [&](const std::string& name) {
     TernaryLinear l;
     l.name = name;
@@ -165,9 +218,17 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
       m->kernel_notes_ = std::move(c.notes);
     }
     l.kernel = *kernel;
+    alternative(l);
     return l;
   };
   m->embd_ = read_packed(f, "token_embd.weight", stored);  // a lookup table: stays in the file's format
+  if (o.weights != WeightCode::ternary) {  // the table decoded once: floats, rotated rows as stored
+    TernaryLinear e;
+    e.name = "token_embd.weight";
+    e.w.rows = m->embd_.rows, e.w.cols = m->embd_.cols;
+    alternative(e);
+    m->embd_f32_ = e.dense ? *e.dense : lattice::decode_matrix(lattice::untranscode(*e.records));
+  }
   m->output_norm_ = read_floats(f, "output_norm.weight");
   m->head_ = linear("output.weight");
   for (int l = 0; l < c.n_layer; ++l) {
@@ -199,6 +260,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     m->layers_.push_back(std::move(w));
     if (o.progress) o.progress(l + 1, c.n_layer);
   }
+  if (o.weights == WeightCode::lattice) m->lattice_.accounting = records::account(*m->lattice_.record, m->lattice_.counts);
   return m;
 }
 
@@ -231,6 +293,11 @@ std::vector<float> Model::embed(std::int32_t token) const {
   if (token < 0 || token >= cfg_.n_vocab) fail("token id ", token, " is outside the vocabulary (", cfg_.n_vocab, ")");
   const std::int64_t d = cfg_.n_embd;
   std::vector<float> e(static_cast<std::size_t>(d));
+  if (!embd_f32_.empty()) {
+    std::copy_n(embd_f32_.begin() + std::ptrdiff_t(token) * d, d, e.begin());
+    cfg_.rotation.inverse(e.data(), d);
+    return e;
+  }
   std::uint8_t codes[kBlockK];
   std::uint16_t scale;
   for (std::int64_t b = 0; b < d / kBlockK; ++b) {

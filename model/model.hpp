@@ -18,6 +18,7 @@
 #include "model/config.hpp"
 #include "model/gguf.hpp"
 #include "model/linear.hpp"
+#include "model/weight_codes.hpp"
 
 namespace ternlab::model {
 
@@ -38,6 +39,25 @@ struct LoadOptions {
   // Called as each layer's weights are read and repacked with (layers done, layer count): a progress
   // bar for the minutes a full-size model takes.
   std::function<void(int, int)> progress;
+  // The weights of every ternary matrix (matmuls and embedding table) taken instead from a file of
+  // their latent float values (model/weight_codes.hpp): as they are (float32), or coded with Λ24 in
+  // the record layout `record` (lattice). The ternary tensors still give the shapes.
+  WeightCode weights = WeightCode::ternary;
+  std::string float_weights;
+  std::string record = "planes14";
+  std::string lattice_cache;  // empty: default_lattice_cache(float_weights); "none": neither read nor written
+  // Called as Λ24 encoding proceeds with (tensor, rows done, rows); matrices read from the cache skip it.
+  std::function<void(const std::string&, std::int64_t, std::int64_t)> encode_progress;
+};
+
+// What a model loaded with LoadOptions::weights = lattice holds: the record layout, the §5.8
+// accounting over all its Λ24 matrices, and how many came from the cache.
+struct LatticeWeightsInfo {
+  const records::RecordSpec* record = nullptr;
+  records::MatrixCounts counts{};
+  records::Accounting accounting{};
+  int matrices = 0, from_cache = 0;
+  std::string cache;  // the cache file read or written ("" when "none")
 };
 
 struct GdnWeights {
@@ -105,6 +125,8 @@ class Model {
   // What LoadOptions::requantise_scales did over all ternary tensors repacked (all zero when off).
   const ScaleRequantisation& scale_requantisation() const { return requantised_; }
   const gguf::File& file() const { return file_; }
+  WeightCode weight_code() const { return weight_code_; }
+  const LatticeWeightsInfo& lattice_weights() const { return lattice_; }
   Session new_session() const;
 
   // Runs `tokens` at positions s.pos... and returns logits: for the last token only, or for every
@@ -136,6 +158,9 @@ class Model {
   const LayoutInfo* layout_ = nullptr;
   int chunk_ = 64;
   PackedMatrix embd_;
+  std::vector<float> embd_f32_;  // vocab x d, rotated rows, when the weights are not the ternary ones
+  WeightCode weight_code_ = WeightCode::ternary;
+  LatticeWeightsInfo lattice_;
   TernaryLinear head_;
   std::vector<std::string> kernel_notes_;
   ScaleRequantisation requantised_;

@@ -9,7 +9,7 @@ exported trits and scales are the ones the forward pass used, bit for bit. The e
 rows z_t and the model reads R^T z_t; norms are stored as the multipliers they are; ssm_alpha/ssm_beta
 are rounded to BF16 in the forward pass, as stored.
 
-  train.py --out DIR [--steps N] [--seed S] [--threads T]
+  train.py --out DIR [--steps N] [--seed S] [--threads T] [--export-float FILE]
 
 writes DIR/bonsai-kjv-py.gguf, DIR/heldout-prose.txt, DIR/heldout-code.txt, DIR/words.txt and DIR/bonsai-kjv-py.eval.toml
 (the trainer's evaluation of the exported file: tools/golden/ref_gguf.py reads the GGUF back through gguf-py
@@ -424,6 +424,36 @@ def export_gguf(path: Path, model: Bonsai, tok: Tokenizer, seed: int) -> None:
     os.replace(tmp, path)
 
 
+def export_float_gguf(path: Path, model: Bonsai, source: str) -> None:
+    """The latent float weights of every ternary matrix, as F32 tensors under the ternary file's names.
+
+    The network is trained in the file's coordinates, so each latent matrix is already the one the
+    rotation was folded into: ternarising it (quantise_export) gives the exported trits and scales.
+    F32, not F16: rounding to F16 moves some absmean scales and trits across a rounding boundary
+    (tens per matrix), and the check below refuses a file that would not ternarise back exactly.
+    """
+    from gguf import GGUFValueType as V
+    from gguf import GGUFWriter
+
+    tmp = path.with_name(path.name + ".tmp")
+    w = GGUFWriter(str(tmp), arch="qwen35")
+    w.add_key_value("general.name", NAME + "-float", V.STRING)
+    w.add_key_value("general.description", f"latent float weights of the ternary matrices of {source}", V.STRING)
+    for name in model.ternary_names:
+        t = model.t(name).detach()
+        h = t.numpy().astype(np.float32)
+        back = quantise_export(torch.from_numpy(h))
+        want = quantise_export(t)
+        if not (np.array_equal(back[0], want[0]) and np.array_equal(back[1].view(np.uint16), want[1].view(np.uint16))):
+            raise SystemExit(f"train.py: {name}: the F32 float weights do not ternarise to the exported trits and scales")
+        w.add_tensor(name, h)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    os.replace(tmp, path)
+
+
 def perplexity_ref(gguf: Path, ids: list[int], chunk: int, q8: bool) -> float:
     """tools/golden/ref_gguf.py over the exported file, chunked exactly as ternlab's model::perplexity."""
     import ref_gguf
@@ -456,6 +486,8 @@ def main() -> int:
     ap.add_argument("--config", type=Path, help="a TOML file overriding model fields (vocab, hidden, ffn, ...)")
     ap.add_argument("--minutes", type=float, default=0, help="stop early after this many minutes (0: no limit)")
     ap.add_argument("--export-only", type=Path, help="skip training: export and evaluate this checkpoint (DIR/checkpoint.pt)")
+    ap.add_argument("--export-float", type=Path,
+                    help="also write the latent float weights of every ternary matrix to this GGUF (F32, same names)")
     args = ap.parse_args()
 
     cfg = dict(CFG)
@@ -525,6 +557,9 @@ def main() -> int:
 
     gguf = args.out / f"{NAME}.gguf"
     export_gguf(gguf, model, tok, args.seed)
+    if args.export_float:
+        export_float_gguf(args.export_float, model, gguf.name)
+        print(f"wrote {args.export_float} ({args.export_float.stat().st_size} B)", flush=True)
     import read_gguf
 
     errors = read_gguf.check_bonsai(read_gguf.describe(str(gguf)))
