@@ -288,8 +288,7 @@ TEST_SUITE("peer-formats") {
   }
 
   TEST_CASE("a declaration's scale site is checked: group width and per-tensor tail") {
-    // At compile time, as the registry checks declarations (a runtime call of find_violation on a
-    // 256-weight spec copy saw a stale entry in its zero-initialised table with GCC 12.2).
+    // At compile time, as the registry checks declarations, and at run time on the same specs.
     constexpr auto with = [](int group, int stride) {
       LayoutSpec s = ternlab::layouts::Tq2_0::spec;
       s.scales.group = group;
@@ -306,6 +305,13 @@ TEST_SUITE("peer-formats") {
       return s;
     };
     static_assert(find_violation(tail()).rule == Rule::tensor_tail);
+    // The same specs at run time (inputs through volatile, so nothing folds): the same verdicts.
+    volatile int g96 = 96, g128 = 128, stride0 = 0, stride2 = 2;
+    CHECK(find_violation(with(g96, stride2)).rule == Rule::scale_group);
+    CHECK(find_violation(with(g128, stride0)).rule == Rule::scales_overlap);
+    CHECK(find_violation(with(g128, stride2)).rule == Rule::valid);
+    CHECK(derive(with(g128, stride2)).block_bytes == 68);
+    CHECK(find_violation(tail()).rule == Rule::tensor_tail);
     CHECK(rule_text(Rule::tensor_tail) == std::string_view("a per-tensor scale must lie inside its tail_bytes"));
   }
 
