@@ -186,10 +186,10 @@ std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& lo
     return m;
   } catch (const Error& e) {
     if (lo.requantise_scales || lo.layout.empty()) throw;
-    const ScaleFormat f = find_layout(lo.layout).scale_format();
-    if (f == ScaleFormat::fp16) throw;
-    fail(e.what(), " (layout ", lo.layout, " stores ", scale_format_name(f),
-         " scales: --requantise-scales rounds the file's scales to them, lossily, and prints what moved)");
+    const LayoutInfo& L = find_layout(lo.layout);
+    if (L.holds_exact_fp16_per128_scales()) throw;
+    fail(e.what(), " (layout ", lo.layout, " ", L.lossy_scales_why(),
+         ": --requantise-scales converts the file's scales to them, lossily, and prints what moved)");
   }
 }
 

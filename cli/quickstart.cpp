@@ -72,7 +72,7 @@ int run_model_part(const Options& o) {
   // checks them all. So the perplexities here stay identical.
   std::vector<const LayoutInfo*> exact;
   for (const LayoutInfo* L : all_layouts())
-    if (L->scale_format() == ScaleFormat::fp16 && L->block_scales_128()) exact.push_back(L);
+    if (L->holds_exact_fp16_per128_scales() && L->block_scales_128()) exact.push_back(L);
   std::vector<std::string> layouts;
   for (const LayoutInfo* L : exact) layouts.push_back(cat("\"", L->name, "\""));
   // One arm per layout, interleaved; small ceiling buffer and short samples keep this to seconds.

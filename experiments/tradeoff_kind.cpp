@@ -64,7 +64,7 @@ std::vector<Text> texts_of(const RunSpec& run) {
   return out;
 }
 
-bool lossy_format(const LayoutInfo& L) { return L.scale_format() != ScaleFormat::fp16; }
+bool lossy_format(const LayoutInfo& L) { return !L.holds_exact_fp16_per128_scales(); }
 
 void validate_tradeoff(const RunSpec& run) {
   model_source(run);
@@ -78,8 +78,7 @@ void validate_tradeoff(const RunSpec& run) {
   for (const ArmSpec& a : run.arms) {
     const LayoutInfo& L = arm_layout(a);
     if (lossy_format(L) && !requantise)
-      fail_at(a.at("layout"), "layout '", L.name, "' stores ", scale_format_name(L.scale_format()),
-              " scales, which round the model's fp16 scales (lossy); set requantise_scales = true to load it through the named "
+      fail_at(a.at("layout"), "layout '", L.name, "' ", L.lossy_scales_why(), " (lossy); set requantise_scales = true to load it through the named "
               "requantising path, or drop the arm");
   }
   const Baselines b = resolve_baselines(run);

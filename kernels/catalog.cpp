@@ -8,6 +8,7 @@
 #include "common/strings.hpp"
 #include "kernels/arm_kernels.hpp"
 #include "kernels/cpu.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "kernels/portable/portable.hpp"
 #include "kernels/x86_kernels.hpp"
 
@@ -44,13 +45,22 @@ Strategy parse_strategy(std::string_view name) {
 
 std::string kernel_name(Strategy strategy, Isa isa) { return cat(strategy_name(strategy), "/", isa_name(isa)); }
 
+std::string scales_why_not(Strategy strategy, const LayoutInfo& layout) {
+  if (strategy == Strategy::reference || layout.block_scales_128()) return "";
+  const bool chunks = strategy == Strategy::slot_mask || strategy == Strategy::slot_mask_widen || strategy == Strategy::portable;
+  if (chunks && chunked_block_scales(layout)) return "";
+  const std::string why = layout.block_scales_why_not();
+  return chunked_block_scales(layout) ? cat(why, "; only slot-mask runs a block as 128-weight chunks under one scale") : why;
+}
+
 namespace {
 std::vector<KernelVariant> collect(const LayoutInfo& layout, std::vector<KernelGap>* gaps) {
   std::vector<KernelVariant> v{KernelVariant{Strategy::reference, Isa::scalar, &gemv_reference, &gemm_reference}};
-  // Every SIMD strategy reads one scale per row per 128-weight block from the block itself; a wider
-  // block, another scale group or a per-tensor scale runs the reference kernel only, whatever the
-  // layout's byte order would admit.
-  if (!layout.block_scales_128()) {
+  // The SIMD strategies read one scale per row per 128-weight block from the block itself; a block
+  // of whole 128-weight chunks under one scale per row (chunked_block_scales) runs the slot-mask
+  // strategy only, a chunk at a time. Another scale group or a per-tensor scale runs the reference
+  // kernel only, whatever the layout's byte order would admit.
+  if (!layout.block_scales_128() && !chunked_block_scales(layout)) {
     const std::string why = layout.block_scales_why_not();
     if (gaps)
       for (const std::string& s : layout.strategies())
@@ -70,6 +80,16 @@ std::vector<KernelVariant> collect(const LayoutInfo& layout, std::vector<KernelG
   // by default (named_only).
   detail::add_portable_scalar_kernels(layout, v, gaps);
   if (isa_supported(detail::kPortableAutovecIsa)) detail::add_portable_autovec_kernels(layout, v, gaps);
+  if (!layout.block_scales_128()) {
+    // A chunked block: the strategies that read it stay, the others become gaps with the reason.
+    std::vector<KernelVariant> kept;
+    for (KernelVariant& k : v)
+      if (const std::string why = scales_why_not(k.strategy, layout); why.empty())
+        kept.push_back(std::move(k));
+      else if (gaps)
+        gaps->push_back({k.strategy, k.isa, why});
+    return kept;
+  }
   return v;
 }
 }  // namespace

@@ -32,6 +32,12 @@ struct KernelGap {
 };
 std::vector<KernelGap> kernel_gaps(const LayoutInfo& layout);
 
+// Why `strategy` cannot read `layout`'s scales ("" when it can): every SIMD strategy takes one
+// scale per row per 128-weight block, and slot-mask's builds also a block of several 128-weight
+// chunks under one scale per row (chunked_block_scales, kernels/kernel_plan.hpp). The one gate of
+// the catalog and of the tests' emulated kernels.
+std::string scales_why_not(Strategy strategy, const LayoutInfo& layout);
+
 namespace detail {
 // Lists the kernel when its plan accepted the layout (`why` empty), else records the gap.
 inline void add_or_note(std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps, Strategy strategy, Isa isa,

@@ -70,8 +70,25 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
     return p;
   };
   if (!L.facts.slot_vectorizable || L.slot_plan.empty()) return reject("layout is not slot-vectorizable");
-  if (!L.block_scales_128()) return reject(L.block_scales_why_not());
-  const int payload = int(L.slot_plan.size()) * kWordBytes;
+  if (!chunked_block_scales(L)) return reject(L.block_scales_why_not());
+  // Chunk c's words are chunk 0's moved by c chunk strides and c * 128 weights, listed after them,
+  // so the kernels run chunk 0's plan at each chunk's offset.
+  p.chunks = L.k / kBlockK;
+  const int words = int(L.slot_plan.size()) / p.chunks;
+  if (p.chunks > 1) p.chunk_stride = L.slot_plan[std::size_t(words)].byte_offset - L.slot_plan[0].byte_offset;
+  for (int c = 0; c < p.chunks; ++c)
+    for (int i = 0; i < words; ++i) {
+      const WordPlan& a = L.slot_plan[std::size_t(i)];
+      const WordPlan& b = L.slot_plan[std::size_t(c * words + i)];
+      bool moved = b.byte_offset == a.byte_offset + c * p.chunk_stride;
+      for (int s = 0; s < 4; ++s)
+        moved = moved && a.slot[s].k0 < kBlockK && b.slot[s].k0 == a.slot[s].k0 + c * kBlockK &&
+                b.slot[s].row_a == a.slot[s].row_a && b.slot[s].row_b == a.slot[s].row_b;
+      if (!moved)
+        return reject("the word at byte ", b.byte_offset, " is not the word at byte ", a.byte_offset, " of the first 128-weight chunk moved by ",
+                      c, " chunks (", L.k, "-weight blocks run as 128-weight chunks under one scale)");
+    }
+  const int payload = words * kWordBytes;
   if (payload % vb != 0) return reject("payload of ", payload, " bytes is not a whole number of ", vb, "-byte vectors");
   const int vw = vb / kWordBytes;
   p.vectors = payload / vb;

@@ -20,6 +20,14 @@ inline float block_scale(ScaleFormat f, const std::uint8_t* p) {
   return f == ScaleFormat::fp16 ? P::fp16(p) : decode_scale(f, p);
 }
 
+// Blocks the slot-mask strategy walks as 128-weight chunks (one q8_K half each) under the block's
+// one scale per row: k a multiple of 128, one scale per row per block, inside the block (t2p: one
+// chunk; t2p-g256, tq2_0: two). Each chunk takes its own fma with that scale, as the reference and
+// the oracle do, so the result is theirs bit for bit.
+inline bool chunked_block_scales(const LayoutInfo& L) {
+  return L.k % 128 == 0 && !L.per_tensor_scale() && L.scales_per_row() == 1;
+}
+
 inline constexpr int kMaxPlanVectors = 16;  // weight vectors per block the slot-mask kernels unroll
 inline constexpr int kMaxPlanRows = 8;
 
@@ -41,6 +49,11 @@ struct SlotVectorPlan {
   int payload_begin = 0;
   int block_bytes = 0;
   int scale_offset[kMaxPlanRows] = {};
+  // A block of several 128-weight chunks (chunked_block_scales): the fields above and below describe
+  // chunk 0, the first words of the block; chunk c is chunk 0's words moved by c * chunk_stride
+  // bytes, and every chunk reads the block's scales (scale_offset from the block's start).
+  int chunks = 1;
+  int chunk_stride = 0;
   // In processing order (group 0's vectors, then group 1's, ...): the vector's byte offset in the
   // block, and the byte offset of its 4 slot vectors in a block's expansion.
   int vector_offset[kMaxPlanVectors] = {};

@@ -41,6 +41,14 @@ const LayoutInfo& find_layout(std::string_view name) {
   fail("unknown layout '", name, "' (known: ", layout_names(), ")");
 }
 
+std::string LayoutInfo::lossy_scales_why() const {
+  if (holds_exact_fp16_per128_scales()) return "";
+  if (scale_format() != ScaleFormat::fp16)
+    return cat("stores ", scale_format_name(scale_format()), " scales, which round the model's fp16 scales");
+  if (per_tensor_scale()) return "stores one scale per tensor, which merges the model's per-128-weight scales";
+  return cat("stores one scale per ", scale_group(), " weights, which merges the model's per-128-weight scales");
+}
+
 std::string LayoutInfo::block_scales_why_not() const {
   if (block_scales_128()) return "";
   const char* need = " (the SIMD kernels read one scale per row per 128-weight block, from the block)";

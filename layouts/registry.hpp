@@ -37,6 +37,15 @@ struct LayoutInfo {
   bool per_tensor_scale() const { return facts.per_tensor_scale; }
   // One scale per row per 128-weight block, inside the block: the shape the SIMD strategies read.
   bool block_scales_128() const { return k == 128 && !per_tensor_scale() && scales_per_row() == 1; }
+  // Holds a model's fp16 per-128-weight scales exactly: fp16, per block row, and groups of at most
+  // 128 weights (a 128-group splits into equal smaller ones; a wider group merges two, lossily).
+  // The one test of "lossy layout" for the experiments, the model loader and quickstart.
+  bool holds_exact_fp16_per128_scales() const {
+    return scale_format() == ScaleFormat::fp16 && !per_tensor_scale() && scale_group() <= 128;
+  }
+  // What a lossy layout does to those scales, in words ("stores e4m3 scales, which round ..."); empty
+  // when holds_exact_fp16_per128_scales.
+  std::string lossy_scales_why() const;
   // Why not (empty when block_scales_128): the one reason every SIMD plan and the catalog give.
   std::string block_scales_why_not() const;
   // Row r's scale of group g in this block, as float (the one decoder: layouts/scale_format.hpp);

@@ -2,6 +2,7 @@
 
 #include "common/error.hpp"
 #include "kernels/cpu.hpp"
+#include "kernels/kernel_plan.hpp"
 #include "kernels/x86_kernels.hpp"
 
 namespace ternlab::test {
@@ -9,8 +10,13 @@ namespace ternlab::test {
 std::vector<KernelVariant> checked_kernels_for(const LayoutInfo& L) {
   std::vector<KernelVariant> ks = kernels_for(L);
 #if defined(__x86_64__)
-  // The catalog's own gate: the SIMD strategies take one scale per row per 128-weight block.
-  if (isa_supported(Isa::avx2) && L.block_scales_128()) detail::add_avx512vnni_emulated_kernels(L, ks);
+  // The catalog's own gate (scales_why_not): which strategies read the layout's scales.
+  if (isa_supported(Isa::avx2) && (L.block_scales_128() || chunked_block_scales(L))) {
+    std::vector<KernelVariant> emulated;
+    detail::add_avx512vnni_emulated_kernels(L, emulated);
+    for (KernelVariant& k : emulated)
+      if (scales_why_not(k.strategy, L).empty()) ks.push_back(std::move(k));
+  }
 #endif
   return ks;
 }

@@ -2,6 +2,8 @@
 // declarations place every weight exactly where the spec's formulas say.
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include "layouts/stock.hpp"
 #include "ternlab_test_layouts.hpp"  // every header in tests/layouts/ (tests/CMakeLists.txt)
 
@@ -229,5 +231,26 @@ TEST_SUITE("dsl") {
     }
     const auto r = find_layout("t2r-e4m3").strategies();
     CHECK(std::find(r.begin(), r.end(), "broadcast") != r.end());
+  }
+
+  TEST_CASE("exact fp16 per-128 scales: fp16, per block row, groups of at most 128 weights") {
+    // (layout, holds the model's fp16 per-128-weight scales exactly, words of the loss)
+    const std::tuple<const char*, bool, const char*> cases[] = {
+        {"t2p", true, ""},
+        {"t2p-g64", true, ""},  // a 128-group splits into two equal 64-groups
+        {"t2p-g256", false, "one scale per 256 weights"},
+        {"tq2_0", false, "one scale per 256 weights"},
+        {"i2_s", false, "fp32 scales"},
+        {"t2p-bf16", false, "bf16 scales"},
+        {"t2p-e4m3", false, "e4m3 scales"},
+        {"t2p-e8m0", false, "e8m0 scales"},
+    };
+    for (const auto& [name, exact, words] : cases) {
+      CAPTURE(name);
+      const LayoutInfo& L = find_layout(name);
+      CHECK(L.holds_exact_fp16_per128_scales() == exact);
+      CHECK(L.lossy_scales_why().empty() == exact);
+      CHECK(L.lossy_scales_why().find(words) != std::string::npos);
+    }
   }
 }

@@ -85,8 +85,11 @@ struct T2mSpreadScales {
 
 // Whether a slot-vectorizable layout's payload is a whole number of `bytes`-wide vectors: the one
 // reason a slot plan may refuse a valid layout at some ISA's width (any shape has a kernel).
+// Whether the slot-mask plan reads the layout as whole `bytes`-byte vectors: the words of one
+// 128-weight chunk (a block of several chunks runs them a chunk at a time).
 bool whole_vectors(const LayoutInfo& L, int bytes) {
-  return L.facts.slot_vectorizable && L.slot_plan.size() * kWordBytes % std::size_t(bytes) == 0;
+  return L.facts.slot_vectorizable && chunked_block_scales(L) &&
+         L.slot_plan.size() / std::size_t(L.k / 128) * kWordBytes % std::size_t(bytes) == 0;
 }
 
 // Every output of `k` on a small random case against the integer oracle; returns mismatches.
@@ -117,11 +120,20 @@ TEST_SUITE("kernels") {
         CHECK(bool(k.gemv));
         CHECK(bool(k.gemm));
       }
-      if (!L->block_scales_128()) {
-        // 256-weight blocks or a per-tensor scale (tq2_0, tq1_0, i2_s): the reference kernel only,
-        // and the gaps say why (suite peer-formats checks the words).
+      if (!chunked_block_scales(*L)) {
+        // 64-weight groups or a per-tensor scale (t2p-g64, i2_s): the reference kernel only, and
+        // the gaps say why (suite peer-formats checks the words).
         CHECK(ks.size() == 1);
         CHECK_FALSE(kernel_gaps(*L).empty());
+        continue;
+      }
+      if (!L->block_scales_128()) {
+        // Blocks of several 128-weight chunks under one scale (t2p-g256, tq2_0): slot-mask only.
+        CHECK_FALSE(kernel_gaps(*L).empty());
+        for (const KernelVariant& k : ks) CHECK(scales_why_not(k.strategy, *L).empty());
+        if (isa_supported(Isa::avx2)) CHECK(has(ks, "slot-mask/avx2") == whole_vectors(*L, 32));
+        if (isa_supported(Isa::avx512vnni)) CHECK(has(ks, "slot-mask/avx512vnni") == whole_vectors(*L, 64));
+        if (isa_supported(Isa::dotprod)) CHECK(has(ks, "slot-mask/dotprod") == whole_vectors(*L, 16));
         continue;
       }
       // The permute fallback takes every layout, on every ISA this CPU runs.
@@ -150,7 +162,7 @@ TEST_SUITE("kernels") {
       for (const LayoutInfo* L : all_layouts()) {
         CAPTURE(L->name);
         const auto ks = test::checked_kernels_for(*L);
-        CHECK(has(ks, "slot-mask/avx512vnni-simde") == (L->block_scales_128() && whole_vectors(*L, 64)));
+        CHECK(has(ks, "slot-mask/avx512vnni-simde") == whole_vectors(*L, 64));
         CHECK(has(ks, "unpack/avx512vnni-simde") == (L->block_scales_128() && L->facts.natural_two_bit));
       }
       MESSAGE("AVX-512 VNNI kernels run through SIMDe only: this CPU (", cpu_features().model, ") reports ",

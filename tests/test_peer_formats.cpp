@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <unistd.h>
+#include <utility>
 
 #include "common/fp16.hpp"
 #include "kernels/catalog.hpp"
@@ -227,8 +228,10 @@ TEST_SUITE("peer-formats") {
     const std::uint16_t half = float_to_fp16(0.5f);
     std::memcpy(odd.block(0, 1) + g64.scale_offset(2, 1), &half, 2);
     test::check_error([&] { unpack(odd); }, "t2p-g64", "row 2", "weights 128..255", "one scale per 128 weights");
-    // ...but the reference kernel runs it, one fma per 64-weight group.
+    // ...but the reference kernel runs it, one fma per 64-weight group; the SIMD strategies, which
+    // take one scale per 128-weight chunk, decline it.
     CHECK(kernels_for(g64).size() == 1);
+    CHECK(scales_why_not(Strategy::slot_mask, g64).find("64-weight scale groups") != std::string::npos);
     // Into 256-weight groups: refused exactly, merged by requantise with its report.
     test::check_error([&] { transcode(t2p, g256, "blk.0.ffn_down"); }, "blk.0.ffn_down", "row 0", "weights 0..255");
     ScaleRequantisation rep;
@@ -260,8 +263,10 @@ TEST_SUITE("peer-formats") {
                       "output.weight", "bytes", "tq2_0");
   }
 
-  TEST_CASE("the reference kernel is exact against the oracle; the SIMD strategies say why they decline") {
-    for (const char* name : {"tq2_0", "tq1_0", "i2_s"}) {
+  TEST_CASE("every kernel is exact against the oracle; the SIMD strategies that decline say why") {
+    // (layout, the slot-mask strategy runs it as two 128-weight chunks under one scale)
+    const std::pair<const char*, bool> cases[] = {{"tq2_0", true}, {"t2p-g256", true}, {"tq1_0", false}, {"i2_s", false}};
+    for (const auto& [name, chunks] : cases) {
       CAPTURE(name);
       const LayoutInfo& L = find_layout(name);
       const std::int64_t rows = 8, cols = 1536, tokens = 5;
@@ -269,27 +274,38 @@ TEST_SUITE("peer-formats") {
       const Q8KBatch x = quantize_batch(make_float_activations(tokens, cols, 14).data(), tokens, cols);
       const std::vector<float> want = oracle_float(w, x);
       const PackedMatrix p = pack(w, L);
-      const std::vector<KernelVariant> ks = kernels_for(L);
-      REQUIRE(ks.size() == 1);
-      std::vector<float> Y(std::size_t(tokens * rows), NAN), y(std::size_t(rows), NAN);
-      ks[0].gemm(p, x, Y.data(), rows, 0, p.row_groups());
-      for (std::int64_t t = 0; t < tokens; ++t) {
-        ks[0].gemv(p, x.row(t), y.data(), 0, p.row_groups());
-        for (std::int64_t n = 0; n < rows; ++n) {
-          CHECK(y[std::size_t(n)] == want[std::size_t(t * rows + n)]);
-          CHECK(Y[std::size_t(t * rows + n)] == want[std::size_t(t * rows + n)]);
+      const std::vector<KernelVariant> ks = test::checked_kernels_for(L);
+      CHECK((ks.size() > 1) == chunks);  // the portable slot-mask build runs on every CPU
+      for (const KernelVariant& k : ks) {
+        CAPTURE(k.name());
+        CHECK((k.strategy == Strategy::reference || k.strategy == Strategy::slot_mask ||
+               k.strategy == Strategy::slot_mask_widen || k.strategy == Strategy::portable));
+        std::vector<float> Y(std::size_t(tokens * rows), NAN), y(std::size_t(rows), NAN);
+        k.gemm(p, x, Y.data(), rows, 0, p.row_groups());
+        for (std::int64_t t = 0; t < tokens; ++t) {
+          k.gemv(p, x.row(t), y.data(), 0, p.row_groups());
+          for (std::int64_t n = 0; n < rows; ++n) {
+            CHECK(y[std::size_t(n)] == want[std::size_t(t * rows + n)]);
+            CHECK(Y[std::size_t(t * rows + n)] == want[std::size_t(t * rows + n)]);
+          }
         }
       }
       const std::vector<KernelGap> gaps = kernel_gaps(L);
       REQUIRE_FALSE(gaps.empty());
-      for (const KernelGap& g : gaps)
-        CHECK(g.why.find(L.per_tensor_scale() ? "one scale for the whole tensor" : "256-weight blocks") != std::string::npos);
+      for (const KernelGap& g : gaps) {
+        CAPTURE(g.why);
+        // A slot-mask plan may also decline a chunk that is no whole number of vectors at its width
+        // (tq2_0's 32-byte chunk at AVX-512's 64 bytes).
+        const bool width = chunks && g.strategy == Strategy::slot_mask && g.why.find("-byte vectors") != std::string::npos;
+        CHECK((width || g.why.find(L.per_tensor_scale() ? "one scale for the whole tensor" : "256-weight blocks") != std::string::npos));
+      }
     }
+    // A block of two chunks: 384 columns are no whole number of 256-weight blocks.
+    test::check_error([] { pack(make_weights(4, 384, 3), find_layout("t2p-g256")); }, "t2p-g256", "384");
   }
 
   TEST_CASE("a declaration's scale site is checked: group width and per-tensor tail") {
-    // At compile time, as the registry checks declarations (a runtime call of find_violation on a
-    // 256-weight spec copy saw a stale entry in its zero-initialised table with GCC 12.2).
+    // At compile time, as the registry checks declarations, and at run time on the same specs.
     constexpr auto with = [](int group, int stride) {
       LayoutSpec s = ternlab::layouts::Tq2_0::spec;
       s.scales.group = group;
@@ -306,6 +322,13 @@ TEST_SUITE("peer-formats") {
       return s;
     };
     static_assert(find_violation(tail()).rule == Rule::tensor_tail);
+    // The same specs at run time (inputs through volatile, so nothing folds): the same verdicts.
+    // Not yet with(128, 2): in this binary the out-of-line find_violation calls it shared_slot
+    // (a standalone program with the same spec and flags says valid); an open defect.
+    volatile int g96 = 96, g128 = 128, stride0 = 0, stride2 = 2;
+    CHECK(find_violation(with(g96, stride2)).rule == Rule::scale_group);
+    CHECK(find_violation(with(g128, stride0)).rule == Rule::scales_overlap);
+    CHECK(find_violation(tail()).rule == Rule::tensor_tail);
     CHECK(rule_text(Rule::tensor_tail) == std::string_view("a per-tensor scale must lie inside its tail_bytes"));
   }
 

@@ -156,6 +156,10 @@ TEST_SUITE("tradeoff") {
     check_error([&] { plan(head() + texts() + "[[arm]]\nlayout = \"t9\"\n"); }, "tradeoff.toml:17: key 'arm[0].layout'", "t9", "t2p-e4m3");
     check_error([&] { plan(head() + texts() + arms); }, "tradeoff.toml:17: key 'arm[0].layout'", "t2p-e8m0", "e8m0 scales",
                 "lossy", "requantise_scales = true");
+    // fp16 but one scale per 256 weights: a lossy merge; one per 64 weights splits them exactly.
+    check_error([&] { plan(head() + texts() + "[[arm]]\nlayout = [\"pq2_0\", \"t2p-g256\"]\n"); }, "key 'arm[0].layout'",
+                "t2p-g256", "one scale per 256 weights", "lossy", "requantise_scales = true");
+    plan(head() + texts() + "[[arm]]\nlayout = [\"pq2_0\", \"t2p-g64\"]\n");
     plan(head() + "requantise_scales = true\n" + texts() + arms);  // the opt-in by name
     check_error([&] { load_plan_text(head() + "requantise_scales = true\n" + texts() + arms, "tradeoff.toml", {"baseline=t2p-e8m0"}); },
                 "--set baseline=t2p-e8m0: key 'baseline'", "baseline must hold the model exactly");

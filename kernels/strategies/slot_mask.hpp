@@ -10,6 +10,9 @@
 //                     in place, summed per group (P::slot_add, widened once by P::slot_widen);
 //                     pair sums of lanes are gathered into rows by the plan's pair_index; the +1 code offset leaves with
 //                     the q8_K partial sums (S - ysum); one fma per row with d_w * d_y.
+//   a block of several 128-weight chunks under one scale per row (t2p-g256, tq2_0): each chunk
+//                     runs as a block of its own at its plan offset, one fma per chunk with the
+//                     block's scale, as the reference and the oracle do (Chunks below).
 //
 // Exactness: every slot value is a code u in 0..3 times 4^s, every product fits the dot4's
 // intermediate (see the policies), each block's integer is below 2^24 (|S| <= 128 * 3 * 128 * 64),
@@ -161,6 +164,28 @@ struct SlotMask {
     return p;
   }
 
+  // A row group's blocks as 128-weight chunks (SlotVectorPlan::chunks): `w` is chunk i's base (the
+  // plan's vector offsets from it), `s` its block's (the scale offsets from it). Chunks index the
+  // prepared activations one q8_K half each, so a block of two chunks is two fmas with one scale.
+  struct Chunks {
+    const std::uint8_t* w;
+    const std::uint8_t* s;
+    int c = 0;
+    explicit Chunks(const std::uint8_t* block) : w(block), s(block) {}
+    void next(const SlotVectorPlan& p) {
+      if (++c == p.chunks) {
+        c = 0;
+        s += p.block_bytes;
+        w = s;
+      } else {
+        w += p.chunk_stride;
+      }
+    }
+  };
+  static std::int64_t chunks_per_row(const SlotVectorPlan& p, const PackedMatrix& w) {
+    return w.blocks_per_row() * p.chunks;
+  }
+
   static void scales(const SlotVectorPlan& p, const std::uint8_t* blk, float* d) {
     const ScaleFormat f = p.layout->scale_format();
     for (int r = 0; r < ROWS; ++r) d[r] = block_scale<P>(f, blk + p.scale_offset[r]);
@@ -184,12 +209,12 @@ struct SlotMask {
   }
   static std::size_t gemv_acts_bytes(const void* plan, const PackedMatrix& w) {
     const SlotVectorPlan& p = bound(plan, w);
-    const std::int64_t nb = w.blocks_per_row();
+    const std::int64_t nb = chunks_per_row(p, w);
     return tile_acts_offset(p, nb) + (gemv_tiles(p) ? std::size_t(nb) * sizeof(TileActs) : 0);
   }
   static void gemv_prepare(const void* plan, const PackedMatrix& w, const BlockQ8K* x, std::uint8_t* mem) {
     const SlotVectorPlan& p = bound(plan, w);
-    const std::int64_t nb = w.blocks_per_row();
+    const std::int64_t nb = chunks_per_row(p, w);
     const SlotActs a = prepare_slot_acts_into(p, *w.layout, x, nb, mem);
     if (gemv_tiles(p)) {
       const SlotActs same[4] = {a, a, a, a};
@@ -206,7 +231,7 @@ struct SlotMask {
   static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
                         std::int64_t g1) {
     const SlotVectorPlan& p = bound(plan, w);
-    const std::int64_t nb = w.blocks_per_row();
+    const std::int64_t nb = chunks_per_row(p, w);
     const SlotActs a = view_prepared_acts(mem, nb);
     std::int64_t g = g0;
     if constexpr (kTileGemv)  // four row groups at a time fill the policy's tile
@@ -214,20 +239,19 @@ struct SlotMask {
         const auto* ta = reinterpret_cast<const TileActs*>(mem + tile_acts_offset(p, nb));
         for (; g + 4 <= g1; g += 4) {
           typename P::TileF acc = P::tile_zero();
-          const std::uint8_t* blk[4];
-          for (int q = 0; q < 4; ++q) blk[q] = w.block(g + q, 0);
+          Chunks blk[4] = {Chunks(w.block(g, 0)), Chunks(w.block(g + 1, 0)), Chunks(w.block(g + 2, 0)), Chunks(w.block(g + 3, 0))};
           const std::uint8_t* xe = a.expanded;
           for (std::int64_t i = 0; i < nb; ++i, xe += p.expanded_block_bytes) {
             typename P::V c[4][G];
 #pragma GCC unroll 4
             for (int q = 0; q < 4; ++q) {
-              prefetch_ahead(blk[q], p.block_bytes);
-              accumulate<1>(p, blk[q], &xe, &c[q]);
+              prefetch_ahead(blk[q].w, p.block_bytes);
+              accumulate<1>(p, blk[q].w, &xe, &c[q]);
             }
             const int so = p.scale_offset[0];
             acc = P::template tile_fma<P::kSlotShift>(
-                P::tile_rows(c), ta[i], P::tile_scales(blk[0] + so, blk[1] + so, blk[2] + so, blk[3] + so), acc);
-            for (int q = 0; q < 4; ++q) blk[q] += p.block_bytes;
+                P::tile_rows(c), ta[i], P::tile_scales(blk[0].s + so, blk[1].s + so, blk[2].s + so, blk[3].s + so), acc);
+            for (int q = 0; q < 4; ++q) blk[q].next(p);
           }
           P::tile_store(acc, y + g * ROWS, ROWS, 4);
         }
@@ -236,14 +260,14 @@ struct SlotMask {
       if (vector_rows(p)) {
         for (; g < g1; ++g) {
           typename P::RowF acc = P::row_zero();
-          const std::uint8_t* blk = w.block(g, 0);
+          Chunks blk(w.block(g, 0));
           const std::uint8_t* xe = a.expanded;
-          for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes, xe += p.expanded_block_bytes) {
-            prefetch_ahead(blk, p.block_bytes);
+          for (std::int64_t i = 0; i < nb; ++i, blk.next(p), xe += p.expanded_block_bytes) {
+            prefetch_ahead(blk.w, p.block_bytes);
             typename P::V c[1][G];
-            accumulate<1>(p, blk, &xe, c);
+            accumulate<1>(p, blk.w, &xe, c);
             const auto s = P::template rows_from_pairs<G, kPairsPerRow>(c[0], p);
-            acc = P::template row_fma<P::kSlotShift>(s, a.blocks[i].ysum, P::row_scales(blk + p.scale_offset[0]),
+            acc = P::template row_fma<P::kSlotShift>(s, a.blocks[i].ysum, P::row_scales(blk.s + p.scale_offset[0]),
                                                      a.blocks[i].d, acc);
           }
           P::row_store(y + g * ROWS, acc, ROWS);
@@ -252,14 +276,14 @@ struct SlotMask {
       }
     for (; g < g1; ++g) {
       float acc[ROWS] = {};
-      const std::uint8_t* blk = w.block(g, 0);
+      Chunks blk(w.block(g, 0));
       const std::uint8_t* xe = a.expanded;
-      for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes, xe += p.expanded_block_bytes) {
-        prefetch_ahead(blk, p.block_bytes);
+      for (std::int64_t i = 0; i < nb; ++i, blk.next(p), xe += p.expanded_block_bytes) {
+        prefetch_ahead(blk.w, p.block_bytes);
         std::int32_t s[ROWS];
         float d[ROWS];
-        block_dot(p, blk, xe, s);
-        scales(p, blk, d);
+        block_dot(p, blk.w, xe, s);
+        scales(p, blk.s, d);
         const BlockActs b = a.blocks[i];
         for (int r = 0; r < ROWS; ++r)
           acc[r] = __builtin_fmaf(float((s[r] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[r]);
@@ -274,7 +298,7 @@ struct SlotMask {
                    std::int64_t g1) {
     const LayoutInfo& L = *w.layout;
     const SlotVectorPlan& p = checked_plan(L);
-    const std::int64_t nb = w.blocks_per_row();
+    const std::int64_t nb = chunks_per_row(p, w);
     for (std::int64_t t = 0; t < x.tiles_count(); ++t) {
       const int live = int(std::min<std::int64_t>(4, x.tokens - 4 * t));
       SlotActs a[4];
@@ -284,11 +308,11 @@ struct SlotMask {
           const TileActs* ta = tile_acts(a, nb);
           for (std::int64_t g = g0; g < g1; ++g) {
             typename P::TileF acc = P::tile_zero();
-            const std::uint8_t* blk = w.block(g, 0);
-            for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes) {
+            Chunks blk(w.block(g, 0));
+            for (std::int64_t i = 0; i < nb; ++i, blk.next(p)) {
               typename P::V c[4][G];
-              accumulate_tile(p, a, i, blk, c);
-              const std::uint8_t* sc = blk + p.scale_offset[0];
+              accumulate_tile(p, a, i, blk.w, c);
+              const std::uint8_t* sc = blk.s + p.scale_offset[0];
               acc = P::template tile_fma<P::kSlotShift>(P::tile_rows(c), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
             }
             P::tile_store(acc, y + 4 * t * ldy + g * ROWS, ldy, live);
@@ -299,11 +323,11 @@ struct SlotMask {
         if (vector_rows(p)) {
           for (std::int64_t g = g0; g < g1; ++g) {
             typename P::RowF acc[4] = {P::row_zero(), P::row_zero(), P::row_zero(), P::row_zero()};
-            const std::uint8_t* blk = w.block(g, 0);
-            for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes) {
+            Chunks blk(w.block(g, 0));
+            for (std::int64_t i = 0; i < nb; ++i, blk.next(p)) {
               typename P::V c[4][G];
-              accumulate_tile(p, a, i, blk, c);
-              const typename P::RowF d = P::row_scales(blk + p.scale_offset[0]);
+              accumulate_tile(p, a, i, blk.w, c);
+              const typename P::RowF d = P::row_scales(blk.s + p.scale_offset[0]);
               for (int m = 0; m < 4; ++m)
                 acc[m] = P::template row_fma<P::kSlotShift>(P::template rows_from_pairs<G, kPairsPerRow>(c[m], p),
                                                             a[m].blocks[i].ysum, d, a[m].blocks[i].d, acc[m]);
@@ -314,14 +338,14 @@ struct SlotMask {
         }
       for (std::int64_t g = g0; g < g1; ++g) {
         float acc[4][ROWS] = {};
-        const std::uint8_t* blk = w.block(g, 0);
-        for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes) {
+        Chunks blk(w.block(g, 0));
+        for (std::int64_t i = 0; i < nb; ++i, blk.next(p)) {
           float d[ROWS];
-          scales(p, blk, d);
+          scales(p, blk.s, d);
           const std::uint8_t* xs[4];
           for (int m = 0; m < 4; ++m) xs[m] = a[m].expanded + i * p.expanded_block_bytes;
           std::int32_t s[4][ROWS];
-          block_dot_tokens<4>(p, blk, xs, s);
+          block_dot_tokens<4>(p, blk.w, xs, s);
           for (int m = 0; m < 4; ++m) {
             const BlockActs b = a[m].blocks[i];
             for (int r = 0; r < ROWS; ++r)
