@@ -191,7 +191,7 @@ TEST_SUITE("docs-cli") {
     const std::vector<std::string> ppl = {TERNLAB_CLI, "model", "perplexity", model, "--text", text, "--tokens", "32", "--layout", "t2p-e4m3"};
     CHECK(run_in(tmp, ppl, log, tmp / "wisdom.toml") != 0);
     const std::string refused = tail_of(log);
-    for (const char* part : {"t2p-e4m3", "e4m3", "refuses", "--requantise-scales rounds"}) CHECK_MESSAGE(refused.find(part) != std::string::npos, part, "\n", refused);
+    for (const char* part : {"t2p-e4m3", "e4m3", "refuses", "--requantise-scales converts"}) CHECK_MESSAGE(refused.find(part) != std::string::npos, part, "\n", refused);
     std::vector<std::string> lossy = ppl;
     lossy.push_back("--requantise-scales");
     CHECK(run_in(tmp, lossy, log, tmp / "wisdom.toml") == 0);

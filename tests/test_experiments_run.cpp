@@ -477,10 +477,11 @@ layout = "t2p"
     for (const BenchConfig& c : configs) {
       INFO(c.toml);
       const bool gemm = c.kind == "gemm";
-      // Every variant of the two layouts this CPU runs (the reference only with --reference; no named-only
-      // experiment kernel), then the peers where AVX2 is.
+      // Every variant of every named layout this CPU runs (the peers' layouts too, where a strategy
+      // serves them; the reference only with --reference; no named-only experiment kernel), then the
+      // peers' own kernels where AVX2 is.
       std::set<std::string> want;
-      for (const char* layout : {"pq2_0", "t2p"})
+      for (const std::string& layout : b.layouts)
         for (const KernelVariant& k : kernels_for(find_layout(layout)))
           if (k.strategy != Strategy::reference && !named_only(k.strategy) && isa_supported(k.isa) && isa_at_or_below(k.isa, best_isa()) && k.gemv &&
               (!gemm || k.gemm))
