@@ -217,24 +217,28 @@ TEST_SUITE("dispatch") {
       // Every aarch64 level runs the shared strategies through its NEON policies wherever the
       // shared plans accept the layout; i8mm adds the smmla gemm where its one rule (smmla_why_not,
       // the catalog's own) accepts it; dotprod adds PrismML's stock kernel as a baseline arm.
+      // A strategy the layout's scale site rules out (scales_why_not: per-tensor or 64-weight
+      // groups everywhere; blocks of several 128-weight chunks for all but slot-mask) is absent.
       std::set<std::string> want{"reference/scalar"};
       const auto add = [&](const char* strategy, bool with_i8mm) {
+        if (!scales_why_not(parse_strategy(strategy), *L).empty()) return;
         want.insert(cat(strategy, "/neon"));
         if (dotprod) want.insert(cat(strategy, "/dotprod"));
         if (i8mm && with_i8mm) want.insert(cat(strategy, "/i8mm"));
       };
       if (L->facts.natural_two_bit) add("unpack", false);
-      if (L->facts.natural_two_bit && dotprod) want.insert("prism-neon/dotprod");
+      if (L->facts.natural_two_bit && dotprod && scales_why_not(Strategy::prism_neon, *L).empty()) want.insert("prism-neon/dotprod");
       if (L->facts.digit_planar && base3_plan(*L).why_not.empty()) add("base3", false);
       if (L->facts.slot_vectorizable && neon_slot_plan(*L).why_not.empty()) {
         add("slot-mask", smmla_why_not(*L).empty());
         add("slot-mask-widen", false);
         // The portable kernel's two compiles run the same 16-byte plan.
-        want.insert("portable/scalar");
-        want.insert("portable/neon");
+        if (scales_why_not(Strategy::portable, *L).empty()) {
+          want.insert("portable/scalar");
+          want.insert("portable/neon");
+        }
       }
-      add("permute", false);  // the fallback: every valid layout, on every NEON level
-      if (!L->block_scales_128()) want = {"reference/scalar"};  // 256-weight or per-tensor scales
+      add("permute", false);  // the fallback: every layout whose scales it reads, on every NEON level
       CHECK(variant_names(*L) == want);
     }
     // The stock layouts and the test-only ones, named, so a silently lost property or plan fails here.
