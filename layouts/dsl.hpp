@@ -274,7 +274,8 @@ constexpr int next_word(const std::array<RowK, kMaxBlockBytes * 5>& inv, int byt
 
 // The inverse placement, (byte, slot) -> (row, k).
 constexpr std::array<RowK, kMaxBlockBytes * 5> inverse(const LayoutSpec& s) {
-  std::array<RowK, kMaxBlockBytes * 5> inv{};
+  std::array<RowK, kMaxBlockBytes * 5> inv;
+  inv.fill(RowK{});  // a loop, not `{}`: see find_violation
   for (int r = 0; r < s.rows; ++r)
     for (int k = 0; k < s.k; ++k) {
       const Loc l = locate(s, r, k);
@@ -361,7 +362,11 @@ constexpr Violation find_violation(const LayoutSpec& s) {
   if (scales_collide(s)) return {.rule = Rule::scales_overlap};
   for (int p = 0; p < n_pieces(s); ++p)
     if (s.pieces[p].row.size() != s.rows) return {.rule = Rule::piece_rows, .piece = p};
-  std::array<RowK, kMaxBlockBytes * 5> held{};
+  // Emptied by a loop, not by `{}`: for the braced form GCC 12.2 emitted run-time code that read a
+  // slot as held by (0, 0) it never stored, in units that also constant-evaluate this function
+  // (the compile-time answer was right; suite peer-formats checks both).
+  std::array<RowK, kMaxBlockBytes * 5> held;
+  held.fill(RowK{});
   for (int r = 0; r < s.rows; ++r)
     for (int k = 0; k < s.k; ++k) {
       const Loc l = locate(s, r, k);

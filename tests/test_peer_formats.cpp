@@ -325,11 +325,11 @@ TEST_SUITE("peer-formats") {
     };
     static_assert(find_violation(tail()).rule == Rule::tensor_tail);
     // The same specs at run time (inputs through volatile, so nothing folds): the same verdicts.
-    // Not yet with(128, 2): in this binary the out-of-line find_violation calls it shared_slot
-    // (a standalone program with the same spec and flags says valid); an open defect.
     volatile int g96 = 96, g128 = 128, stride0 = 0, stride2 = 2;
     CHECK(find_violation(with(g96, stride2)).rule == Rule::scale_group);
     CHECK(find_violation(with(g128, stride0)).rule == Rule::scales_overlap);
+    CHECK(find_violation(with(g128, stride2)).rule == Rule::valid);
+    CHECK(derive(with(g128, stride2)).block_bytes == 68);
     CHECK(find_violation(tail()).rule == Rule::tensor_tail);
     CHECK(rule_text(Rule::tensor_tail) == std::string_view("a per-tensor scale must lie inside its tail_bytes"));
   }
