@@ -97,14 +97,16 @@ void decode_block(const LayoutInfo& L, const std::uint8_t* in, std::uint8_t* cod
 
 namespace {
 
-// Throws unless the fp16 scale `bits` of `where` is finite and exactly a value of L's scale format.
-void check_scale(const LayoutInfo& L, std::uint16_t bits, const std::string& what, const std::string& where) {
+// Throws unless the fp16 scale `bits` is finite and exactly a value of L's scale format; `where()`
+// names the scale, and is only called to say so in the error (a model's pack checks every scale).
+template <class Where>
+void check_scale(const LayoutInfo& L, std::uint16_t bits, const std::string& what, const Where& where) {
   if (!fp16_is_finite(bits))
-    fail(what, ": ", where, " has a non-finite scale (fp16 bits 0x", std::hex, bits, ")");
+    fail(what, ": ", where(), " has a non-finite scale (fp16 bits 0x", std::hex, bits, ")");
   if (L.scale_format() == ScaleFormat::fp16) return;
   const float v = fp16_to_float(bits);
   if (!scale_representable(L.scale_format(), v))
-    fail(what, ": ", where, " has scale ", v, ", which ", L.name, "'s ", scale_format_name(L.scale_format()),
+    fail(what, ": ", where(), " has scale ", v, ", which ", L.name, "'s ", scale_format_name(L.scale_format()),
          " scales cannot represent",
          L.scale_format() == ScaleFormat::e8m0 && !(v > 0) ? " (e8m0 holds positive powers of two only)" : "",
          "; an exact transcode refuses to round it (requantise rounds it, lossily, to ",
@@ -159,7 +161,7 @@ PackedMatrix pack(const TernaryMatrix& m, const LayoutInfo& L, const std::string
              " block ", std::int64_t(j) % m.blocks_per_row(), " has scale ", fp16_to_float(m.scales[j]),
              " where row 0 block 0 has ", fp16_to_float(s),
              "; an exact transcode refuses to merge them (requantise merges them, lossily)");
-    check_scale(L, s, what, "the per-tensor scale");
+    check_scale(L, s, what, [] { return std::string("the per-tensor scale"); });
     const EncodedScale e = encode_scale_nearest(L.scale_format(), fp16_to_float(s));
     std::memcpy(p.bytes.data() + p.blocks_bytes() + L.scale_offset(0), e.bytes, std::size_t(L.scale_bytes()));
   }
@@ -174,7 +176,7 @@ PackedMatrix pack(const TernaryMatrix& m, const LayoutInfo& L, const std::string
         for (int j = 0; j < spr; ++j) {
           const std::int64_t k0 = i * L.k + j * group;
           scales[std::size_t(r * spr + j)] = merged_scale(m, L, row, k0, group, what);
-          check_scale(L, scales[std::size_t(r * spr + j)], what, where(L, row, i, k0));
+          check_scale(L, scales[std::size_t(r * spr + j)], what, [&] { return where(L, row, i, k0); });
         }
       }
       check_codes(L, codes.data(), g * L.rows, i, what);
