@@ -20,6 +20,7 @@ struct BenchSpec {
   int rounds = 3;
   double min_seconds = 0.1;  // per timed sample
   std::int64_t ceiling_mib = 1024;
+  std::string weights = "cold";  // the kinds' `weights`: cold cycles copies beyond the last-level cache
   bool with_reference = false, pin = false;
 };
 

@@ -5,6 +5,7 @@
 //   oracle    - every arm against the integer oracle over a grid of cases, untimed.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <ranges>
@@ -18,6 +19,7 @@
 #include "experiments/gemv_arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
+#include "experiments/memory.hpp"
 #include "experiments/run_context.hpp"
 #include "kernels/catalog.hpp"
 #include "kernels/cpu.hpp"
@@ -109,6 +111,62 @@ void validate_peer(const ArmSpec& a, const peers::PeerFormat& p, const Shape& s)
     fail_at(at, p.label, " holds ", p.block, "-weight blocks; shape.cols = ", s.cols, " is not a multiple of ", p.block);
 }
 
+// `weights`: "warm" runs every call on one copy of an arm's weights, which a cache holds between
+// calls where it fits; "cold" cycles through as many identical copies as together hold twice the
+// last-level cache (the ceiling buffer where the CPU reports no cache size), so that every call
+// reads its weights from memory, as the memory ceiling does, and a fraction of it is one.
+struct WeightCopies {
+  std::int64_t set_bytes = 0;  // 0: warm
+  int count = 0;               // weight_copies: this many, whatever the size
+  std::string why;             // "2 x the 480 MiB last-level cache"
+};
+
+WeightCopies weight_copies(const RunSpec& run) {
+  const std::string mode = run.string("weights", "warm");
+  if (mode != "warm" && mode != "cold")
+    fail_at(run.at("weights"), "'", mode, "' is not a weights mode (warm: one copy, cold: copies beyond the last-level cache)");
+  if (run.at("weight_copies")) {
+    if (run.at("weights")) fail_at(run.at("weight_copies"), "give weights or weight_copies, not both");
+    const auto n = int(run.integer("weight_copies", 1, 1, 1 << 16));
+    return {0, n, cat(n, " copies (weight_copies)")};
+  }
+  if (mode == "warm") return {};
+  // A smaller set for tests and small machines, named in every report that uses it.
+  if (const char* env = std::getenv("TERNLAB_COLD_WEIGHTS_MIB")) {
+    char* end = nullptr;
+    const long long mib = std::strtoll(env, &end, 10);
+    if (end == env || *end != '\0' || mib < 1 || mib > (1 << 20))
+      fail("TERNLAB_COLD_WEIGHTS_MIB=", env, " is not a whole number of MiB from 1 to 1048576");
+    return {std::int64_t(mib) << 20, 0, cat(mib, " MiB (TERNLAB_COLD_WEIGHTS_MIB)")};
+  }
+  if (const std::int64_t llc = last_level_cache_bytes(); llc > 0)
+    return {2 * llc, 0, cat("2 x the ", llc >> 20, " MiB last-level cache")};
+  const std::int64_t ceiling = run.integer("ceiling_mib", 1024, 1, 1 << 20) << 20;
+  return {ceiling, 0, cat("the ", ceiling >> 20, " MiB ceiling buffer (this CPU reports no cache size)")};
+}
+
+// The report's sentence on where the weights are read from.
+std::string weights_sentence(const WeightCopies& w, std::int64_t llc) {
+  if (w.set_bytes <= 0 && w.count <= 1)
+    return cat(" Each arm reads one copy of its weights every call (weights = \"warm\")",
+               llc > 0 ? cat(": a matrix under the ", llc >> 20, " MiB last-level cache is read from it, not from memory.") : std::string("."));
+  return cat(" Each arm's calls cycle through copies of its weights (", w.why, "; the count is the arm's copies=), so they read them from memory.");
+}
+
+int copies_of(const WeightCopies& w, double bytes) {
+  if (w.count > 0) return w.count;
+  return w.set_bytes <= 0 ? 1 : std::max(1, int(std::ceil(double(w.set_bytes) / bytes)));
+}
+
+// Refuses a cold run whose copies would not fit in memory, before they are made.
+void check_copies_fit(const RunSpec& run, const WeightCopies& w, double total_bytes) {
+  const AvailableMemory m = available_memory();
+  if ((w.set_bytes <= 0 && w.count <= 1) || m.bytes < 0 || total_bytes + double(memory_margin(std::int64_t(total_bytes))) <= double(m.bytes)) return;
+  fail_at(run.at(w.count > 0 ? "weight_copies" : "weights"), "the weights' copies need ", gib_text(total_bytes), " (", w.why,
+          " per layout), and ", gib_text(double(m.bytes)), " is available (", m.source,
+          "): run fewer layouts at once, or one copy (weights = \"warm\")");
+}
+
 void validate_matrix_arm(const RunSpec& run, const ArmSpec& a, const Shape& s, bool batch) {
   if (const peers::PeerFormat* p = arm_peer(a)) {
     validate_peer(a, *p, s);
@@ -129,6 +187,7 @@ void validate_matrix_arm(const RunSpec& run, const ArmSpec& a, const Shape& s, b
 
 void validate_matrix_kind(const RunSpec& run, bool batch) {
   check_common(run);
+  weight_copies(run);
   const Shape s = run_shape(run, batch);
   for (const ArmSpec& a : run.arms) validate_matrix_arm(run, a, s, batch);
 }
@@ -152,8 +211,9 @@ struct MatrixData {
   UnitActivations acts;
   Q8KBatch x;
   std::vector<std::int64_t> want;
-  std::map<std::string, PackedMatrix> packed;  // by layout name
+  std::map<std::string, std::vector<PackedMatrix>> packed;  // by layout name: its copies (`weights`)
 };
+
 
 std::string compare_exact(const std::vector<float>& y, const std::vector<std::int64_t>& want, std::int64_t rows) {
   for (std::size_t i = 0; i < want.size(); ++i)
@@ -165,30 +225,44 @@ std::string compare_exact(const std::vector<float>& y, const std::vector<std::in
 // A peer arm on the run's weights (unit scales: I2_S's one per-tensor scale is 1, and TQ2_0's
 // 256-weight block scales are 1) and the run's activations: I2_S quantises the same floats to its
 // I8_S, TQ2_0 reads the q8_K blocks the layouts read, so its outputs are the oracle's integers too.
+// Identical copies of `first`, `copies` in all, taken in turn by next().
+template <class M>
+struct Rotation {
+  std::vector<M> copies;
+  std::size_t turn = 0;
+  Rotation(M first, int n) : copies(std::size_t(n), std::move(first)) {}
+  const M& next() { return copies[turn++ % copies.size()]; }
+};
+
 ArmSetup peer_arm(const ArmSpec& a, const peers::PeerFormat& peer, const std::shared_ptr<const MatrixData>& data, const Shape& s,
-                  int threads, ThreadPool* pool, double act_bytes, double out_bytes) {
+                  int threads, ThreadPool* pool, double act_bytes, double out_bytes, const WeightCopies& cold) {
   auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
   const std::int64_t rows = s.rows;
   ArmSetup setup;
   std::function<std::string()> check;
+  int copies = 1;
   if (peer.layout == "i2_s") {
-    const auto w = std::make_shared<const peers::I2sMatrix>(peers::pack_i2s(data->weights, a.name));
+    peers::I2sMatrix first = peers::pack_i2s(data->weights, a.name);
+    setup.weight_bytes = double(first.bytes.size());
+    copies = copies_of(cold, setup.weight_bytes);
+    const auto w = std::make_shared<Rotation<peers::I2sMatrix>>(std::move(first), copies);
     const auto x = std::make_shared<const peers::I8sActs>(peers::quantize_i8s(data->acts.f.data(), s.tokens, s.cols));
-    setup.weight_bytes = double(w->bytes.size());
     if (s.tokens == 1)
-      setup.call = [=] { peers::run_i2s_gemv(*pool, *w, *x, y->data()); };
+      setup.call = [=] { peers::run_i2s_gemv(*pool, w->next(), *x, y->data()); };
     else
-      setup.call = [=] { peers::run_i2s_gemm(*pool, *w, *x, y->data(), rows); };
+      setup.call = [=] { peers::run_i2s_gemm(*pool, w->next(), *x, y->data(), rows); };
     check = [=] {
-      peers::check_i2s(*w, *x, *y, rows);
+      peers::check_i2s(w->copies.front(), *x, *y, rows);
       return std::string();
     };
   } else {
-    const auto w = std::make_shared<const peers::Tq2Matrix>(peers::pack_tq2(data->weights, a.name));
-    setup.weight_bytes = double(w->bytes.size());
-    setup.call = [=] { peers::run_tq2_mul_mat(*pool, *w, data->x, y->data(), rows); };
+    peers::Tq2Matrix first = peers::pack_tq2(data->weights, a.name);
+    setup.weight_bytes = double(first.bytes.size());
+    copies = copies_of(cold, setup.weight_bytes);
+    const auto w = std::make_shared<Rotation<peers::Tq2Matrix>>(std::move(first), copies);
+    setup.call = [=] { peers::run_tq2_mul_mat(*pool, w->next(), data->x, y->data(), rows); };
     check = [=] {
-      peers::check_tq2(*w, data->x, *y, rows);
+      peers::check_tq2(w->copies.front(), data->x, *y, rows);
       return compare_exact(*y, data->want, rows);
     };
   }
@@ -196,7 +270,7 @@ ArmSetup peer_arm(const ArmSpec& a, const peers::PeerFormat& peer, const std::sh
   setup.layout = std::string(peer.layout);
   setup.kernel = std::string(peer.kernel);
   setup.threads = threads;
-  setup.options = "peer";
+  setup.options = copies > 1 ? cat("peer copies=", copies) : "peer";
   setup.bits_per_weight = setup.weight_bytes * 8 / double(s.rows * s.cols);
   setup.bytes = setup.weight_bytes + act_bytes + out_bytes;
   setup.weights = double(s.rows * s.cols);
@@ -235,6 +309,18 @@ MatrixArms build_matrix_arms(const RunSpec& run, const std::vector<const ArmSpec
   data->want = oracle_int(data->weights, data->acts.i8, s.tokens);
   const double act_bytes = double(s.tokens * data->x.blocks()) * sizeof(BlockQ8K);
   const double out_bytes = double(s.rows * s.tokens) * sizeof(float);
+  const WeightCopies cold = weight_copies(run);
+  {
+    std::set<std::string> layouts;  // peers' formats are declared layouts too, of the same size
+    for (const ArmSpec* ap : specs)
+      if (!(arm_peer(*ap) && peer_skipped(*ap))) layouts.insert(as_string(ap->at("layout")));
+    double total = 0;
+    for (const std::string& name : layouts) {
+      const double bytes = double(s.rows) * double(s.cols) * find_layout(name).bits_per_weight() / 8;
+      total += bytes * copies_of(cold, bytes);
+    }
+    check_copies_fit(run, cold, total);
+  }
 
   for (const ArmSpec* ap : specs) {
     const ArmSpec& a = *ap;
@@ -246,7 +332,7 @@ MatrixArms build_matrix_arms(const RunSpec& run, const std::vector<const ArmSpec
       }
       const int threads = arm_threads(run, a);
       thread_counts.insert(threads);
-      arms.push_back(peer_arm(a, *peer, data, s, threads, &pools.get(threads), act_bytes, out_bytes));
+      arms.push_back(peer_arm(a, *peer, data, s, threads, &pools.get(threads), act_bytes, out_bytes, cold));
       continue;
     }
     const LayoutInfo& L = arm_layout(a);
@@ -255,15 +341,24 @@ MatrixArms build_matrix_arms(const RunSpec& run, const std::vector<const ArmSpec
     const bool spawn = arm_spawn(a);
     const std::string leftover = batch && a.at("leftover") ? as_string(a.at("leftover")) : "pad";
     thread_counts.insert(threads);
-    if (!data->packed.count(std::string(L.name))) data->packed.emplace(std::string(L.name), pack(data->weights, L));
-    const PackedMatrix* p = &data->packed.at(std::string(L.name));
+    if (!data->packed.count(std::string(L.name))) {
+      PackedMatrix first = pack(data->weights, L);
+      const int copies = copies_of(cold, double(first.bytes.size()));
+      data->packed.emplace(std::string(L.name), std::vector<PackedMatrix>(std::size_t(copies), std::move(first)));
+    }
+    // Calls take the copies in turn (one thread times them); every copy is verified below.
+    const std::vector<PackedMatrix>* copies = &data->packed.at(std::string(L.name));
+    auto turn = std::make_shared<std::size_t>(0);
+    const auto next = [copies, turn] { return &(*copies)[(*turn)++ % copies->size()]; };
+    const PackedMatrix* first = &copies->front();
     auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
     const auto run_on = dispatcher(pools, threads, spawn);
-    const std::int64_t groups = p->row_groups();
+    const std::int64_t groups = first->row_groups();
     std::function<void()> call;
     const bool shared = arm_shared_acts(a);
     if (!batch) {
       call = [=] {
+        const PackedMatrix* p = next();
         const BlockQ8K* x = data->x.row(0);
         const std::uint8_t* acts = shared ? prepare_gemv(k, *p, x) : nullptr;
         run_on([&](int t) {
@@ -273,6 +368,7 @@ MatrixArms build_matrix_arms(const RunSpec& run, const std::vector<const ArmSpec
       };
     } else if (leftover == "pad" || s.tokens % 4 == 0) {
       call = [=] {
+        const PackedMatrix* p = next();
         run_on([&](int t) {
           const auto [g0, g1] = ThreadPool::split(groups, t, threads);
           if (g0 < g1) k.gemm(*p, data->x, y->data(), s.rows, g0, g1);
@@ -285,6 +381,7 @@ MatrixArms build_matrix_arms(const RunSpec& run, const std::vector<const ArmSpec
       if (full > 0)
         *head = batch_from_rows(std::vector<BlockQ8K>(data->x.rows.begin(), data->x.rows.begin() + full * data->x.blocks()), full, s.cols);
       call = [=] {
+        const PackedMatrix* p = next();
         if (full > 0)
           run_on([&](int t) {
             const auto [g0, g1] = ThreadPool::split(groups, t, threads);
@@ -308,17 +405,21 @@ MatrixArms build_matrix_arms(const RunSpec& run, const std::vector<const ArmSpec
     if (spawn) opts.push_back("spawn");
     if (!shared && k.phases) opts.push_back("acts=per-thread");
     if (batch) opts.push_back("leftover=" + leftover);
+    if (copies->size() > 1) opts.push_back(cat("copies=", copies->size()));
     setup.options = join(opts, " ");
     setup.bits_per_weight = L.bits_per_weight();
-    setup.weight_bytes = double(p->bytes.size());
+    setup.weight_bytes = double(first->bytes.size());
     setup.bytes = setup.weight_bytes + act_bytes + out_bytes;
     setup.weights = double(s.rows * s.cols);
     setup.macs = setup.weights * double(s.tokens);
     setup.call = call;
     setup.verify = [=] {
-      std::fill(y->begin(), y->end(), std::numeric_limits<float>::quiet_NaN());
-      call();
-      return compare_exact(*y, data->want, s.rows);
+      for (std::size_t c = 0; c < copies->size(); ++c) {
+        std::fill(y->begin(), y->end(), std::numeric_limits<float>::quiet_NaN());
+        call();
+        if (std::string why = compare_exact(*y, data->want, s.rows); !why.empty()) return why;
+      }
+      return std::string();
     };
     arms.push_back(std::move(setup));
   }
@@ -365,8 +466,10 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
     rep.json["skipped_arms"] = skipped;
   }
   rep.markdown = cat("shape ", s.rows, " x ", s.cols, batch ? cat(", ", s.tokens, " tokens") : std::string(", 1 token (gemv)"),
-                     "; synthetic ternary weights (seed ", seed, ", unit scales) and integer activations, so the oracle is exact.\n\n") +
+                     "; synthetic ternary weights (seed ", seed, ", unit scales) and integer activations, so the oracle is exact.",
+                     weights_sentence(weight_copies(run), last_level_cache_bytes()), "\n\n") +
                  rep.markdown;
+  rep.json["weights"] = weight_copies(run).set_bytes > 0 || weight_copies(run).count > 1 ? "cold" : "warm";
   // Put the shape line right under the title.
   const auto nl = rep.markdown.find("### ");
   if (nl != std::string::npos) {
@@ -396,7 +499,9 @@ std::int64_t matrix_units(const RunSpec& run) {
 std::vector<KeySpec> bandwidth_keys() {
   std::vector<KeySpec> k = common_keys();
   for (const KeySpec& m : matrix_keys())
-    if (m.path.rfind("shape.", 0) != 0 && m.path != "arm.layout" && m.path != "arm.kernel" && m.path != "control") k.push_back(m);
+    if (m.path.rfind("shape.", 0) != 0 && m.path != "arm.layout" && m.path != "arm.kernel" && m.path != "control" &&
+        m.path != "weights" && m.path != "weight_copies")
+      k.push_back(m);
   k.push_back({"buffer_mib", Type::integer, true, "buffer the arms stream over (default 64 MiB)"});
   return k;
 }

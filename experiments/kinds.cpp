@@ -39,6 +39,10 @@ std::vector<KeySpec> matrix_keys() {
       {"baseline", Type::string, false, "arm the ratios are taken against (default: the first arm)"},
       {"control", Type::boolean, true, "add the no-weights control arm (default true)"},
       {"ceiling_mib", Type::integer, true, "buffer of the memory read ceiling (default 1024 MiB)"},
+      {"weights", Type::string, true,
+       "warm: one copy of each arm's weights, held by a cache between calls where it fits (default); cold: copies cycled that together hold "
+       "twice the last-level cache, so every call reads them from memory"},
+      {"weight_copies", Type::integer, true, "copies of each arm's weights its calls cycle through, instead of weights (default 1)"},
       {"sample_ms", Type::number, true, "each timed sample repeats the call for about this long (default 20)"},
       {"pin", Type::boolean, true, "pin pool threads to CPUs (default false)"},
       {"shape.rows", Type::integer, true, "weight rows (default 256)"},

@@ -484,7 +484,7 @@ std::vector<KeySpec> scale_keys() {
   std::vector<KeySpec> k = common_keys();
   for (const KeySpec& m : matrix_keys()) {
     if (m.path == "arm.spawn" || m.path == "shape.cols" || m.path == "arm.layout" || m.path == "arm.kernel" || m.path == "rounds" ||
-        m.path == "warmup" || m.path == "baseline")
+        m.path == "warmup" || m.path == "baseline" || m.path == "weights" || m.path == "weight_copies")
       continue;
     k.push_back(m);
   }

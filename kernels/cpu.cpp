@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <optional>
+#include <unistd.h>
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
@@ -100,6 +101,27 @@ Isa parse_isa(std::string_view name) {
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();
   return f;
+}
+
+std::int64_t last_level_cache_bytes() {
+  std::int64_t best = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+  for (const int name : {_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL4_CACHE_SIZE})
+    best = std::max<std::int64_t>(best, sysconf(name));
+#endif
+  if (best > 0) return best;
+  // aarch64 glibc answers 0: read the kernel's cache description (sizes such as "2048K").
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream in(cat("/sys/devices/system/cpu/cpu0/cache/index", i, "/size"));
+    std::int64_t v = 0;
+    std::string unit;
+    if (!(in >> v)) continue;
+    in >> unit;
+    if (unit == "K") v <<= 10;
+    if (unit == "M") v <<= 20;
+    best = std::max(best, v);
+  }
+  return best;
 }
 
 std::vector<Isa> supported_isas() {

@@ -35,4 +35,8 @@ bool isa_supported(Isa isa);
 // Features as a short string for result records, e.g. "avx2 fma f16c".
 std::string feature_string();
 
+// The largest data cache this CPU reports (bytes; sysconf, else /sys's cache folders), 0 when
+// neither says: what a benchmark's working set must exceed to be read from memory.
+std::int64_t last_level_cache_bytes();
+
 }  // namespace ternlab

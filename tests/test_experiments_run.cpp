@@ -375,6 +375,51 @@ leftover = ["pad", "gemv"]
     fs::remove_all(dir);
   }
 
+  TEST_CASE("weights: warm reads one copy; cold and weight_copies cycle verified copies; bad values and a set beyond memory are refused") {
+    const fs::path dir = fresh_dir("weights");
+    const auto run_with = [&](const std::string& weights) {
+      const fs::path cfg = write_quick_config(dir, "gemv", 1, weights + "\n[shape]\nrows = 16\ncols = 256\n[[arm]]\nlayout = \"t2p\"\n[[arm]]\nlayout = \"pq2_0\"\n");
+      std::ostringstream out;
+      const RunOutcome o = run_experiment_file(cfg.string(), quiet(), out);
+      REQUIRE(o.exit_code == 0);
+      Json j = Json::parse(read_text(fs::path(o.folder) / "summary.json"));
+      j["test_summary_md"] = read_text(fs::path(o.folder) / "summary.md");
+      return j;
+    };
+    const auto options = [](const Json& j) {
+      std::map<std::string, std::string> by_arm;
+      for (const Json& arm : j["runs"][0]["arms"])
+        if (arm["control"] == false) {
+          CHECK_MESSAGE(arm["verified"] == true, arm["name"]);
+          by_arm[arm["layout"].get<std::string>()] = arm["options"].get<std::string>();
+        }
+      return by_arm;
+    };
+    const Json warm = run_with("");
+    CHECK(warm["runs"][0]["weights"] == "warm");
+    for (const auto& [layout, opts] : options(warm)) CHECK_MESSAGE(opts.find("copies=") == std::string::npos, layout);
+    const Json three = run_with("weight_copies = 3");
+    CHECK(three["runs"][0]["weights"] == "cold");
+    for (const auto& [layout, opts] : options(three)) CHECK_MESSAGE(opts.find("copies=3") != std::string::npos, layout);
+    // tests/main.cpp sets TERNLAB_COLD_WEIGHTS_MIB=1: a 1088-byte matrix (16 x 256 at 2.125 bits, t2p
+    // and pq2_0 alike) takes 964 copies to make 1 MiB; the summary says which set they fill.
+    const Json cold = run_with("weights = \"cold\"");
+    CHECK(options(cold) == std::map<std::string, std::string>{{"pq2_0", "copies=964"}, {"t2p", "copies=964"}});
+    CHECK(cold["test_summary_md"].get<std::string>().find("1 MiB (TERNLAB_COLD_WEIGHTS_MIB)") != std::string::npos);
+    CHECK(warm["test_summary_md"].get<std::string>().find("weights = \"warm\"") != std::string::npos);
+    std::ostringstream out;
+    const fs::path bad = write_quick_config(dir, "gemv", 1, "weights = \"lukewarm\"\n[[arm]]\nlayout = \"t2p\"\n");
+    check_error([&] { run_experiment_file(bad.string(), quiet(), out); }, "exp.toml", "weights", "lukewarm", "warm", "cold");
+    const fs::path both = write_quick_config(dir, "gemv", 1, "weights = \"cold\"\nweight_copies = 2\n[[arm]]\nlayout = \"t2p\"\n");
+    check_error([&] { run_experiment_file(both.string(), quiet(), out); }, "weight_copies", "not both");
+    // 4096 copies of a 2 MiB matrix are refused before any is made, naming the key and the memory.
+    setenv("TERNLAB_MEMORY_LIMIT_MIB", "512", 1);
+    const fs::path big = write_quick_config(dir, "gemv", 1, "weight_copies = 4096\n[shape]\nrows = 8192\ncols = 1024\n[[arm]]\nlayout = \"t2p\"\n");
+    check_error([&] { run_experiment_file(big.string(), quiet(), out); }, "weight_copies", "GiB", "TERNLAB_MEMORY_LIMIT_MIB");
+    unsetenv("TERNLAB_MEMORY_LIMIT_MIB");
+    fs::remove_all(dir);
+  }
+
   TEST_CASE("the bandwidth kind and the oracle kind") {
     const fs::path dir = fresh_dir("kinds");
     const fs::path cfg = write_quick_config(dir, "bandwidth", 2, R"(buffer_mib = 4
