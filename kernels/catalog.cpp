@@ -50,16 +50,20 @@ std::string scales_why_not(Strategy strategy, const LayoutInfo& layout) {
   const bool chunks = strategy == Strategy::slot_mask || strategy == Strategy::slot_mask_widen || strategy == Strategy::portable;
   if (chunks && chunked_block_scales(layout)) return "";
   const std::string why = layout.block_scales_why_not();
-  return chunked_block_scales(layout) ? cat(why, "; only slot-mask runs a block as 128-weight chunks under one scale") : why;
+  if (!chunked_block_scales(layout)) return why;
+  return chunk_scale_groups(layout) == 1
+             ? cat(why, "; only slot-mask runs a block as 128-weight chunks under one scale")
+             : cat(why, "; only slot-mask keeps the ", layout.scale_group(), "-weight scale groups of a 128-weight chunk apart");
 }
 
 namespace {
 std::vector<KernelVariant> collect(const LayoutInfo& layout, std::vector<KernelGap>* gaps) {
   std::vector<KernelVariant> v{KernelVariant{Strategy::reference, Isa::scalar, &gemv_reference, &gemm_reference}};
   // The SIMD strategies read one scale per row per 128-weight block from the block itself; a block
-  // of whole 128-weight chunks under one scale per row (chunked_block_scales) runs the slot-mask
-  // strategy only, a chunk at a time. Another scale group or a per-tensor scale runs the reference
-  // kernel only, whatever the layout's byte order would admit.
+  // of whole 128-weight chunks under one scale per row, or of chunks split evenly into scale groups
+  // (chunked_block_scales), runs the slot-mask strategy only, a chunk at a time. Wider or uneven
+  // scale groups or a per-tensor scale run the reference kernel only, whatever the layout's byte
+  // order would admit.
   if (!layout.block_scales_128() && !chunked_block_scales(layout)) {
     const std::string why = layout.block_scales_why_not();
     if (gaps)

@@ -22,6 +22,8 @@ namespace {
 // cover the same weights. Either way each slot must start on an 8-weight chunk of q8_Kx4.
 std::string build_tiles(const LayoutInfo& L, SlotVectorPlan& p) {
   if (p.vector_bytes != kWordBytes) return cat("the smmla gemm reads ", kWordBytes, "-byte words");
+  if (p.scale_groups > 1)
+    return cat(L.scale_group(), "-weight scale groups (the smmla gemm takes one scale per row per 128-weight chunk)");
   if (L.k != kBlockK) return cat("blocks of ", L.k, " weights (the q8_Kx4 chunks assume ", kBlockK, ")");
   p.tile_pairs = L.facts.pairs_rows;
   p.words_per_unit = p.tile_pairs ? 4 : 2;
@@ -88,6 +90,27 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
         return reject("the word at byte ", b.byte_offset, " is not the word at byte ", a.byte_offset, " of the first 128-weight chunk moved by ",
                       c, " chunks (", L.k, "-weight blocks run as 128-weight chunks under one scale)");
     }
+  // Scale groups narrower than a chunk: each word's weights must lie in one group, whose pair sums
+  // then stay apart from the other groups' until the epilogue.
+  p.scale_groups = chunk_scale_groups(L);
+  p.group_bsums = 8 / p.scale_groups;
+  if (p.chunks * p.scale_groups > SlotVectorPlan::kMaxBlockScales)
+    return reject(p.chunks * p.scale_groups, " scales per row per block (at most ", SlotVectorPlan::kMaxBlockScales, ")");
+  std::vector<int> word_group(std::size_t(words), 0);
+  if (p.scale_groups > 1) {
+    const int width = L.scale_group();
+    for (int i = 0; i < words; ++i) {
+      const WordPlan& w = L.slot_plan[std::size_t(i)];
+      const int lanes = w.slot[0].row_b >= 0 ? 8 : 16;  // weights of one row per slot
+      const int first = w.slot[0].k0 / width;
+      for (int s = 0; s < 4; ++s)
+        if (w.slot[s].k0 / width != first || (w.slot[s].k0 + lanes - 1) / width != first)
+          return reject("the ", width, "-weight scale groups do not align to whole words (the word at byte ", w.byte_offset,
+                        " holds weights ", w.slot[s].k0, "..", w.slot[s].k0 + lanes - 1, " in slot ", s, " and ",
+                        w.slot[0].k0, ".. in slot 0)");
+      word_group[std::size_t(i)] = first;
+    }
+  }
   const int payload = words * kWordBytes;
   if (payload % vb != 0) return reject("payload of ", payload, " bytes is not a whole number of ", vb, "-byte vectors");
   const int vw = vb / kWordBytes;
@@ -105,7 +128,12 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
                       L.slot_plan[std::size_t(j * vw)].byte_offset, " and ", L.slot_plan[std::size_t(j * vw + u)].byte_offset,
                       ")");
   p.block_bytes = L.block_bytes();
-  for (int r = 0; r < L.rows; ++r) p.scale_offset[r] = L.scale_offset(r);
+  for (int r = 0; r < L.rows; ++r) {
+    p.scale_offset[r] = L.scale_offset(r);
+    for (int c = 0; c < p.chunks; ++c)
+      for (int j = 0; j < p.scale_groups; ++j)
+        p.scale_at[r][c * p.scale_groups + j] = L.scale_offset(r, L.scales_per_row() == 1 ? 0 : c * p.scale_groups + j);
+  }
 
   // Slots are combined per vector before the lanes are reduced to rows, so a word's rows must not
   // depend on the slot (true of every row and row-pair layout declared so far).
@@ -114,13 +142,14 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
       if (w.slot[s].row_a != w.slot[0].row_a || w.slot[s].row_b != w.slot[0].row_b)
         return reject("word at byte ", w.byte_offset, " feeds different rows from different slots");
 
-  // Groups: vectors whose lanes feed the same rows, in the same places. Equal-sized groups are
+  // Groups: vectors whose lanes feed the same rows and scale groups, in the same places. Equal-sized groups are
   // processed group by group; otherwise every vector is its own group.
   const auto same_rows = [&](int a, int b) {
     for (int u = 0; u < vw; ++u) {
       const SlotLanes& x = L.slot_plan[std::size_t(a * vw + u)].slot[0];
       const SlotLanes& y = L.slot_plan[std::size_t(b * vw + u)].slot[0];
       if (x.row_a != y.row_a || x.row_b != y.row_b) return false;
+      if (word_group[std::size_t(a * vw + u)] != word_group[std::size_t(b * vw + u)]) return false;
     }
     return true;
   };
@@ -175,17 +204,22 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
   const int pairs = 2 * p.groups * vw;
   if (pairs % L.rows != 0) return reject(pairs, " lane pairs do not split evenly over ", L.rows, " rows");
   p.pairs_per_row = pairs / L.rows;
-  std::vector<int> filled(std::size_t(L.rows), 0);
+  if (p.pairs_per_row % p.scale_groups != 0)
+    return reject(p.pairs_per_row, " lane pairs per row do not split evenly over ", p.scale_groups, " scale groups");
+  const int per_group = p.pairs_per_row / p.scale_groups;
+  std::vector<int> filled(std::size_t(L.rows * p.scale_groups), 0);
   p.group_per_row = p.groups == L.rows;
   for (int a = 0; a < p.groups; ++a)
     for (int u = 0; u < vw; ++u)
       for (int h = 0; h < 2; ++h) {
         const SlotLanes& l = L.slot_plan[std::size_t(groups[std::size_t(a)][0] * vw + u)].slot[0];
         const int row = (h == 1 && l.row_b >= 0) ? l.row_b : l.row_a;
-        int& n = filled[std::size_t(row)];
-        if (n == p.pairs_per_row) return reject("row ", row, " owns more lane pairs than the others");
+        const int j = word_group[std::size_t(groups[std::size_t(a)][0] * vw + u)];
+        int& n = filled[std::size_t(row * p.scale_groups + j)];
+        if (n == per_group)
+          return reject("row ", row, " owns more lane pairs", p.scale_groups > 1 ? cat(" of scale group ", j) : "", " than the others");
         p.group_per_row = p.group_per_row && row == a;
-        p.pair_index[row * p.pairs_per_row + n++] = std::uint16_t(pos(a, u, h));
+        p.pair_index[row * p.pairs_per_row + j * per_group + n++] = std::uint16_t(pos(a, u, h));
       }
   if (p.pairs_per_row <= 8)
     for (int r = 0; r < L.rows; ++r)
@@ -201,6 +235,8 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
   p.fold_words = p.pairs_per_row == 4;
   for (int r = 0; r < L.rows && p.fold_words; ++r)
     for (int e = 0; e < 4; ++e) p.fold_words = p.fold_words && p.pair_index[4 * r + e] == 16 * (r / 4) + r % 4 + 4 * e;
+  // The register shortcuts sum a row's pair sums into one; split scale groups keep them apart.
+  if (p.scale_groups > 1) p.fold_halves = p.fold_words = p.group_per_row = false;
   p.scales_contiguous = L.scale_format() == ScaleFormat::fp16;
   for (int r = 0; r < L.rows; ++r) p.scales_contiguous = p.scales_contiguous && p.scale_offset[r] == p.scale_offset[0] + 2 * r;
   p.tile_why_not = build_tiles(L, p);
@@ -265,6 +301,18 @@ std::uint8_t* kernel_scratch(std::size_t bytes, int index) {
   return a.data;
 }
 
+BlockActs block_acts(const BlockQ8K& b, int h) {
+  BlockActs a{b.d, half_sum(b, h), {}};
+  for (int g = 0; g < 8; ++g) a.bsums[g] = b.bsums[8 * h + g];
+  return a;
+}
+
+BlockActs block_acts_x4(const BlockQ8Kx4& b, int m, int h) {
+  BlockActs a{b.d[m], half_sum_x4(b, m, h), {}};
+  for (int g = 0; g < 8; ++g) a.bsums[g] = b.bsums[x4_bsum_index(m, 8 * h + g)];
+  return a;
+}
+
 std::size_t prepared_acts_bytes(std::int64_t nb, int block_bytes) {
   return align_up(std::size_t(nb) * sizeof(BlockActs)) + std::size_t(nb) * std::size_t(block_bytes);
 }
@@ -297,14 +345,14 @@ SlotActs prepare(std::int64_t nb, int slot, int block_bytes, Fetch fetch, Expand
 BlockActs fetch_plain(const BlockQ8K* x, std::int64_t i, std::int8_t* q) {
   const BlockQ8K& b = x[i / 2];
   std::memcpy(q, b.qs + 128 * (i % 2), 128);
-  return BlockActs{b.d, half_sum(b, int(i % 2))};
+  return block_acts(b, int(i % 2));
 }
 
 BlockActs fetch_x4(const BlockQ8Kx4* x, int m, std::int64_t i, std::int8_t* q) {
   const BlockQ8Kx4& b = x[i / 2];
   const int h = int(i % 2);
   for (int c = 0; c < 16; ++c) std::memcpy(q + 8 * c, b.qs + x4_index(m, 128 * h + 8 * c), 8);
-  return BlockActs{b.d[m], half_sum_x4(b, m, h)};
+  return block_acts_x4(b, m, h);
 }
 
 // Within each 32-value group, byte 8j + b takes value 4b + j (spec 6.2).

@@ -20,13 +20,22 @@ inline float block_scale(ScaleFormat f, const std::uint8_t* p) {
   return f == ScaleFormat::fp16 ? P::fp16(p) : decode_scale(f, p);
 }
 
-// Blocks the slot-mask strategy walks as 128-weight chunks (one q8_K half each) under the block's
-// one scale per row: k a multiple of 128, one scale per row per block, inside the block (t2p: one
-// chunk; t2p-g256, tq2_0: two). Each chunk takes its own fma with that scale, as the reference and
-// the oracle do, so the result is theirs bit for bit.
-inline bool chunked_block_scales(const LayoutInfo& L) {
-  return L.k % 128 == 0 && !L.per_tensor_scale() && L.scales_per_row() == 1;
+// Blocks the slot-mask strategy walks as 128-weight chunks (one q8_K half each) with the scales
+// read from the block, k a multiple of 128: one scale per row per block (t2p: one chunk; t2p-g256,
+// tq2_0: two chunks under it), or one per row per scale group where the groups split each chunk
+// evenly into whole 16-activation q8_K sums (t2p-g64: two per chunk). Returns the scale groups per
+// chunk (1: the chunk's one scale), 0 where the scales are read another way. Each chunk, or each
+// group of it, takes its own fma as the reference and the oracle do, so the result is theirs bit
+// for bit. Whether a group covers whole words of the payload is the slot plan's question.
+inline constexpr int kMaxChunkScaleGroups = 8;
+inline int chunk_scale_groups(const LayoutInfo& L) {
+  if (L.k % 128 != 0 || L.per_tensor_scale()) return 0;
+  if (L.scales_per_row() == 1) return 1;
+  const int g = L.scale_group();
+  if (g < 16 || g >= 128 || 128 % g != 0 || g % 16 != 0 || L.scales_per_row() != L.k / g) return 0;
+  return 128 / g;
 }
+inline bool chunked_block_scales(const LayoutInfo& L) { return chunk_scale_groups(L) > 0; }
 
 inline constexpr int kMaxPlanVectors = 16;  // weight vectors per block the slot-mask kernels unroll
 inline constexpr int kMaxPlanRows = 8;
@@ -54,6 +63,15 @@ struct SlotVectorPlan {
   // bytes, and every chunk reads the block's scales (scale_offset from the block's start).
   int chunks = 1;
   int chunk_stride = 0;
+  // Scale groups per chunk (chunk_scale_groups; 1: the block's one scale per row). Several: each
+  // group covers whole words, a group accumulator's vectors share one group per word position,
+  // and row r's pair sums of group j are pair_index[r * pairs_per_row + j * pairs_per_row /
+  // scale_groups + e]; its scale is at scale_at[r][c * scale_groups + j] (chunk c) from the
+  // block's start, its activation sum the q8_K sums bsums[j * group_bsums ..] of the chunk.
+  int scale_groups = 1;
+  int group_bsums = 8;
+  static constexpr int kMaxBlockScales = 16;
+  int scale_at[kMaxPlanRows][kMaxBlockScales] = {};
   // In processing order (group 0's vectors, then group 1's, ...): the vector's byte offset in the
   // block, and the byte offset of its 4 slot vectors in a block's expansion.
   int vector_offset[kMaxPlanVectors] = {};
@@ -123,7 +141,11 @@ void expand_slot_activations(const SlotVectorPlan& plan, const LayoutInfo& layou
 struct BlockActs {
   float d;
   std::int32_t ysum;
+  std::int16_t bsums[8];  // sums of each 16 values, for scale groups narrower than 128
 };
+// The BlockActs of half h of a q8_K block (of token m of a q8_Kx4 tile).
+BlockActs block_acts(const BlockQ8K& b, int h);
+BlockActs block_acts_x4(const BlockQ8Kx4& b, int m, int h);
 
 // Prepared activations of one token for a slot-mask kernel: expansion of every 128-block plus its
 // BlockActs. Memory comes from a per-thread scratch arena (reused across calls, never freed).

@@ -344,7 +344,7 @@ SlotActs prepare_permute_acts_into(const PermutePlan& plan, const BlockQ8K* x, s
   for (std::int64_t i = 0; i < nb; ++i, out += e) {
     const BlockQ8K& b = x[i / 2];
     const std::int8_t* q = b.qs + 128 * (i % 2);
-    acts[i] = BlockActs{b.d, half_sum(b, int(i % 2))};
+    acts[i] = block_acts(b, int(i % 2));
     for (std::size_t j = 0; j < e; ++j) {
       const int k = plan.act_k[j];
       out[j] = k < 0 ? 0 : std::uint8_t(q[k]);

@@ -37,6 +37,22 @@ struct RowPerSlot {
 };
 static_assert(SlotVectorizable<RowPerSlot>);
 
+// t2p-g64 with the slots 32 weights apart: slots 0-1 of every word fall in the first 64-weight
+// scale group, slots 2-3 in the second, so no word lies in one group and the slot-mask plan must
+// refuse it. Declared here, not registered.
+struct T2pG64SlotStride32 {
+  static constexpr LayoutSpec spec{
+      .name = "t2p-g64-slot-stride-32",
+      .summary = "test-only: t2p-g64 with weight kk + 8 word + 32 s in slot s",
+      .rows = 4,
+      .code = Code::two_bit,
+      .scales = {.offset = 0, .row_stride = 2, .group = 64, .group_stride = 8},
+      .pieces = pieces(Piece{.row = modes(bytes("half", 2, 8), bytes("pair", 2, 64)),
+                             .k = modes(bytes("kk", 8, 1), bytes("word", 4, 16), slots("s", 4, 1)),
+                             .byte_base = 16}),
+  };
+};
+
 // Layouts no in-place permutation can sort (declared here, not registered), so the permute plan
 // gathers them: 8 rows, each holding 2 bytes of every 16-byte word (8 single-row groups needed).
 struct Rows8Spread {
@@ -121,14 +137,15 @@ TEST_SUITE("kernels") {
         CHECK(bool(k.gemm));
       }
       if (!chunked_block_scales(*L)) {
-        // 64-weight groups or a per-tensor scale (t2p-g64, i2_s): the reference kernel only, and
-        // the gaps say why (suite peer-formats checks the words).
+        // A per-tensor scale (i2_s) or scales the chunks cannot read: the reference kernel only,
+        // and the gaps say why (suite peer-formats checks the words).
         CHECK(ks.size() == 1);
         CHECK_FALSE(kernel_gaps(*L).empty());
         continue;
       }
       if (!L->block_scales_128()) {
-        // Blocks of several 128-weight chunks under one scale (t2p-g256, tq2_0): slot-mask only.
+        // Blocks of several 128-weight chunks under one scale (t2p-g256, tq2_0), or chunks of
+        // several scale groups (t2p-g64): slot-mask only.
         CHECK_FALSE(kernel_gaps(*L).empty());
         for (const KernelVariant& k : ks) CHECK(scales_why_not(k.strategy, *L).empty());
         if (isa_supported(Isa::avx2)) CHECK(has(ks, "slot-mask/avx2") == whole_vectors(*L, 32));
@@ -293,6 +310,108 @@ TEST_SUITE("kernels") {
     CHECK(std::memcmp(e.data(), e.data() + 8, 8) == 0);
     CHECK(std::int8_t(e[0]) == q[0]);
     CHECK(std::int8_t(e[32]) == q[8]);  // slot 1 of word 0: chunk 1
+  }
+
+  TEST_CASE("slot-mask plans keep t2p-g64's two 64-weight scale groups apart, and refuse groups that split words") {
+    const LayoutInfo& L = find_layout("t2p-g64");
+    REQUIRE(chunk_scale_groups(L) == 2);
+    const auto pos = [](int j, int u, int h) { return 8 * j + 4 * u + 2 * h; };
+    // Words 0-1 of a row pair hold weights 0..63, words 2-3 weights 64..127: at 16 and 32 bytes
+    // they take accumulators of their own (t2p: 2 groups), at 64 bytes one vector holds both and
+    // the pair sums part by word.
+    const SlotVectorPlan& narrow = slot_vector_plan(L, 16, pos);
+    REQUIRE(narrow.why_not.empty());
+    CHECK(narrow.scale_groups == 2);
+    CHECK(narrow.groups == 4);
+    CHECK(narrow.group_size == 2);
+    CHECK(narrow.pairs_per_row == 2);
+    CHECK(narrow.scale_at[3][0] == 6);
+    CHECK(narrow.scale_at[3][1] == 14);
+    CHECK(slot_vector_plan(L, 32, pos).groups == 4);
+    const SlotVectorPlan& wide = slot_vector_plan(L, 64, pos);
+    REQUIRE(wide.why_not.empty());
+    CHECK(wide.groups == 2);
+    CHECK(wide.pairs_per_row == 4);
+    // Row 0's first two pair sums are words 0 and 1 of accumulator 0 (group 0), the next two words 2 and 3.
+    CHECK(wide.pair_index[0] == 0);
+    CHECK(wide.pair_index[1] == 4);
+    CHECK(wide.pair_index[2] == 8);
+    CHECK(wide.pair_index[3] == 12);
+    CHECK_FALSE(wide.fold_words);
+    CHECK(smmla_why_not(L).find("64-weight scale groups") != std::string::npos);
+    // Slots 32 weights apart: each word's slots 0-1 and 2-3 fall in different groups.
+    const LayoutInfo& strided = info_of<T2pG64SlotStride32>();
+    REQUIRE(strided.facts.slot_vectorizable);
+    REQUIRE(chunk_scale_groups(strided) == 2);
+    for (const int bytes : {16, 32, 64})
+      CHECK(slot_vector_plan(strided, bytes, pos).why_not.find("64-weight scale groups do not align to whole words") !=
+            std::string::npos);
+    const auto ks = kernels_for(strided);
+    CHECK(std::none_of(ks.begin(), ks.end(), [](const KernelVariant& k) { return k.strategy == Strategy::slot_mask; }));
+    CHECK(has(ks, "reference/scalar"));
+  }
+
+  TEST_CASE("t2p-g64: every SIMD kernel applies a row's two scales as the reference does, equal or not") {
+    // The oracle's matrices hold one scale per 128 weights, so both halves of a row's block share
+    // it; here the second scale differs in most rows (one fma per 64-weight group, each with its
+    // own activation sum) and stays equal in every third (one fma for the 128 weights).
+    const LayoutInfo& L = find_layout("t2p-g64");
+    const std::int64_t rows = 16, cols = 768;
+    const TernaryMatrix w = make_weights(rows, cols, 41, Fill::random, ScaleKind::random);
+    PackedMatrix p = pack(w, L);
+    const PackedMatrix same = pack(w, L);
+    for (std::int64_t g = 0; g < p.row_groups(); ++g)
+      for (std::int64_t i = 0; i < p.blocks_per_row(); ++i)
+        for (int r = 0; r < L.rows; ++r) {
+          if ((g * L.rows + r + i) % 3 == 0) continue;
+          std::uint8_t* at = p.block(g, i) + L.scale_offset(r, 1);
+          at[1] ^= 0x04;  // the fp16 exponent's lowest bit: the scale doubles or halves
+        }
+    const auto bits_equal = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+    int slot_mask_kernels = 0;
+    for (const std::int64_t tokens : {1, 3, 5, 65}) {
+      CAPTURE(tokens);
+      const std::vector<float> xf = make_float_activations(tokens, cols, 42 + std::uint64_t(tokens));
+      const Q8KBatch x = quantize_batch(xf.data(), tokens, cols);
+      std::vector<float> want(std::size_t(tokens * rows)), plain(want.size());
+      gemm_reference(p, x, want.data(), rows, 0, p.row_groups());
+      gemm_reference(same, x, plain.data(), rows, 0, p.row_groups());
+      int moved = 0;  // the second scales matter: a kernel reading only the first would fail
+      for (std::size_t n = 0; n < want.size(); ++n) moved += !bits_equal(want[n], plain[n]);
+      CHECK(moved > int(want.size()) / 2);
+      for (const KernelVariant& k : test::checked_kernels_for(L)) {
+        if (k.strategy == Strategy::reference) continue;
+        CAPTURE(k.name());
+        slot_mask_kernels += tokens == 1;
+        std::vector<float> Y(want.size(), NAN);
+        k.gemm(p, x, Y.data(), rows, 0, p.row_groups());
+        // A partial row range: row groups 1..2 of 4, the rest left as they were.
+        std::vector<float> part(want.size(), NAN);
+        k.gemm(p, x, part.data(), rows, 1, 3);
+        for (std::int64_t t = 0; t < tokens; ++t) {
+          std::vector<float> y(std::size_t(rows), NAN);
+          k.gemv(p, x.row(t), y.data(), 0, p.row_groups());
+          std::vector<float> y_part(std::size_t(rows), NAN);
+          k.gemv(p, x.row(t), y_part.data(), 1, 3);
+          for (std::int64_t n = 0; n < rows; ++n) {
+            CAPTURE(t);
+            CAPTURE(n);
+            const float ref = want[std::size_t(t * rows + n)];
+            CHECK(bits_equal(y[std::size_t(n)], ref));
+            CHECK(bits_equal(Y[std::size_t(t * rows + n)], ref));
+            const bool inside = n >= 4 && n < 12;
+            CHECK((inside ? bits_equal(y_part[std::size_t(n)], ref) : std::isnan(y_part[std::size_t(n)])));
+            CHECK((inside ? bits_equal(part[std::size_t(t * rows + n)], ref) : std::isnan(part[std::size_t(t * rows + n)])));
+          }
+        }
+      }
+    }
+    // The portable scalar build runs everywhere: at least it, and slot-mask per SIMD ISA.
+    CHECK(slot_mask_kernels >= 1);
+    if (isa_supported(Isa::avx2)) CHECK(has(kernels_for(L), "slot-mask/avx2"));
+    if (isa_supported(Isa::avx512vnni)) CHECK(has(kernels_for(L), "slot-mask/avx512vnni"));
+    if (isa_supported(Isa::neon)) CHECK(has(kernels_for(L), "slot-mask/neon"));
+    if (isa_supported(Isa::dotprod)) CHECK(has(kernels_for(L), "slot-mask/dotprod"));
   }
 
   TEST_CASE("every registered layout has a SIMD kernel on every ISA the build targets, exact against the oracle") {

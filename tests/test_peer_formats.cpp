@@ -228,10 +228,23 @@ TEST_SUITE("peer-formats") {
     const std::uint16_t half = float_to_fp16(0.5f);
     std::memcpy(odd.block(0, 1) + g64.scale_offset(2, 1), &half, 2);
     test::check_error([&] { unpack(odd); }, "t2p-g64", "row 2", "weights 128..255", "one scale per 128 weights");
-    // ...but the reference kernel runs it, one fma per 64-weight group; the SIMD strategies, which
-    // take one scale per 128-weight chunk, decline it.
-    CHECK(kernels_for(g64).size() == 1);
-    CHECK(scales_why_not(Strategy::slot_mask, g64).find("64-weight scale groups") != std::string::npos);
+    // ...but the reference kernel runs it, one fma per 64-weight group, and so do the slot-mask
+    // kernels, which keep a chunk's two groups apart; the strategies that take one scale per
+    // 128-weight chunk decline it, naming the group.
+    CHECK(scales_why_not(Strategy::slot_mask, g64).empty());
+    CHECK(scales_why_not(Strategy::portable, g64).empty());
+    for (const Strategy s : {Strategy::broadcast, Strategy::unpack, Strategy::permute, Strategy::base3})
+      CHECK(scales_why_not(s, g64).find("64-weight scale groups") != std::string::npos);
+    const Q8KBatch x = quantize_batch(make_float_activations(1, 512, 18).data(), 1, 512);
+    std::vector<float> want(8), got(8);
+    gemv_reference(odd, x.row(0), want.data(), 0, odd.row_groups());
+    for (const KernelVariant& k : kernels_for(g64)) {
+      CAPTURE(k.name());
+      CHECK((k.strategy == Strategy::reference || k.strategy == Strategy::slot_mask ||
+             k.strategy == Strategy::slot_mask_widen || k.strategy == Strategy::portable));
+      k.gemv(odd, x.row(0), got.data(), 0, odd.row_groups());
+      CHECK(std::memcmp(got.data(), want.data(), sizeof(float) * want.size()) == 0);
+    }
     // Into 256-weight groups: refused exactly, merged by requantise with its report.
     test::check_error([&] { transcode(t2p, g256, "blk.0.ffn_down"); }, "blk.0.ffn_down", "row 0", "weights 0..255");
     ScaleRequantisation rep;

@@ -13,6 +13,11 @@
 //   a block of several 128-weight chunks under one scale per row (t2p-g256, tq2_0): each chunk
 //                     runs as a block of its own at its plan offset, one fma per chunk with the
 //                     block's scale, as the reference and the oracle do (Chunks below).
+//   scale groups narrower than a chunk (t2p-g64: two 64-weight groups, words 0-1 and 2-3 of each
+//                     row pair): each group's lane pairs are summed apart (the plan puts a group's
+//                     words in accumulators of their own) and the epilogue is the reference's: one
+//                     fma under the row's scale where its groups' scales are equal, else one fma
+//                     per group, the +1 offset leaving with that group's q8_K sums.
 //
 // Exactness: every slot value is a code u in 0..3 times 4^s, every product fits the dot4's
 // intermediate (see the policies), each block's integer is below 2^24 (|S| <= 128 * 3 * 128 * 64),
@@ -54,9 +59,10 @@ struct SlotMask {
     return p.why_not.empty() && p.groups == G && p.group_size == M && p.rows == ROWS && p.pairs_per_row == kPairsPerRow;
   }
 
-  // Sum of u * y for each row of one block, times 2^P::kSlotShift.
+  // Sum of u * y for each row of one block, times 2^P::kSlotShift: s[r][j] over scale group j
+  // (j < p.scale_groups; one group: the row's sum).
   static void block_dot(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* x,
-                        std::int32_t (&s)[ROWS]) {
+                        std::int32_t (&s)[ROWS][kPairsPerRow]) {
     block_dot_tokens<1>(p, blk, &x, &s);
   }
 
@@ -104,17 +110,54 @@ struct SlotMask {
   // Per-row sums through memory: the portable reduction.
   template <int T>
   static void block_dot_tokens(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
-                               std::int32_t (*s)[ROWS]) {
+                               std::int32_t (*s)[ROWS][kPairsPerRow]) {
     typename P::V c[T][G];
     accumulate<T>(p, blk, x, c);
     for (int t = 0; t < T; ++t) {
       alignas(64) std::int32_t pairs[(G + 1) * P::kBytes / 4];
       P::template store_pair_sums<G>(c[t], pairs);
-      for (int r = 0; r < ROWS; ++r) {
-        std::int32_t sum = 0;
-        for (int e = 0; e < kPairsPerRow; ++e) sum += pairs[p.pair_index[r * kPairsPerRow + e]];
-        s[t][r] = sum;
+      if (p.scale_groups == 1) {
+        for (int r = 0; r < ROWS; ++r) {
+          std::int32_t sum = 0;
+          for (int e = 0; e < kPairsPerRow; ++e) sum += pairs[p.pair_index[r * kPairsPerRow + e]];
+          s[t][r][0] = sum;
+        }
+        continue;
       }
+      const int per_group = kPairsPerRow / p.scale_groups;
+      for (int r = 0; r < ROWS; ++r)
+        for (int j = 0; j < p.scale_groups; ++j) {
+          std::int32_t sum = 0;
+          for (int e = j * per_group; e < (j + 1) * per_group; ++e) sum += pairs[p.pair_index[r * kPairsPerRow + e]];
+          s[t][r][j] = sum;
+        }
+    }
+  }
+
+  // acc += row r's chunk c of the block at `block` from its scale-group sums s (times
+  // 2^P::kSlotShift), in the reference's float operations: one fma under the row's scale where its
+  // groups' scales are equal (the +1 offset leaves with the chunk's ysum), else one fma per group
+  // in order, each with its own scale and its own q8_K sums.
+  static void add_split_chunk(const SlotVectorPlan& p, const std::uint8_t* block, int c, int r, const std::int32_t* s,
+                              const BlockActs& b, float& acc) {
+    const ScaleFormat f = p.layout->scale_format();
+    const int* at = p.scale_at[r] + c * p.scale_groups;
+    float d[kMaxChunkScaleGroups];
+    bool one_scale = true;
+    std::int32_t sum = 0;
+    for (int j = 0; j < p.scale_groups; ++j) {
+      d[j] = block_scale<P>(f, block + at[j]);
+      one_scale = one_scale && d[j] == d[0];
+      sum += s[j];
+    }
+    if (one_scale) {
+      acc = __builtin_fmaf(float((sum >> P::kSlotShift) - b.ysum), d[0] * b.d, acc);
+      return;
+    }
+    for (int j = 0; j < p.scale_groups; ++j) {
+      std::int32_t ysum = 0;
+      for (int q = j * p.group_bsums; q < (j + 1) * p.group_bsums; ++q) ysum += b.bsums[q];
+      acc = __builtin_fmaf(float((s[j] >> P::kSlotShift) - ysum), d[j] * b.d, acc);
     }
   }
 
@@ -123,7 +166,7 @@ struct SlotMask {
   static constexpr bool kVectorRows = requires { typename P::RowF; } && ROWS <= 8 && kPairsPerRow <= 8;
   static bool vector_rows(const SlotVectorPlan& p) {
     // Pair sums travel as 8-lane pieces: (G + 1) / 2 pair vectors of kBytes / 32 pieces each.
-    return kVectorRows && p.scales_contiguous && p.scale_offset[0] + 16 <= p.block_bytes &&
+    return kVectorRows && p.scale_groups == 1 && p.scales_contiguous && p.scale_offset[0] + 16 <= p.block_bytes &&
            (G + 1) / 2 * (P::kBytes / 32) <= 8;
   }
 
@@ -136,7 +179,7 @@ struct SlotMask {
   }();
   static bool tiles_fit(const SlotVectorPlan& p) {
     if constexpr (kTileRows)
-      return P::tile_fits(p) && p.scales_contiguous && p.scale_offset[0] + 8 <= p.block_bytes;
+      return P::tile_fits(p) && p.scale_groups == 1 && p.scales_contiguous && p.scale_offset[0] + 8 <= p.block_bytes;
     return false;
   }
   // Per block of a tile: each token's ysum and d, repeated over its four row lanes (gemv: the one
@@ -280,13 +323,17 @@ struct SlotMask {
       const std::uint8_t* xe = a.expanded;
       for (std::int64_t i = 0; i < nb; ++i, blk.next(p), xe += p.expanded_block_bytes) {
         prefetch_ahead(blk.w, p.block_bytes);
-        std::int32_t s[ROWS];
-        float d[ROWS];
+        std::int32_t s[ROWS][kPairsPerRow] = {};
         block_dot(p, blk.w, xe, s);
-        scales(p, blk.s, d);
         const BlockActs b = a.blocks[i];
+        if (p.scale_groups > 1) {
+          for (int r = 0; r < ROWS; ++r) add_split_chunk(p, blk.s, blk.c, r, s[r], b, acc[r]);
+          continue;
+        }
+        float d[ROWS];
+        scales(p, blk.s, d);
         for (int r = 0; r < ROWS; ++r)
-          acc[r] = __builtin_fmaf(float((s[r] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[r]);
+          acc[r] = __builtin_fmaf(float((s[r][0] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[r]);
       }
       for (int r = 0; r < ROWS; ++r) y[g * ROWS + r] = acc[r];
     }
@@ -340,16 +387,21 @@ struct SlotMask {
         float acc[4][ROWS] = {};
         Chunks blk(w.block(g, 0));
         for (std::int64_t i = 0; i < nb; ++i, blk.next(p)) {
-          float d[ROWS];
-          scales(p, blk.s, d);
           const std::uint8_t* xs[4];
           for (int m = 0; m < 4; ++m) xs[m] = a[m].expanded + i * p.expanded_block_bytes;
-          std::int32_t s[4][ROWS];
+          std::int32_t s[4][ROWS][kPairsPerRow] = {};
           block_dot_tokens<4>(p, blk.w, xs, s);
+          if (p.scale_groups > 1) {
+            for (int m = 0; m < 4; ++m)
+              for (int r = 0; r < ROWS; ++r) add_split_chunk(p, blk.s, blk.c, r, s[m][r], a[m].blocks[i], acc[m][r]);
+            continue;
+          }
+          float d[ROWS];
+          scales(p, blk.s, d);
           for (int m = 0; m < 4; ++m) {
             const BlockActs b = a[m].blocks[i];
             for (int r = 0; r < ROWS; ++r)
-              acc[m][r] = __builtin_fmaf(float((s[m][r] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[m][r]);
+              acc[m][r] = __builtin_fmaf(float((s[m][r][0] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[m][r]);
           }
         }
         for (int m = 0; m < live; ++m)
