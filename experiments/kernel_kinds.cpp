@@ -119,6 +119,7 @@ struct WeightCopies {
   std::int64_t set_bytes = 0;  // 0: warm
   int count = 0;               // weight_copies: this many, whatever the size
   std::string why;             // "2 x the 480 MiB last-level cache"
+  bool cold() const { return set_bytes > 0 || count > 1; }
 };
 
 WeightCopies weight_copies(const RunSpec& run) {
@@ -147,7 +148,7 @@ WeightCopies weight_copies(const RunSpec& run) {
 
 // The report's sentence on where the weights are read from.
 std::string weights_sentence(const WeightCopies& w, std::int64_t llc) {
-  if (w.set_bytes <= 0 && w.count <= 1)
+  if (!w.cold())
     return cat(" Each arm reads one copy of its weights every call (weights = \"warm\")",
                llc > 0 ? cat(": a matrix under the ", llc >> 20, " MiB last-level cache is read from it, not from memory.") : std::string("."));
   return cat(" Each arm's calls cycle through copies of its weights (", w.why, "; the count is the arm's copies=), so they read them from memory.");
@@ -161,7 +162,7 @@ int copies_of(const WeightCopies& w, double bytes) {
 // Refuses a cold run whose copies would not fit in memory, before they are made.
 void check_copies_fit(const RunSpec& run, const WeightCopies& w, double total_bytes) {
   const AvailableMemory m = available_memory();
-  if ((w.set_bytes <= 0 && w.count <= 1) || m.bytes < 0 || total_bytes + double(memory_margin(std::int64_t(total_bytes))) <= double(m.bytes)) return;
+  if (!w.cold() || m.bytes < 0 || total_bytes + double(memory_margin(std::int64_t(total_bytes))) <= double(m.bytes)) return;
   fail_at(run.at(w.count > 0 ? "weight_copies" : "weights"), "the weights' copies need ", gib_text(total_bytes), " (", w.why,
           " per layout), and ", gib_text(double(m.bytes)), " is available (", m.source,
           "): run fewer layouts at once, or one copy (weights = \"warm\")");
@@ -214,6 +215,14 @@ struct MatrixData {
   std::map<std::string, std::vector<PackedMatrix>> packed;  // by layout name: its copies (`weights`)
 };
 
+// One arm's turn through identical copies of its weights (shared by the arms of one layout): each
+// call takes the next; one thread times an arm, so the turn needs no lock.
+template <class M>
+struct Rotation {
+  std::shared_ptr<const std::vector<M>> copies;
+  std::size_t turn = 0;
+  const M& next() { return (*copies)[turn++ % copies->size()]; }
+};
 
 std::string compare_exact(const std::vector<float>& y, const std::vector<std::int64_t>& want, std::int64_t rows) {
   for (std::size_t i = 0; i < want.size(); ++i)
@@ -225,15 +234,6 @@ std::string compare_exact(const std::vector<float>& y, const std::vector<std::in
 // A peer arm on the run's weights (unit scales: I2_S's one per-tensor scale is 1, and TQ2_0's
 // 256-weight block scales are 1) and the run's activations: I2_S quantises the same floats to its
 // I8_S, TQ2_0 reads the q8_K blocks the layouts read, so its outputs are the oracle's integers too.
-// Identical copies of `first`, `copies` in all, taken in turn by next().
-template <class M>
-struct Rotation {
-  std::vector<M> copies;
-  std::size_t turn = 0;
-  Rotation(M first, int n) : copies(std::size_t(n), std::move(first)) {}
-  const M& next() { return copies[turn++ % copies.size()]; }
-};
-
 ArmSetup peer_arm(const ArmSpec& a, const peers::PeerFormat& peer, const std::shared_ptr<const MatrixData>& data, const Shape& s,
                   int threads, ThreadPool* pool, double act_bytes, double out_bytes, const WeightCopies& cold) {
   auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
@@ -245,24 +245,26 @@ ArmSetup peer_arm(const ArmSpec& a, const peers::PeerFormat& peer, const std::sh
     peers::I2sMatrix first = peers::pack_i2s(data->weights, a.name);
     setup.weight_bytes = double(first.bytes.size());
     copies = copies_of(cold, setup.weight_bytes);
-    const auto w = std::make_shared<Rotation<peers::I2sMatrix>>(std::move(first), copies);
+    const auto w = std::make_shared<Rotation<peers::I2sMatrix>>(
+        Rotation<peers::I2sMatrix>{std::make_shared<const std::vector<peers::I2sMatrix>>(std::size_t(copies), std::move(first))});
     const auto x = std::make_shared<const peers::I8sActs>(peers::quantize_i8s(data->acts.f.data(), s.tokens, s.cols));
     if (s.tokens == 1)
       setup.call = [=] { peers::run_i2s_gemv(*pool, w->next(), *x, y->data()); };
     else
       setup.call = [=] { peers::run_i2s_gemm(*pool, w->next(), *x, y->data(), rows); };
     check = [=] {
-      peers::check_i2s(w->copies.front(), *x, *y, rows);
+      peers::check_i2s(w->copies->front(), *x, *y, rows);
       return std::string();
     };
   } else {
     peers::Tq2Matrix first = peers::pack_tq2(data->weights, a.name);
     setup.weight_bytes = double(first.bytes.size());
     copies = copies_of(cold, setup.weight_bytes);
-    const auto w = std::make_shared<Rotation<peers::Tq2Matrix>>(std::move(first), copies);
+    const auto w = std::make_shared<Rotation<peers::Tq2Matrix>>(
+        Rotation<peers::Tq2Matrix>{std::make_shared<const std::vector<peers::Tq2Matrix>>(std::size_t(copies), std::move(first))});
     setup.call = [=] { peers::run_tq2_mul_mat(*pool, w->next(), data->x, y->data(), rows); };
     check = [=] {
-      peers::check_tq2(w->copies.front(), data->x, *y, rows);
+      peers::check_tq2(w->copies->front(), data->x, *y, rows);
       return compare_exact(*y, data->want, rows);
     };
   }
@@ -346,10 +348,11 @@ MatrixArms build_matrix_arms(const RunSpec& run, const std::vector<const ArmSpec
       const int copies = copies_of(cold, double(first.bytes.size()));
       data->packed.emplace(std::string(L.name), std::vector<PackedMatrix>(std::size_t(copies), std::move(first)));
     }
-    // Calls take the copies in turn (one thread times them); every copy is verified below.
-    const std::vector<PackedMatrix>* copies = &data->packed.at(std::string(L.name));
-    auto turn = std::make_shared<std::size_t>(0);
-    const auto next = [copies, turn] { return &(*copies)[(*turn)++ % copies->size()]; };
+    // Every copy is verified below; the rotation's pointer shares the run's data, which owns the copies.
+    const auto rotation = std::make_shared<Rotation<PackedMatrix>>(
+        Rotation<PackedMatrix>{std::shared_ptr<const std::vector<PackedMatrix>>(data, &data->packed.at(std::string(L.name)))});
+    const std::vector<PackedMatrix>* copies = rotation->copies.get();
+    const auto next = [rotation] { return &rotation->next(); };
     const PackedMatrix* first = &copies->front();
     auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
     const auto run_on = dispatcher(pools, threads, spawn);
@@ -461,15 +464,16 @@ RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
   const MeasureOptions opt = measure_options(run);
   const TimingResult r = measure_arms(std::move(arms), opt, ctx.pools, ctx.progress);
   RunReport rep = report_timing(run, r);
+  const WeightCopies weights = weight_copies(run);
   if (!skipped.empty()) {
     rep.markdown += cat("\n", join(skipped, "\n\n"), "\n");
     rep.json["skipped_arms"] = skipped;
   }
   rep.markdown = cat("shape ", s.rows, " x ", s.cols, batch ? cat(", ", s.tokens, " tokens") : std::string(", 1 token (gemv)"),
                      "; synthetic ternary weights (seed ", seed, ", unit scales) and integer activations, so the oracle is exact.",
-                     weights_sentence(weight_copies(run), last_level_cache_bytes()), "\n\n") +
+                     weights_sentence(weights, last_level_cache_bytes()), "\n\n") +
                  rep.markdown;
-  rep.json["weights"] = weight_copies(run).set_bytes > 0 || weight_copies(run).count > 1 ? "cold" : "warm";
+  rep.json["weights"] = weights.cold() ? "cold" : "warm";
   // Put the shape line right under the title.
   const auto nl = rep.markdown.find("### ");
   if (nl != std::string::npos) {
