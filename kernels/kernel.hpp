@@ -29,12 +29,6 @@ inline void prefetch_ahead(const std::uint8_t* block, int block_bytes) {
   for (int b = 192; b < block_bytes; b += 64) __builtin_prefetch(p + b);
 }
 
-// The Bytes bytes from `p` on, one prefetch a cache line.
-template <int Bytes>
-inline void prefetch_span(const std::uint8_t* p) {
-  for (int b = 0; b < Bytes; b += 64) __builtin_prefetch(p + b);
-}
-
 using GemvFn = void (*)(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1);
 using GemmFn = void (*)(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                         std::int64_t g1);

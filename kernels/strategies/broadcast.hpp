@@ -80,9 +80,12 @@ struct Broadcast {
   // i * T + m), y + m * ldy token m's outputs (row g * R + r), of which the first `live` are
   // stored. Each pass over a row group handles VS of its kVectors vectors: all of them for one
   // token, one at a time for several, so the int32 and float accumulators of T tokens stay in
-  // registers. GS row groups advance side by side, block by block: on a core
-  // whose bandwidth is bound by the line fills in flight, GS independent weight streams (each
-  // prefetched ahead) read faster than one. Returns the first row group not done.
+  // registers. GS row groups advance side by side, block by block: on a core whose bandwidth is
+  // bound by the line fills in flight, GS independent weight streams (each prefetched ahead) read
+  // faster than one. Each stream walks its own run of consecutive groups rather than the pass
+  // taking GS neighbours: with short rows a stream that jumps GS groups on every pass restarts
+  // cold, and at 5120 weights a row that cost a tenth of the bandwidth. Returns the first row
+  // group not done.
   template <class LP, int T, int GS, int PF, bool kContiguous>
   static std::int64_t rows(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, float* y,
                            std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
@@ -91,21 +94,16 @@ struct Broadcast {
     const int bb = L.block_bytes(), pb = plan.payload_begin, strip = 4 * R;
     constexpr int VS = T == 1 ? kVectors : 1;
     alignas(32) std::uint8_t gathered[2 * R];
-    std::int64_t g = g0;
-    for (; g + GS <= g1; g += GS)
+    // Stream q reads the q-th of GS equal runs of groups; its prefetch runs on into its next group.
+    const std::int64_t passes = (g1 - g0) / GS;
+    for (std::int64_t p = 0; p < passes; ++p)
       for (int v0 = 0; v0 < kVectors; v0 += VS) {
         typename P::LaneF acc[GS][T][VS];
         for (auto& a : acc)
           for (auto& b : a)
             for (auto& c : b) c = P::lanes_zero();
         const std::uint8_t* blk[GS];
-        for (int q = 0; q < GS; ++q) blk[q] = w.block(g + q, 0);
-        // Each stream's prefetch runs on into the next row group, which this pass already reads, so
-        // the next pass would start GS - 1 of its streams cold: with short rows (5120 weights: 40
-        // blocks a stream) those stalls cost a tenth of the bandwidth. Warm their starts a pass ahead.
-        if constexpr (GS > 1)
-          if (v0 == 0)
-            for (int q = 1; q < GS && g + GS + q < g1; ++q) prefetch_span<PF>(w.block(g + GS + q, 0));
+        for (int q = 0; q < GS; ++q) blk[q] = w.block(g0 + q * passes + p, 0);
         for (std::int64_t i = 0; i < nb; ++i)
           for (int q = 0; q < GS; ++q) {
             if (v0 == 0) prefetch_ahead<PF>(blk[q], bb);
@@ -142,9 +140,9 @@ struct Broadcast {
           }
         for (int q = 0; q < GS; ++q)
           for (int m = 0; m < live; ++m)
-            for (int v = 0; v < VS; ++v) P::lanes_store(y + m * ldy + (g + q) * R + (v0 + v) * kLanes, acc[q][m][v]);
+            for (int v = 0; v < VS; ++v) P::lanes_store(y + m * ldy + (g0 + q * passes + p) * R + (v0 + v) * kLanes, acc[q][m][v]);
       }
-    return g;
+    return g0 + GS * passes;
   }
 
   // The row groups streamed GS at a time, the rest one by one; the scales read in place where
