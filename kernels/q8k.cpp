@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "kernels/thread_pool.hpp"
+#include "kernels/vector/vector_ops.hpp"
 
 namespace ternlab {
 
@@ -44,16 +45,22 @@ void quantize_row_q8k(const float* x, BlockQ8K* y, std::int64_t k) {
   }
 }
 
+namespace {
+// Tile i of batch b from its (up to four) rows: 8-byte chunks of qs, 4-group runs of bsums.
+void fill_tile(const BlockQ8K* const* rows, int n, BlockQ8Kx4& out) {
+  std::memset(&out, 0, sizeof out);
+  for (int t = 0; t < n; ++t) {
+    out.d[t] = rows[t]->d;
+    for (int c = 0; c < kQK / 8; ++c) std::memcpy(out.qs + x4_index(t, 8 * c), rows[t]->qs + 8 * c, 8);
+    for (int g = 0; g < kQK / 16; g += 4) std::memcpy(out.bsums + x4_bsum_index(t, g), rows[t]->bsums + g, 8);
+  }
+}
+}  // namespace
+
 BlockQ8Kx4 interleave_x4(std::span<const BlockQ8K* const> rows) {
   if (rows.size() > 4) fail("interleave_x4: ", rows.size(), " rows given, at most 4 fit one q8_Kx4 block");
   BlockQ8Kx4 out;
-  std::memset(&out, 0, sizeof out);
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    const int t = int(r);
-    out.d[t] = rows[r]->d;
-    for (int e = 0; e < kQK; ++e) out.qs[x4_index(t, e)] = rows[r]->qs[e];
-    for (int g = 0; g < kQK / 16; ++g) out.bsums[x4_bsum_index(t, g)] = rows[r]->bsums[g];
-  }
+  fill_tile(rows.data(), int(rows.size()), out);
   return out;
 }
 
@@ -69,21 +76,35 @@ BlockQ8K deinterleave_x4(const BlockQ8Kx4& b, int token) {
   return out;
 }
 
-Q8KBatch batch_from_rows(std::vector<BlockQ8K> rows, std::int64_t tokens, std::int64_t cols) {
+namespace {
+Q8KBatch empty_batch(std::int64_t tokens, std::int64_t cols) {
   Q8KBatch b;
   b.tokens = tokens;
   b.cols = cols;
   if (cols <= 0 || cols % 128 != 0) fail("activations: inner size ", cols, " is not a positive multiple of 128");
-  if (rows.size() != std::size_t(tokens * b.blocks()))
-    fail("activations: ", rows.size(), " q8_K blocks given for ", tokens, " tokens x ", b.blocks(), " blocks");
-  b.rows.assign(rows.begin(), rows.end());
+  b.rows.resize(std::size_t(tokens * b.blocks()));
   b.tiles.resize(std::size_t(b.tiles_count() * b.blocks()));
-  for (std::int64_t t = 0; t < b.tiles_count(); ++t)
-    for (std::int64_t i = 0; i < b.blocks(); ++i) {
-      std::vector<const BlockQ8K*> group;
-      for (std::int64_t r = 4 * t; r < std::min(tokens, 4 * t + 4); ++r) group.push_back(&b.rows[std::size_t(r * b.blocks() + i)]);
-      b.tiles[std::size_t(t * b.blocks() + i)] = interleave_x4(group);
-    }
+  return b;
+}
+// Tiles [u0, u1) of the tiles x blocks grid, from the batch's rows.
+void fill_tiles(Q8KBatch& b, std::int64_t u0, std::int64_t u1) {
+  const std::int64_t nb = b.blocks();
+  for (std::int64_t u = u0; u < u1; ++u) {
+    const std::int64_t t = u / nb, i = u % nb;
+    const BlockQ8K* group[4];
+    int n = 0;
+    for (std::int64_t r = 4 * t; r < std::min(b.tokens, 4 * t + 4); ++r) group[n++] = &b.rows[std::size_t(r * nb + i)];
+    fill_tile(group, n, b.tiles[std::size_t(u)]);
+  }
+}
+}  // namespace
+
+Q8KBatch batch_from_rows(std::vector<BlockQ8K> rows, std::int64_t tokens, std::int64_t cols) {
+  Q8KBatch b = empty_batch(tokens, cols);
+  if (rows.size() != b.rows.size())
+    fail("activations: ", rows.size(), " q8_K blocks given for ", tokens, " tokens x ", b.blocks(), " blocks");
+  std::copy(rows.begin(), rows.end(), b.rows.begin());
+  fill_tiles(b, 0, std::int64_t(b.tiles.size()));
   return b;
 }
 
@@ -92,41 +113,46 @@ namespace {
 // quantised from a zero-padded copy.
 void quantize_blocks(const float* x, std::int64_t cols, std::int64_t nb, std::int64_t u0, std::int64_t u1,
                      BlockQ8K* rows) {
-  for (std::int64_t u = u0; u < u1; ++u) {
+  const VectorOps& ops = vector_ops();  // quantize_row_q8k's bits, vectorised
+  for (std::int64_t u = u0; u < u1;) {
     const std::int64_t t = u / nb, b = u % nb;
     const float* src = x + t * cols + b * kQK;
-    if ((b + 1) * kQK <= cols) {
-      quantize_row_q8k(src, rows + u, kQK);
+    // The whole blocks of this token in [u, u1) in one call.
+    const std::int64_t whole = std::min(u1 - u, std::min(nb, cols / kQK) - b);
+    if (whole > 0) {
+      ops.quantize_q8k(src, rows + u, whole);
+      u += whole;
     } else {
       float padded[kQK] = {};
       std::copy(src, x + (t + 1) * cols, padded);
-      quantize_row_q8k(padded, rows + u, kQK);
+      ops.quantize_q8k(padded, rows + u, 1);
+      ++u;
     }
   }
-}
-
-std::int64_t checked_blocks(std::int64_t tokens, std::int64_t cols) {
-  if (tokens <= 0) fail("activations: ", tokens, " tokens");
-  if (cols <= 0 || cols % 128 != 0) fail("activations: inner size ", cols, " is not a positive multiple of 128");
-  return (cols + kQK - 1) / kQK;
 }
 }  // namespace
 
 Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols) {
-  const std::int64_t nb = checked_blocks(tokens, cols);
-  std::vector<BlockQ8K> rows(std::size_t(tokens * nb));
-  quantize_blocks(x, cols, nb, 0, tokens * nb, rows.data());
-  return batch_from_rows(std::move(rows), tokens, cols);
+  if (tokens <= 0) fail("activations: ", tokens, " tokens");
+  Q8KBatch b = empty_batch(tokens, cols);
+  quantize_blocks(x, cols, b.blocks(), 0, std::int64_t(b.rows.size()), b.rows.data());
+  fill_tiles(b, 0, std::int64_t(b.tiles.size()));
+  return b;
 }
 
+// Split by block column: each thread quantises its columns of every token, then builds the tiles
+// of the same columns, which read only those rows, so one pass over the pool does both.
 Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool) {
-  const std::int64_t nb = checked_blocks(tokens, cols);
-  std::vector<BlockQ8K> rows(std::size_t(tokens * nb));
+  if (tokens <= 0) fail("activations: ", tokens, " tokens");
+  Q8KBatch b = empty_batch(tokens, cols);
+  const std::int64_t nb = b.blocks();
   pool.run([&](int th) {
-    const auto [u0, u1] = ThreadPool::split(tokens * nb, th, pool.size());
-    quantize_blocks(x, cols, nb, u0, u1, rows.data());
+    const auto [i0, i1] = ThreadPool::split(nb, th, pool.size());
+    if (i0 == i1) return;
+    for (std::int64_t t = 0; t < tokens; ++t) quantize_blocks(x, cols, nb, t * nb + i0, t * nb + i1, b.rows.data());
+    for (std::int64_t t = 0; t < b.tiles_count(); ++t) fill_tiles(b, t * nb + i0, t * nb + i1);
   });
-  return batch_from_rows(std::move(rows), tokens, cols);
+  return b;
 }
 
 }  // namespace ternlab

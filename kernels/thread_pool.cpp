@@ -3,13 +3,31 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <chrono>
+
 #include "common/error.hpp"
 
 namespace ternlab {
 
 namespace {
-constexpr int kSpinIterations = 1 << 14;  // ~tens of microseconds before sleeping
+// How long a worker spins for the next job before it sleeps. A decode token runs hundreds of jobs
+// with short serial stretches between them (norms, the recurrent update's per-token steps); a
+// worker asleep for those must be woken by the kernel, which on a VM costs tens of microseconds a
+// job (27B decode, 2 threads: ~40 us a Hadamard job at a 4 us spin).
+constexpr auto kSpinTime = std::chrono::microseconds(300);
+constexpr int kSpinCheck = 256;  // spins between clock reads
+
+// Spins until `done()` or kSpinTime has passed; returns done().
+template <class F>
+bool spin_until(F done) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    for (int i = 0; i < kSpinCheck; ++i)
+      if (done()) return true;
+    if (std::chrono::steady_clock::now() - start > kSpinTime) return done();
+  }
 }
+}  // namespace
 
 bool pin_current_thread(int cpu) {
 #ifdef __linux__
@@ -53,8 +71,9 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
   } catch (...) {
     if (!has_error_.exchange(true)) error_ = std::current_exception();
   }
-  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins)
-    if (spins > kSpinIterations) std::this_thread::yield();
+  const auto finished = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(finished))
+    while (!finished()) std::this_thread::yield();
   job_ = nullptr;
   if (has_error_.load()) std::rethrow_exception(error_);
 }
@@ -63,8 +82,8 @@ void ThreadPool::worker(int t) {
   if (pin_) pin_current_thread(t);
   std::uint64_t seen = 0;
   for (;;) {
-    std::uint64_t g = generation_.load(std::memory_order_acquire);
-    for (int spins = 0; g == seen && spins < kSpinIterations; ++spins) g = generation_.load(std::memory_order_acquire);
+    std::uint64_t g = seen;
+    spin_until([&] { return (g = generation_.load(std::memory_order_acquire)) != seen; });
     if (g == seen) {
       generation_.wait(seen, std::memory_order_acquire);
       continue;

@@ -2,6 +2,7 @@
 // reads key head e mod Hk; the output is permuted to grouped order before ssm_out's rotation.
 #include <cmath>
 
+#include "kernels/vector/vector_ops.hpp"
 #include "model/model.hpp"
 
 namespace ternlab::model {
@@ -20,22 +21,17 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
   std::vector<float> y(static_cast<std::size_t>(tokens * vdim));
   {
   OpTimer timer(profile, OpProfile::gdn);
-  // beta and alpha read the un-rotated normed input; their BF16 weights are not folded.
-  // Split over the pool by head: at full size these two dense matvecs read 2 MB a layer.
-  std::vector<float> beta_raw(static_cast<std::size_t>(tokens * Hv)), alpha_raw(beta_raw.size());
+  // beta and alpha read the un-rotated normed input; their BF16 weights are not folded. At full
+  // size these two dense matvecs read 2 MB a layer: transposed (GdnWeights::beta_alpha), each
+  // thread runs its share of the 2 Hv dot products as vector lanes, each one the same in-order sum.
+  std::vector<float> beta_alpha(static_cast<std::size_t>(tokens * 2 * Hv));
+  const VectorOps& ops = vector_ops();
   pool.run([&](int th) {
-    const auto [e0, e1] = ThreadPool::split(Hv, th, pool.size());
+    const auto [l0, l1] = ThreadPool::split(2 * Hv, th, pool.size());
+    if (l0 == l1) return;
     for (int t = 0; t < tokens; ++t)
-      for (std::int64_t e = e0; e < e1; ++e) {
-        float sb = 0, sa = 0;
-        const float* xt = x.data() + t * d;
-        for (std::int64_t i = 0; i < d; ++i) {
-          sb += w.beta[std::size_t(e * d + i)] * xt[i];
-          sa += w.alpha[std::size_t(e * d + i)] * xt[i];
-        }
-        beta_raw[std::size_t(t * Hv + e)] = sb;
-        alpha_raw[std::size_t(t * Hv + e)] = sa;
-      }
+      ops.lanes_dot(w.beta_alpha.data(), 2 * Hv, x.data() + t * d, d, beta_alpha.data() + t * 2 * Hv + l0, int(l0),
+                    int(l1));
   });
 
   std::vector<float> u(static_cast<std::size_t>(ch)), tiled(static_cast<std::size_t>(vdim));
@@ -67,24 +63,11 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
         const float* q = u.data() + (e % Hk) * Dk;
         const float* k = u.data() + key_dim + (e % Hk) * Dk;
         const float* v = u.data() + 2 * key_dim + e * Dv;
-        const float beta = 1.0f / (1.0f + std::exp(-beta_raw[std::size_t(t * Hv + e)]));
-        const float g = w.ssm_a[std::size_t(e)] * softplus(alpha_raw[std::size_t(t * Hv + e)] + w.dt_bias[std::size_t(e)]);
+        const float beta = 1.0f / (1.0f + std::exp(-beta_alpha[std::size_t(t * 2 * Hv + e)]));
+        const float g = w.ssm_a[std::size_t(e)] * softplus(beta_alpha[std::size_t(t * 2 * Hv + Hv + e)] + w.dt_bias[std::size_t(e)]);
         const float decay = std::exp(g);
-        float* S = state.data() + e * Dk * Dv;  // S[i][j], i = key dim, j = value dim
-        // Two passes over S, and only the second writes: the first reads the decayed state
-        // (S * decay, recomputed in the second: the same product, so the same float), the second
-        // decays, updates and reads out. The operations and their order are those of decay, read,
-        // update, read-out, so the floats are too; the state is read twice and written once.
-        std::fill(mem.begin(), mem.end(), 0.0f);
-        for (int i = 0; i < Dk; ++i)
-          for (int j = 0; j < Dv; ++j) mem[std::size_t(j)] += (S[i * Dv + j] * decay) * k[i];
-        for (int j = 0; j < Dv; ++j) mem[std::size_t(j)] = beta * (v[j] - mem[std::size_t(j)]);
-        std::fill(o.begin(), o.end(), 0.0f);
-        for (int i = 0; i < Dk; ++i)
-          for (int j = 0; j < Dv; ++j) {
-            S[i * Dv + j] = S[i * Dv + j] * decay + k[i] * mem[std::size_t(j)];
-            o[std::size_t(j)] += S[i * Dv + j] * q[i];  // read-out after the update
-          }
+        // S[i][j], i = key dim, j = value dim: decay, read, update, read-out (VectorOps::gdn_head).
+        ops.gdn_head(state.data() + e * Dk * Dv, q, k, v, decay, beta, mem.data(), o.data(), Dk, Dv);
         rms_norm(o.data(), w.norm.data(), n.data(), Dv, c.eps);  // gated RMSNorm: norm, weight, x SiLU(z)
         for (int j = 0; j < Dv; ++j) tiled[std::size_t(e * Dv + j)] = n[std::size_t(j)] * silu(zt[e * Dv + j]);
       }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "kernels/vector/vector_ops.hpp"
 
 namespace ternlab::model {
 
@@ -32,16 +33,19 @@ void Rotation::forward(float* x, std::int64_t k) const {
   for (std::int64_t b = 0; b * block < k; ++b) forward_block(x, s, b);
 }
 
+// The vector builds below repeat fwht's float operations element by element (vector_ops.hpp).
 void Rotation::forward_block(float* x, const std::vector<float>& s, std::int64_t b) const {
+  const VectorOps& ops = vector_ops();
   const std::int64_t i0 = b * block;
-  for (std::int64_t i = i0; i < i0 + block; ++i) x[i] *= s[std::size_t(i)];
-  fwht(x + i0, block);
+  ops.multiply(x + i0, s.data() + i0, block);
+  ops.fwht(x + i0, block);
 }
 
 void Rotation::inverse(float* x, std::int64_t k) const {
   const auto& s = signs_for(k);
-  for (std::int64_t b = 0; b < k; b += block) fwht(x + b, block);
-  for (std::int64_t i = 0; i < k; ++i) x[i] *= s[std::size_t(i)];
+  const VectorOps& ops = vector_ops();
+  for (std::int64_t b = 0; b < k; b += block) ops.fwht(x + b, block);
+  ops.multiply(x, s.data(), k);
 }
 
 void tiled_to_grouped(const float* tiled, float* grouped, int head_dim, int n_k, int rep) {

@@ -240,8 +240,20 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
       w.linear.qkv = linear(blk(l, "attn_qkv.weight"));
       w.linear.gate = linear(blk(l, "attn_gate.weight"));
       w.linear.out = linear(blk(l, "ssm_out.weight"));
-      w.linear.alpha = read_floats(f, blk(l, "ssm_alpha.weight"));
-      w.linear.beta = read_floats(f, blk(l, "ssm_beta.weight"));
+      {
+        const std::vector<float> alpha = read_floats(f, blk(l, "ssm_alpha.weight"));
+        const std::vector<float> beta = read_floats(f, blk(l, "ssm_beta.weight"));
+        const std::int64_t d = c.n_embd, hv = c.ssm_v_heads;
+        if (std::int64_t(alpha.size()) != d * hv || beta.size() != alpha.size())
+          fail(f.source, ": ", blk(l, "ssm_alpha.weight"), " and ", blk(l, "ssm_beta.weight"), " hold ", alpha.size(),
+               " and ", beta.size(), " values, expected ", d, " x ", hv);
+        w.linear.beta_alpha.resize(std::size_t(2 * d * hv));
+        for (std::int64_t e = 0; e < hv; ++e)
+          for (std::int64_t i = 0; i < d; ++i) {
+            w.linear.beta_alpha[std::size_t(i * 2 * hv + e)] = beta[std::size_t(e * d + i)];
+            w.linear.beta_alpha[std::size_t(i * 2 * hv + hv + e)] = alpha[std::size_t(e * d + i)];
+          }
+      }
       w.linear.conv = read_floats(f, blk(l, "ssm_conv1d.weight"));
       w.linear.ssm_a = read_floats(f, blk(l, "ssm_a"));
       w.linear.dt_bias = read_floats(f, blk(l, "ssm_dt.bias"));

@@ -62,7 +62,10 @@ struct LatticeWeightsInfo {
 
 struct GdnWeights {
   TernaryLinear qkv, gate, out;
-  std::vector<float> alpha, beta;  // [v_heads][d], dequantised BF16
+  // beta's and alpha's dense rows transposed side by side: entry i * 2 v_heads + e is beta row e's
+  // weight i, entry i * 2 v_heads + v_heads + e alpha's (dequantised BF16), so one pass over the
+  // input feeds all 2 v_heads dot products as vector lanes.
+  std::vector<float> beta_alpha;
   std::vector<float> conv;         // [channels][kernel], tap index fastest
   std::vector<float> ssm_a, dt_bias, norm;
 };

@@ -1,0 +1,46 @@
+// The float work of the forward pass around the ternary matmuls: q8_K quantisation of the
+// activations, the Hadamard transform, the Gated DeltaNet head update and the per-head dense dots.
+// One source (vector_ops_impl.hpp), compiled once for the build's baseline and once per x86 ISA
+// (the compiler vectorises its loops for each target). Every loop does the same float operations
+// per element in the same order as the scalar reference, and no loop reassociates a sum, so every
+// variant returns the same bits: tests/test_vector_ops.cpp checks each one against the baseline.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kernels/q8k.hpp"
+
+namespace ternlab {
+
+struct VectorOps {
+  const char* name;  // "baseline", "avx2", "avx512"
+  // quantize_row_q8k over `blocks` 256-blocks.
+  void (*quantize_q8k)(const float* x, BlockQ8K* y, std::int64_t blocks);
+  // In place: the unnormalised fast Walsh-Hadamard transform (butterflies h = 1, 2, 4, ...), then
+  // x * 1/sqrt(n). n a power of two.
+  void (*fwht)(float* x, int n);
+  // x[i] *= s[i].
+  void (*multiply)(float* x, const float* s, std::int64_t n);
+  // One Gated DeltaNet value head: S (Dk x Dv, key-major) decays, takes the delta-rule update
+  // with key k, value v and rate beta, and is read out with query q into o (Dv). mem: Dv floats
+  // of scratch. The steps and their order are those of model/gated_deltanet.cpp.
+  void (*gdn_head)(float* S, const float* q, const float* k, const float* v, float decay, float beta, float* mem,
+                   float* o, int Dk, int Dv);
+  // out[l - l0] = sum over i in order of w[i * stride + l] * x[i], for lanes l in [l0, l1): many
+  // dense dot products side by side, each its own sequential sum (the weights transposed so the
+  // products that share an x[i] are adjacent).
+  void (*lanes_dot)(const float* w, std::int64_t stride, const float* x, std::int64_t n, float* out, int l0, int l1);
+};
+
+// The variants this build has and this CPU runs, baseline first.
+std::span<const VectorOps* const> vector_ops_variants();
+// The richest of them within the ISA ceiling (kernels/cpu.hpp).
+const VectorOps& vector_ops();
+
+namespace detail {
+const VectorOps* vector_ops_avx2();    // nullptr where not built
+const VectorOps* vector_ops_avx512();  // nullptr where not built
+}  // namespace detail
+
+}  // namespace ternlab

@@ -1,0 +1,30 @@
+// The AVX-512 (512-bit lanes) build of VectorOps; chosen only after kernels/cpu.hpp confirmed the features.
+#include "kernels/vector/vector_ops.hpp"
+
+#if defined(__x86_64__)
+// The standard and project headers first, so their inline functions keep the default target (a
+// shared inline built for AVX-512 here could be the copy the linker keeps for every unit).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/q8k.hpp"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#include "kernels/vector/vector_ops_impl.hpp"
+
+namespace ternlab::detail {
+namespace {
+struct Tag {};
+constexpr VectorOps kOps = vector_ops_detail::Impl<Tag>::ops("avx512");
+}  // namespace
+const VectorOps* vector_ops_avx512() { return &kOps; }
+}  // namespace ternlab::detail
+#pragma GCC pop_options
+
+#else
+namespace ternlab::detail {
+const VectorOps* vector_ops_avx512() { return nullptr; }
+}  // namespace ternlab::detail
+#endif

@@ -1,0 +1,136 @@
+// The one source of VectorOps (vector_ops.hpp). Include once per unit, after that unit's target
+// pragma, with a Tag type of its own: each unit's instantiation is then a distinct symbol, so the
+// linker never merges an AVX-512 build of a loop into a unit meant for a plainer CPU.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/q8k.hpp"
+#include "kernels/vector/vector_ops.hpp"
+
+namespace ternlab::vector_ops_detail {
+
+template <class Tag>
+struct Impl {
+  static std::uint32_t magnitude_bits(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b & 0x7fffffffu;
+  }
+
+  // quantize_row_q8k for one block. The largest magnitude is taken on the bits: for numbers that
+  // are not NaN the integer order of |x|'s bits is the float order, and a max is exact in any
+  // order, so the loop vectorises; a block holding a NaN takes the reference's own path.
+  static void quantize_block(const float* __restrict x, BlockQ8K& out) {
+    std::uint32_t amax = 0;
+    for (int j = 0; j < kQK; ++j) amax = std::max(amax, magnitude_bits(x[j]));
+    if (amax > 0x7f800000u) {
+      quantize_row_q8k(x, &out, kQK);
+      return;
+    }
+    if (amax == 0) {
+      std::memset(&out, 0, sizeof out);
+      return;
+    }
+    int first = 0;  // the reference keeps the first element of the largest magnitude
+    while (magnitude_bits(x[first]) != amax) ++first;
+    const float iscale = -127.0f / x[first];
+    std::int8_t* __restrict qs = out.qs;
+    for (int j = 0; j < kQK; ++j) {
+      // nearest_int (kernels/q8k.cpp): round half to even through the 1.5 * 2^23 trick
+      const float v = iscale * x[j] + 12582912.0f;
+      std::int32_t i;
+      std::memcpy(&i, &v, 4);
+      qs[j] = std::int8_t(std::min(127, (i & 0x007fffff) - 0x00400000));
+    }
+    for (int g = 0; g < kQK / 16; ++g) {
+      int s = 0;
+      for (int i = 0; i < 16; ++i) s += qs[16 * g + i];
+      out.bsums[g] = std::int16_t(s);
+    }
+    out.d = 1.0f / iscale;
+  }
+  static void quantize_q8k(const float* x, BlockQ8K* y, std::int64_t blocks) {
+    for (std::int64_t b = 0; b < blocks; ++b) quantize_block(x + b * kQK, y[b]);
+  }
+
+  // One butterfly stage: h pairs (lo[j], hi[j]) -> (a + b, a - b). The halves never overlap.
+  static void butterflies(float* __restrict lo, float* __restrict hi, int h) {
+    for (int j = 0; j < h; ++j) {
+      const float a = lo[j], b = hi[j];
+      lo[j] = a + b;
+      hi[j] = a - b;
+    }
+  }
+  // The stages narrower than a vector with their width known, so the compiler can shuffle them.
+  template <int H>
+  static void narrow_stage(float* __restrict x, int n) {
+    for (int i = 0; i < n; i += 2 * H)
+      for (int j = 0; j < H; ++j) {
+        const float a = x[i + j], b = x[i + j + H];
+        x[i + j] = a + b;
+        x[i + j + H] = a - b;
+      }
+  }
+  static void fwht(float* x, int n) {
+    int h = 1;
+    if (n >= 32) {
+      narrow_stage<1>(x, n);
+      narrow_stage<2>(x, n);
+      narrow_stage<4>(x, n);
+      narrow_stage<8>(x, n);
+      h = 16;
+    }
+    for (; h < n; h *= 2)
+      for (int i = 0; i < n; i += 2 * h) butterflies(x + i, x + i + h, h);
+    // 1/sqrt(n) is exact for n = 4^m (1/32 for 1024); other powers of two round once, here.
+    const float scale = float(1.0 / __builtin_sqrt(double(n)));
+    for (int i = 0; i < n; ++i) x[i] *= scale;
+  }
+  static void multiply(float* __restrict x, const float* __restrict s, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) x[i] *= s[i];
+  }
+
+  static void gdn_head(float* __restrict S, const float* __restrict q, const float* __restrict k,
+                       const float* __restrict v, float decay, float beta, float* __restrict mem, float* __restrict o,
+                       int Dk, int Dv) {
+    // Read the decayed state (S * decay, recomputed below: the same product, so the same float).
+    for (int j = 0; j < Dv; ++j) mem[j] = 0.0f;
+    for (int i = 0; i < Dk; ++i) {
+      const float ki = k[i];
+      const float* __restrict Si = S + std::int64_t(i) * Dv;
+      for (int j = 0; j < Dv; ++j) mem[j] += (Si[j] * decay) * ki;
+    }
+    for (int j = 0; j < Dv; ++j) mem[j] = beta * (v[j] - mem[j]);
+    // Decay, update, and read out after the update.
+    for (int j = 0; j < Dv; ++j) o[j] = 0.0f;
+    for (int i = 0; i < Dk; ++i) {
+      const float ki = k[i], qi = q[i];
+      float* __restrict Si = S + std::int64_t(i) * Dv;
+      for (int j = 0; j < Dv; ++j) {
+        const float s = Si[j] * decay + ki * mem[j];
+        Si[j] = s;
+        o[j] += s * qi;
+      }
+    }
+  }
+
+  static void lanes_dot(const float* __restrict w, std::int64_t stride, const float* __restrict x, std::int64_t n,
+                        float* __restrict out, int l0, int l1) {
+    const int lanes = l1 - l0;
+    for (int l = 0; l < lanes; ++l) out[l] = 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float xi = x[i];
+      const float* __restrict wi = w + i * stride + l0;
+      for (int l = 0; l < lanes; ++l) out[l] += wi[l] * xi;
+    }
+  }
+
+  static constexpr VectorOps ops(const char* name) {
+    return {name, &quantize_q8k, &fwht, &multiply, &gdn_head, &lanes_dot};
+  }
+};
+
+}  // namespace ternlab::vector_ops_detail

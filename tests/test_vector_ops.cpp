@@ -1,0 +1,173 @@
+// Every build of VectorOps (kernels/vector/) returns the bits of the scalar steps it replaces:
+// quantize_row_q8k, model::fwht, the Gated DeltaNet head update as model/gated_deltanet.cpp
+// specifies it, and in-order dot products. No tolerance: the builds only vectorise across
+// independent elements, so any difference is a defect.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/thread_pool.hpp"
+#include "kernels/vector/vector_ops.hpp"
+#include "model/hadamard.hpp"
+#include "tests/support.hpp"
+
+using namespace ternlab;
+
+namespace {
+
+std::vector<float> normal_floats(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(g);
+  return v;
+}
+
+bool same_bits(const void* a, const void* b, std::size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
+
+// The two passes of model/gated_deltanet.cpp's head update, written as the spec states them.
+void gdn_head_steps(float* S, const float* q, const float* k, const float* v, float decay, float beta, float* o,
+                    int Dk, int Dv) {
+  std::vector<float> mem(static_cast<std::size_t>(Dv), 0.0f);
+  for (int i = 0; i < Dk; ++i)
+    for (int j = 0; j < Dv; ++j) mem[std::size_t(j)] += (S[i * Dv + j] * decay) * k[i];
+  for (int j = 0; j < Dv; ++j) mem[std::size_t(j)] = beta * (v[j] - mem[std::size_t(j)]);
+  for (int j = 0; j < Dv; ++j) o[j] = 0.0f;
+  for (int i = 0; i < Dk; ++i)
+    for (int j = 0; j < Dv; ++j) {
+      S[i * Dv + j] = S[i * Dv + j] * decay + k[i] * mem[std::size_t(j)];
+      o[j] += S[i * Dv + j] * q[i];
+    }
+}
+
+}  // namespace
+
+TEST_SUITE("vector-ops") {
+  TEST_CASE("the variants: baseline first, the chosen one among them") {
+    const auto v = vector_ops_variants();
+    REQUIRE(!v.empty());
+    CHECK(std::string(v[0]->name) == "baseline");
+    bool found = false;
+    for (const VectorOps* o : v) found = found || o == &vector_ops();
+    CHECK(found);
+  }
+
+  TEST_CASE("q8_K quantisation: every build gives quantize_row_q8k's bytes") {
+    const int blocks = 12;
+    std::vector<float> x = normal_floats(std::size_t(blocks * kQK), 7, 3.0f);
+    std::fill(x.begin() + kQK, x.begin() + 2 * kQK, 0.0f);  // block 1: all zero
+    x[2 * kQK] = -0.0f;                                     // block 2: ties for the largest magnitude
+    x[2 * kQK + 5] = 40.0f;
+    x[2 * kQK + 9] = -40.0f;
+    x[2 * kQK + 200] = 40.0f;
+    x[3 * kQK + 17] = std::numeric_limits<float>::quiet_NaN();  // block 3: a NaN
+    x[4 * kQK + 3] = std::numeric_limits<float>::infinity();    // block 4: an infinity
+    x[5 * kQK + 255] = -1e-30f;                                 // block 5: tiny values, the last one largest
+    for (int j = 0; j < 255; ++j) x[std::size_t(5 * kQK + j)] = 1e-31f * float(j % 7);
+    for (int j = 0; j < kQK; ++j) x[std::size_t(6 * kQK + j)] = 0.5f + float(j);  // block 6: many halves to round
+    std::vector<BlockQ8K> want(static_cast<std::size_t>(blocks));
+    quantize_row_q8k(x.data(), want.data(), std::int64_t(x.size()));
+    for (const VectorOps* o : vector_ops_variants()) {
+      CAPTURE(o->name);
+      std::vector<BlockQ8K> got(static_cast<std::size_t>(blocks));
+      std::memset(got.data(), 0x5a, got.size() * sizeof(BlockQ8K));
+      o->quantize_q8k(x.data(), got.data(), blocks);
+      for (int b = 0; b < blocks; ++b) {
+        CAPTURE(b);
+        CHECK(same_bits(&got[std::size_t(b)], &want[std::size_t(b)], sizeof(BlockQ8K)));
+      }
+    }
+  }
+
+  TEST_CASE("quantize_batch builds the same rows and tiles on one thread and on a pool") {
+    const std::int64_t tokens = 6, cols = 640;  // a trailing half block, a partial tile
+    const std::vector<float> x = normal_floats(std::size_t(tokens * cols), 11);
+    const Q8KBatch one = quantize_batch(x.data(), tokens, cols);
+    std::vector<BlockQ8K> rows(std::size_t(tokens * one.blocks()));
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      std::vector<float> padded(std::size_t(one.blocks() * kQK), 0.0f);
+      std::copy(x.begin() + t * cols, x.begin() + (t + 1) * cols, padded.begin());
+      quantize_row_q8k(padded.data(), rows.data() + t * one.blocks(), std::int64_t(padded.size()));
+    }
+    const Q8KBatch ref = batch_from_rows(rows, tokens, cols);
+    ThreadPool pool(3);
+    const Q8KBatch many = quantize_batch(x.data(), tokens, cols, pool);
+    for (const Q8KBatch* b : {&one, &many}) {
+      REQUIRE(b->rows.size() == ref.rows.size());
+      REQUIRE(b->tiles.size() == ref.tiles.size());
+      CHECK(same_bits(b->rows.data(), ref.rows.data(), ref.rows.size() * sizeof(BlockQ8K)));
+      CHECK(same_bits(b->tiles.data(), ref.tiles.data(), ref.tiles.size() * sizeof(BlockQ8Kx4)));
+    }
+    // The tiles hold the rows in q8_Kx4 order, missing tokens zero.
+    CHECK(deinterleave_x4(ref.tile(1)[2], 1).qs[100] == ref.row(5)[2].qs[100]);
+    CHECK(ref.tile(1)[0].d[3] == 0.0f);
+  }
+
+  TEST_CASE("the Hadamard transform and the sign multiply: model::fwht's bits") {
+    for (int n = 1; n <= 2048; n *= 2) {
+      CAPTURE(n);
+      const std::vector<float> x = normal_floats(static_cast<std::size_t>(n), std::uint32_t(n));
+      std::vector<float> want = x;
+      model::fwht(want.data(), n);
+      for (const VectorOps* o : vector_ops_variants()) {
+        CAPTURE(o->name);
+        std::vector<float> got = x;
+        o->fwht(got.data(), n);
+        CHECK(same_bits(got.data(), want.data(), 4 * static_cast<std::size_t>(n)));
+      }
+    }
+    const std::vector<float> x = normal_floats(1000, 3), s = normal_floats(1000, 4);
+    for (const VectorOps* o : vector_ops_variants()) {
+      std::vector<float> got = x;
+      o->multiply(got.data(), s.data(), 1000);
+      bool all = true;
+      for (int i = 0; i < 1000; ++i) {
+        const float p = x[std::size_t(i)] * s[std::size_t(i)];
+        all = all && same_bits(&got[std::size_t(i)], &p, 4);
+      }
+      CHECK(all);
+    }
+  }
+
+  TEST_CASE("the Gated DeltaNet head update: the spec's steps, bit for bit") {
+    for (const auto& [Dk, Dv] : {std::pair{128, 128}, std::pair{16, 40}, std::pair{5, 3}}) {
+      CAPTURE(Dk);
+      CAPTURE(Dv);
+      const std::vector<float> S0 = normal_floats(static_cast<std::size_t>(Dk * Dv), 21, 0.3f);
+      const std::vector<float> q = normal_floats(static_cast<std::size_t>(Dk), 22), k = normal_floats(static_cast<std::size_t>(Dk), 23);
+      const std::vector<float> v = normal_floats(static_cast<std::size_t>(Dv), 24);
+      const float decay = 0.93f, beta = 0.41f;
+      std::vector<float> S_want = S0, o_want(static_cast<std::size_t>(Dv));
+      for (int step = 0; step < 3; ++step)
+        gdn_head_steps(S_want.data(), q.data(), k.data(), v.data(), decay, beta, o_want.data(), Dk, Dv);
+      for (const VectorOps* o : vector_ops_variants()) {
+        CAPTURE(o->name);
+        std::vector<float> S = S0, out(static_cast<std::size_t>(Dv)), mem(static_cast<std::size_t>(Dv));
+        for (int step = 0; step < 3; ++step)
+          o->gdn_head(S.data(), q.data(), k.data(), v.data(), decay, beta, mem.data(), out.data(), Dk, Dv);
+        CHECK(same_bits(S.data(), S_want.data(), 4 * S.size()));
+        CHECK(same_bits(out.data(), o_want.data(), 4 * out.size()));
+      }
+    }
+  }
+
+  TEST_CASE("lanes_dot: each lane the in-order sum of its column") {
+    const int lanes = 96, n = 777;
+    const std::vector<float> w = normal_floats(static_cast<std::size_t>(lanes * n), 31), x = normal_floats(static_cast<std::size_t>(n), 32);
+    for (const auto& [l0, l1] : {std::pair{0, 96}, std::pair{0, 48}, std::pair{48, 96}, std::pair{7, 30}}) {
+      CAPTURE(l0);
+      CAPTURE(l1);
+      std::vector<float> want(static_cast<std::size_t>(l1 - l0), 0.0f);
+      for (int l = l0; l < l1; ++l)
+        for (int i = 0; i < n; ++i) want[std::size_t(l - l0)] += w[std::size_t(i * lanes + l)] * x[std::size_t(i)];
+      for (const VectorOps* o : vector_ops_variants()) {
+        CAPTURE(o->name);
+        std::vector<float> got(static_cast<std::size_t>(l1 - l0), -1.0f);
+        o->lanes_dot(w.data(), lanes, x.data(), n, got.data(), l0, l1);
+        CHECK(same_bits(got.data(), want.data(), 4 * got.size()));
+      }
+    }
+  }
+}
