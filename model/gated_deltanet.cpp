@@ -38,13 +38,17 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
   const float q_scale = 1.0f / std::sqrt(float(Dk));
   for (int t = 0; t < tokens; ++t) {
     // Causal depthwise conv over [state (oldest first), current], no bias, then SiLU.
+    // Channels are independent: split over the pool (10240 SiLUs a token at full size).
     const float* cur = mixed.data() + t * ch;
-    for (std::int64_t j = 0; j < ch; ++j) {
-      float acc = 0;
-      for (int tau = 0; tau < K - 1; ++tau) acc += conv_state[std::size_t(tau * ch + j)] * w.conv[std::size_t(j * K + tau)];
-      acc += cur[j] * w.conv[std::size_t(j * K + K - 1)];
-      u[std::size_t(j)] = silu(acc);
-    }
+    pool.run([&](int th) {
+      const auto [j0, j1] = ThreadPool::split(ch, th, pool.size());
+      for (std::int64_t j = j0; j < j1; ++j) {
+        float acc = 0;
+        for (int tau = 0; tau < K - 1; ++tau) acc += conv_state[std::size_t(tau * ch + j)] * w.conv[std::size_t(j * K + tau)];
+        acc += cur[j] * w.conv[std::size_t(j * K + K - 1)];
+        u[std::size_t(j)] = silu(acc);
+      }
+    });
     // The state keeps raw (pre-SiLU) projections.
     for (int tau = 0; tau + 1 < K - 1; ++tau)
       std::copy_n(conv_state.begin() + (tau + 1) * ch, ch, conv_state.begin() + tau * ch);
