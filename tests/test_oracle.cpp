@@ -60,7 +60,7 @@ TEST_SUITE("oracle") {
       std::int64_t of_layout = 0;
       for (std::int64_t rows : {group, 2 * group, 3 * group})
         for (std::int64_t cols : {128, 256, 512, 1024, 5120, 17408})
-          for (std::int64_t tokens : {1, 2, 3, 4, 5, 7, 8, 64}) {
+          for (std::int64_t tokens : {1, 2, 3, 4, 5, 7, 8, 17, 64}) {
             // The model's inner sizes on one row group, at the batch widths that reach each tile
             // path (gemv, a padded leftover, a tile plus one, full tiles): every other width
             // there would repeat the small sizes' paths at 10-100 times their cost (qemu, ASan).
