@@ -1,6 +1,6 @@
 // A persistent thread pool: threads are created once and reused, so a timed loop never measures
 // thread creation (the blog post's "my benchmark measured thread creation" detour). The caller is
-// thread 0; workers spin briefly, then sleep on an atomic wait, between jobs.
+// thread 0; between jobs workers spin for a while (kSpinTime), then sleep on an atomic wait.
 #pragma once
 
 #include <atomic>
