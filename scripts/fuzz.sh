@@ -20,6 +20,8 @@ out=build-fuzz
 mkdir -p "$out/corpus"
 "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. \
   tests/fuzz/fuzz_gguf.cpp model/gguf.cpp model/config.cpp model/hadamard.cpp model/tokenizer.cpp \
+  kernels/vector/vector_ops.cpp kernels/vector/vector_ops_avx2.cpp kernels/vector/vector_ops_avx512.cpp \
+  kernels/cpu.cpp kernels/q8k.cpp kernels/thread_pool.cpp \
   -o "$out/fuzz_gguf"
 # Seeds: a complete (small) Bonsai-format model in both ternary types.
 build/ternlab model synth --preset micro --type pq2_0 -o "$out/corpus/micro-pq2_0.gguf" >/dev/null
