@@ -124,7 +124,8 @@ std::int64_t last_level_cache_bytes() {
   return best;
 }
 
-std::vector<Isa> supported_isas() {
+namespace {
+std::vector<Isa> detect_isas() {
   const CpuFeatures& f = cpu_features();
   std::vector<Isa> v{Isa::scalar};
 #if defined(__aarch64__)
@@ -139,14 +140,21 @@ std::vector<Isa> supported_isas() {
 #endif
   return v;
 }
+}  // namespace
+
+// Detected once, like the features: the kernels' and vector ops' choices ask per call.
+const std::vector<Isa>& supported_isas() {
+  static const std::vector<Isa> v = detect_isas();
+  return v;
+}
 
 bool isa_supported(Isa isa) {
-  const auto v = supported_isas();
+  const auto& v = supported_isas();
   return std::find(v.begin(), v.end(), isa) != v.end();
 }
 
 Isa best_isa() {
-  const auto v = supported_isas();
+  const auto& v = supported_isas();
   if (!ceiling()) return v.back();
   Isa best = Isa::scalar;
   for (Isa i : v)

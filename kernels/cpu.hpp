@@ -24,7 +24,7 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();
 
 // The ISAs this build and this CPU can run, plainest first (always starts with scalar).
-std::vector<Isa> supported_isas();
+const std::vector<Isa>& supported_isas();
 
 // The richest supported ISA not above the ceiling (default: no ceiling).
 Isa best_isa();

@@ -12,12 +12,6 @@
 
 namespace ternlab {
 
-int nearest_int(float f) {
-  const float v = f + 12582912.0f;
-  const std::int32_t i = std::bit_cast<std::int32_t>(v);
-  return (i & 0x007fffff) - 0x00400000;
-}
-
 void quantize_row_q8k(const float* x, BlockQ8K* y, std::int64_t k) {
   if (k % kQK != 0) fail("q8_K quantisation: ", k, " values is not a whole number of 256-blocks");
   for (std::int64_t b = 0; b < k / kQK; ++b, x += kQK) {

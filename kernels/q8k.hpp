@@ -3,6 +3,7 @@
 // four activation rows (tokens) in 8-byte chunks for 4-column matrix kernels.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -29,8 +30,12 @@ struct BlockQ8Kx4 {
 };
 static_assert(sizeof(BlockQ8Kx4) == 1168);
 
-// ggml's nearest_int: round half to even through the 1.5 * 2^23 trick.
-int nearest_int(float f);
+// ggml's nearest_int: round half to even through the 1.5 * 2^23 trick. Inline, so the vector
+// builds of the quantiser (kernels/vector/) run this same step in their loops.
+inline int nearest_int(float f) {
+  const float v = f + 12582912.0f;
+  return (std::bit_cast<std::int32_t>(v) & 0x007fffff) - 0x00400000;
+}
 
 // quantize_row_q8_K_ref. k must be a multiple of 256. Zero blocks get d = 0, qs = 0 and (unlike
 // ggml, which leaves them unwritten) zero bsums.

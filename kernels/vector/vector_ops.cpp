@@ -1,6 +1,7 @@
 // The baseline build of VectorOps (the compiler's default target) and the choice among the builds.
 #include "kernels/vector/vector_ops.hpp"
 
+#include <array>
 #include <vector>
 
 #include "kernels/cpu.hpp"
@@ -11,10 +12,19 @@ namespace {
 struct BaselineTag {};
 constexpr VectorOps kBaseline = vector_ops_detail::Impl<BaselineTag>::ops("baseline");
 
+// Each build with the ISA it needs; a build this binary lacks is nullptr.
+struct Build {
+  const VectorOps* ops;
+  Isa needs;
+};
+std::array<Build, 3> builds() {
+  return {{{&kBaseline, Isa::scalar}, {detail::vector_ops_avx2(), Isa::avx2}, {detail::vector_ops_avx512(), Isa::avx512vnni}}};
+}
+
 std::vector<const VectorOps*> runnable() {
-  std::vector<const VectorOps*> v{&kBaseline};
-  if (const VectorOps* o = detail::vector_ops_avx2(); o && isa_supported(Isa::avx2)) v.push_back(o);
-  if (const VectorOps* o = detail::vector_ops_avx512(); o && isa_supported(Isa::avx512vnni)) v.push_back(o);
+  std::vector<const VectorOps*> v;
+  for (const Build& b : builds())
+    if (b.ops && isa_supported(b.needs)) v.push_back(b.ops);
   return v;
 }
 }  // namespace
@@ -27,8 +37,8 @@ std::span<const VectorOps* const> vector_ops_variants() {
 const VectorOps& vector_ops() {
   const Isa best = best_isa();
   const VectorOps* chosen = &kBaseline;
-  if (const VectorOps* o = detail::vector_ops_avx2(); o && int(best) >= int(Isa::avx2)) chosen = o;
-  if (const VectorOps* o = detail::vector_ops_avx512(); o && int(best) >= int(Isa::avx512vnni)) chosen = o;
+  for (const Build& b : builds())
+    if (b.ops && isa_supported(b.needs) && int(b.needs) <= int(best)) chosen = b.ops;
   return *chosen;
 }
 

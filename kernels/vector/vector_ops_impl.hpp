@@ -38,13 +38,7 @@ struct Impl {
     while (magnitude_bits(x[first]) != amax) ++first;
     const float iscale = -127.0f / x[first];
     std::int8_t* __restrict qs = out.qs;
-    for (int j = 0; j < kQK; ++j) {
-      // nearest_int (kernels/q8k.cpp): round half to even through the 1.5 * 2^23 trick
-      const float v = iscale * x[j] + 12582912.0f;
-      std::int32_t i;
-      std::memcpy(&i, &v, 4);
-      qs[j] = std::int8_t(std::min(127, (i & 0x007fffff) - 0x00400000));
-    }
+    for (int j = 0; j < kQK; ++j) qs[j] = std::int8_t(std::min(127, nearest_int(iscale * x[j])));
     for (int g = 0; g < kQK / 16; ++g) {
       int s = 0;
       for (int i = 0; i < 16; ++i) s += qs[16 * g + i];
