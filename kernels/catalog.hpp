@@ -18,7 +18,10 @@ struct KernelVariant {
   GemmFn gemm = nullptr;
   GemvPhases phases{};  // set where the gemv's activations are prepared once per call (run_gemv)
   bool emulated = false;  // the ISA's kernels built through SIMDe (tests only): named "isa-simde"
-  std::string name() const { return kernel_name(strategy, isa) + (emulated ? "-simde" : ""); }
+  bool gfni = false;      // the build that also uses GFNI (kernels/x86_avx512gfni.cpp): "isa+gfni"
+  std::string name() const {
+    return kernel_name(strategy, isa) + (gfni ? "+gfni" : "") + (emulated ? "-simde" : "");
+  }
 };
 
 std::vector<KernelVariant> kernels_for(const LayoutInfo& layout);

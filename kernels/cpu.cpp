@@ -63,6 +63,7 @@ CpuFeatures detect() {
       f.avx512bw = os_avx512 && (b & (1u << 30));
       f.avx512vl = os_avx512 && (b & (1u << 31));
       f.avx512vnni = os_avx512 && (c & (1u << 11));
+      f.gfni = os_avx && (c & (1u << 8));
     }
     f.fma = f.fma && os_avx;
     f.f16c = f.f16c && os_avx;
@@ -182,6 +183,7 @@ std::string feature_string() {
   add(f.avx512bw, "avx512bw");
   add(f.avx512vl, "avx512vl");
   add(f.avx512vnni, "avx512vnni");
+  add(f.gfni, "gfni");
   add(f.neon, "neon");
   add(f.dotprod, "dotprod");
   add(f.i8mm, "i8mm");

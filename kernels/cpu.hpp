@@ -18,6 +18,7 @@ struct CpuFeatures {
   std::string model;  // e.g. "AMD EPYC 7B13" or "aarch64"
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false;
+  bool gfni = false;  // gf2p8affineqb: not an ISA rung, one lane program of the AVX-512 gemm uses it
   bool neon = false, dotprod = false, i8mm = false;
 };
 

@@ -120,14 +120,24 @@ KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
     fail("no kernel '", text, "' for layout '", layout.name, "': unknown strategy '", name, "' (strategies: ",
          strategy_names(), "; available here: ", variant_names(kernels_for(layout)), ")");
   if (slash == std::string::npos) return best_kernel_of(layout, *strategy).variant;
-  const Isa isa = parse_isa(text.substr(slash + 1));
+  // "+gfni" names the build that also uses GFNI; where the CPU has GFNI it is the only build of
+  // its strategy and ISA, so the plain name reaches it too.
+  constexpr std::string_view kGfni = "+gfni";
+  std::string isa_text = text.substr(slash + 1);
+  const bool gfni = isa_text.ends_with(kGfni);
+  if (gfni) isa_text.resize(isa_text.size() - kGfni.size());
+  const Isa isa = parse_isa(isa_text);
   if (!isa_supported(isa))
     fail("kernel '", text, "': ISA '", isa_name(isa), "' is not supported on this CPU (", cpu_features().model,
          "; supported here: ", isa_names(supported_isas()), ")");
   if (!isa_at_or_below(isa, best_isa()))
     fail("kernel '", text, "': ISA '", isa_name(isa), "' is above the ISA ceiling ", isa_name(best_isa()),
          " (--isa); name a variant at or below it");
-  return find_kernel(layout, *strategy, isa);
+  const KernelVariant k = find_kernel(layout, *strategy, isa);
+  if (gfni && !k.gfni)
+    fail("kernel '", text, "': no GFNI build of ", k.name(), " here (", cpu_features().model, ": ", feature_string(),
+         ")");
+  return k;
 }
 
 KernelVariant find_kernel(const LayoutInfo& layout, Strategy strategy, Isa isa) {

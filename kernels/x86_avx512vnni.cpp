@@ -83,8 +83,25 @@ std::vector<ReadLoop> read_loops() {
 void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
   KernelFns k;
   if (L.facts.row_interleaved) {
-    const std::string why = strategies::pick_broadcast<P, 16>(L, k);  // sets k
-    add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, k);
+    // Where the CPU has GFNI the broadcast kernels come from the build that uses it (its 16-token
+    // gemm extracts slots in one op, not two); the SIMDe suite checks both builds on any CPU.
+#if defined(TERNLAB_AVX512_EMULATED)
+    const bool gfni = true, plain = true;
+    const auto pick_gfni = &pick_broadcast_avx512gfni_emulated;
+#else
+    const bool gfni = cpu_features().gfni, plain = !gfni;
+    const auto pick_gfni = &pick_broadcast_avx512gfni;
+#endif
+    if (plain) {
+      const std::string why = strategies::pick_broadcast<P, 16>(L, k);  // sets k
+      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, k);
+    }
+    if (gfni) {
+      KernelFns g;
+      const std::string why = pick_gfni(L, g);  // sets g
+      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, g);
+      if (why.empty()) out.back().gfni = true;
+    }
   }
   if (L.facts.slot_vectorizable) {
     const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
