@@ -374,6 +374,21 @@ TEST_SUITE("dispatch") {
 #endif
   }
 
+  TEST_CASE("\"+gfni\" names the GFNI build of a kernel, which is refused where the CPU has no GFNI") {
+    const LayoutInfo& L = find_layout("t2r");
+    const std::string plain = "broadcast/avx512vnni", gfni = plain + "+gfni";
+    INFO("cpu: ", cpu_features().model, "; features: ", feature_string());
+    if (!isa_supported(Isa::avx512vnni)) {
+      test::check_error([&] { select_kernel(L, gfni); }, gfni, "not supported on this CPU");
+    } else if (cpu_features().gfni) {
+      CHECK(select_kernel(L, gfni).gfni);
+      CHECK(select_kernel(L, plain).name() == gfni);  // the only broadcast build at this ISA here
+    } else {
+      CHECK(select_kernel(L, plain).name() == plain);
+      test::check_error([&] { select_kernel(L, gfni); }, gfni, "no GFNI build of broadcast/avx512vnni");
+    }
+  }
+
   TEST_CASE("best_kernel_of chooses within one strategy as best_kernel does across all") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
