@@ -1,5 +1,6 @@
 // Gated DeltaNet token mixer (spec §7.4), run in the file's tiled value-head order: value head e
 // reads key head e mod Hk; the output is permuted to grouped order before ssm_out's rotation.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/vector/vector_ops.hpp"
@@ -22,16 +23,21 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
   {
   OpTimer timer(profile, OpProfile::gdn);
   // beta and alpha read the un-rotated normed input; their BF16 weights are not folded. At full
-  // size these two dense matvecs read 2 MB a layer: transposed (GdnWeights::beta_alpha), each
-  // thread runs its share of the 2 Hv dot products as vector lanes, each one the same in-order sum.
+  // size these two dense matvecs read 2 MB a layer: transposed in tiles (GdnWeights::beta_alpha),
+  // each thread runs its tiles' dot products as vector lanes, each one the same in-order sum; a
+  // tile (320 KB at full size) serves every token while it is in cache.
   std::vector<float> beta_alpha(static_cast<std::size_t>(tokens * 2 * Hv));
   const VectorOps& ops = vector_ops();
+  constexpr int tile = GdnWeights::kLaneTile;
+  const std::int64_t tiles = (2 * Hv + tile - 1) / tile;
   pool.run([&](int th) {
-    const auto [l0, l1] = ThreadPool::split(2 * Hv, th, pool.size());
-    if (l0 == l1) return;
-    for (int t = 0; t < tokens; ++t)
-      ops.lanes_dot(w.beta_alpha.data(), 2 * Hv, x.data() + t * d, d, beta_alpha.data() + t * 2 * Hv + l0, int(l0),
-                    int(l1));
+    const auto [i0, i1] = ThreadPool::split(tiles, th, pool.size());
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const int lanes = int(std::min<std::int64_t>(tile, 2 * Hv - i * tile));
+      for (int t = 0; t < tokens; ++t)
+        ops.lanes_dot(w.beta_alpha.data() + i * d * tile, tile, x.data() + t * d, d,
+                      beta_alpha.data() + t * 2 * Hv + i * tile, 0, lanes);
+    }
   });
 
   std::vector<float> u(static_cast<std::size_t>(ch)), tiled(static_cast<std::size_t>(vdim));

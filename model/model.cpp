@@ -247,12 +247,14 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
         if (std::int64_t(alpha.size()) != d * hv || beta.size() != alpha.size())
           fail(f.source, ": ", blk(l, "ssm_alpha.weight"), " and ", blk(l, "ssm_beta.weight"), " hold ", alpha.size(),
                " and ", beta.size(), " values, expected ", d, " x ", hv);
-        w.linear.beta_alpha.resize(std::size_t(2 * d * hv));
-        for (std::int64_t e = 0; e < hv; ++e)
-          for (std::int64_t i = 0; i < d; ++i) {
-            w.linear.beta_alpha[std::size_t(i * 2 * hv + e)] = beta[std::size_t(e * d + i)];
-            w.linear.beta_alpha[std::size_t(i * 2 * hv + hv + e)] = alpha[std::size_t(e * d + i)];
-          }
+        constexpr std::int64_t tile = GdnWeights::kLaneTile;
+        const std::int64_t tiles = (2 * hv + tile - 1) / tile;
+        w.linear.beta_alpha.assign(std::size_t(tiles * d * tile), 0.0f);
+        for (std::int64_t l = 0; l < 2 * hv; ++l) {
+          const float* row = l < hv ? beta.data() + l * d : alpha.data() + (l - hv) * d;
+          for (std::int64_t i = 0; i < d; ++i)
+            w.linear.beta_alpha[std::size_t((l / tile * d + i) * tile + l % tile)] = row[i];
+        }
       }
       w.linear.conv = read_floats(f, blk(l, "ssm_conv1d.weight"));
       w.linear.ssm_a = read_floats(f, blk(l, "ssm_a"));

@@ -62,9 +62,12 @@ struct LatticeWeightsInfo {
 
 struct GdnWeights {
   TernaryLinear qkv, gate, out;
-  // beta's and alpha's dense rows transposed side by side: entry i * 2 v_heads + e is beta row e's
-  // weight i, entry i * 2 v_heads + v_heads + e alpha's (dequantised BF16), so one pass over the
-  // input feeds all 2 v_heads dot products as vector lanes.
+  // beta's and alpha's dense rows (dequantised BF16), transposed in tiles of kLaneTile rows: lane
+  // l (beta row l, then alpha row l - v_heads) has its weight i at (l / kLaneTile * n_embd + i) *
+  // kLaneTile + l % kLaneTile, a last partial tile padded with zeros. One pass over the input
+  // feeds a tile's dot products as vector lanes, and a thread reads its tiles as one contiguous
+  // stream (interleaved rows of all 2 v_heads lanes split half a row to each thread).
+  static constexpr int kLaneTile = 16;
   std::vector<float> beta_alpha;
   std::vector<float> conv;         // [channels][kernel], tap index fastest
   std::vector<float> ssm_a, dt_bias, norm;
