@@ -73,6 +73,7 @@ struct Avx2 : Rows8<Avx2> {
   static constexpr int kGemvPrefetch = 2048;  // bytes ahead of each stream
   static constexpr int kGemvStreams = 2;  // row groups a gemv reads side by side
   static constexpr int kGemmTokens = 4;   // tokens a gemm pass dots each weight vector with
+  static constexpr int kGemm4Streams = 1;  // row groups a 4-token pass reads side by side
   // Each slot shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a
   // block's 32 of them per int16 lane (4 slots x 8 strips) at most 24576: the block accumulates in
   // int16 and widens once (sums). gemv and gemm run the same program.

@@ -204,14 +204,15 @@ struct Broadcast {
     gemv_with<P::kGemvStreams, P::kGemvPrefetch>(w, x, y, g0, g1);
   }
 
-  // T tokens (T / 4 tiles of q8_Kx4) starting at tile t0, in one pass over the weights.
-  template <class LP, int T>
+  // T tokens (T / 4 tiles of q8_Kx4) starting at tile t0, in one pass over the weights, GS row
+  // groups side by side.
+  template <class LP, int T, int GS>
   static void gemm_tokens(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t t0,
                           std::int64_t g0, std::int64_t g1) {
     const StripPlan& plan = checked_plan(*w.layout);
     const SlotActs a = prepare_strip_acts_tiles(plan, x, t0, T, w.blocks_per_row(), 0);
     const int live = int(std::min<std::int64_t>(T, x.tokens - 4 * t0));
-    all_rows<LP, T, 1>(plan, w, a, y + 4 * t0 * ldy, ldy, live, g0, g1);
+    all_rows<LP, T, GS>(plan, w, a, y + 4 * t0 * ldy, ldy, live, g0, g1);
   }
 
   // P::kGemmTokens tokens per pass over the weights while whole groups of tiles remain, then one
@@ -223,8 +224,8 @@ struct Broadcast {
     std::int64_t t = 0;
     if constexpr (kTiles > 1)
       for (; t + kTiles <= x.tiles_count(); t += kTiles)
-        gemm_tokens<typename P::GemmLanes, P::kGemmTokens>(w, x, y, ldy, t, g0, g1);
-    for (; t < x.tiles_count(); ++t) gemm_tokens<typename P::Gemm4Lanes, 4>(w, x, y, ldy, t, g0, g1);
+        gemm_tokens<typename P::GemmLanes, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1);
+    for (; t < x.tiles_count(); ++t) gemm_tokens<typename P::Gemm4Lanes, 4, P::kGemm4Streams>(w, x, y, ldy, t, g0, g1);
   }
 };
 
