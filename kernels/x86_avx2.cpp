@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/strings.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_plan.hpp"
 #include "kernels/x86_kernels.hpp"

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/strings.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_id.hpp"
 #include "kernels/kernel_plan.hpp"

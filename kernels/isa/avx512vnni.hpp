@@ -175,7 +175,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
       const std::uint64_t picks = (std::uint64_t{1} << (2 * s)) << 56 | (std::uint64_t{1} << (2 * s + 1)) << 48;
       return _mm512_gf2p8affine_epi64_epi8(w, _mm512_set1_epi64(static_cast<long long>(picks)), 0);
     }
-        static Slots slots(V w) { return {{slot(w, 0), slot(w, 1), slot(w, 2), slot(w, 3)}}; }
+    static Slots slots(V w) { return {{slot(w, 0), slot(w, 1), slot(w, 2), slot(w, 3)}}; }
   };
 #endif
   // One token: in-place masks, four accumulators (sixteen chains over the four streams).

@@ -11,9 +11,10 @@
 //                     P::lanes_fma: one convert and one fma for all the vector's rows, the +1 code
 //                     offset leaving with the q8_K partial sums (S - ysum).
 //
-// The policy supplies two lane programs, GemvLanes and GemmLanes: with one token the cheapest
-// extraction wins (AVX-512: in-place masks, one accumulator per slot); with many, the fewest
-// accumulators per token (codes, one accumulator per token).
+// The policy supplies a lane program per use, GemvLanes, GemmLanes (kGemmTokens tokens) and
+// Gemm4Lanes (a last tile of four, kGemm4Streams row groups side by side): with one token the
+// cheapest extraction wins (AVX-512: in-place masks, one accumulator per slot); with many, the
+// fewest accumulators per token (codes, one accumulator per token).
 //
 // Exactness: slot values are u * 4^s (AVX-512, in place, <= 192) or u (AVX2, <= 3); every policy
 // keeps its intermediates below its instruction's saturation (see the policies), the row sums are
