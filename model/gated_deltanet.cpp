@@ -23,20 +23,23 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
   {
   OpTimer timer(profile, OpProfile::gdn);
   // beta and alpha read the un-rotated normed input; their BF16 weights are not folded. At full
-  // size these two dense matvecs read 2 MB a layer: transposed in tiles (GdnWeights::beta_alpha),
+  // size these two dense matvecs read 1 MB a layer: transposed in tiles (GdnWeights::beta_alpha_*),
   // each thread runs its tiles' dot products as vector lanes, each one the same in-order sum; a
-  // tile (320 KB at full size) serves every token while it is in cache.
-  std::vector<float> beta_alpha(static_cast<std::size_t>(tokens * 2 * Hv));
-  const VectorOps& ops = vector_ops();
+  // tile (160 KB at full size) serves every token while it is in cache. Row e of a token's
+  // outputs is beta's (e < Hv) or alpha's (e - Hv); `lanes` pads to whole tiles.
   constexpr int tile = GdnWeights::kLaneTile;
-  const std::int64_t tiles = (2 * Hv + tile - 1) / tile;
+  const std::int64_t tiles = (2 * Hv + tile - 1) / tile, lanes = tiles * tile;
+  std::vector<float> beta_alpha(static_cast<std::size_t>(tokens * lanes));
+  const VectorOps& ops = vector_ops();
   pool.run([&](int th) {
     const auto [i0, i1] = ThreadPool::split(tiles, th, pool.size());
-    for (std::int64_t i = i0; i < i1; ++i) {
-      const int lanes = int(std::min<std::int64_t>(tile, 2 * Hv - i * tile));
-      for (int t = 0; t < tokens; ++t)
-        ops.lanes_dot(w.beta_alpha.data() + i * d * tile, tile, x.data() + t * d, d,
-                      beta_alpha.data() + t * 2 * Hv + i * tile, 0, lanes);
+    if (i0 == i1) return;
+    for (int t = 0; t < tokens; ++t) {
+      float* out_t = beta_alpha.data() + t * lanes + i0 * tile;
+      if (!w.beta_alpha_bf16.empty())
+        ops.tiles_dot_bf16(w.beta_alpha_bf16.data() + i0 * d * tile, int(i1 - i0), d, x.data() + t * d, out_t);
+      else
+        ops.tiles_dot_f32(w.beta_alpha_f32.data() + i0 * d * tile, int(i1 - i0), d, x.data() + t * d, out_t);
     }
   });
 
@@ -73,8 +76,8 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
         const float* q = u.data() + (e % Hk) * Dk;
         const float* k = u.data() + key_dim + (e % Hk) * Dk;
         const float* v = u.data() + 2 * key_dim + e * Dv;
-        const float beta = 1.0f / (1.0f + std::exp(-beta_alpha[std::size_t(t * 2 * Hv + e)]));
-        const float g = w.ssm_a[std::size_t(e)] * softplus(beta_alpha[std::size_t(t * 2 * Hv + Hv + e)] + w.dt_bias[std::size_t(e)]);
+        const float beta = 1.0f / (1.0f + std::exp(-beta_alpha[std::size_t(t * lanes + e)]));
+        const float g = w.ssm_a[std::size_t(e)] * softplus(beta_alpha[std::size_t(t * lanes + Hv + e)] + w.dt_bias[std::size_t(e)]);
         const float decay = std::exp(g);
         // S[i][j], i = key dim, j = value dim: decay, read, update, read-out (VectorOps::gdn_head).
         ops.gdn_head(state.data() + e * Dk * Dv, q, k, v, decay, beta, mem.data(), o.data(), Dk, Dv);

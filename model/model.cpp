@@ -1,6 +1,8 @@
 #include <optional>
 #include "model/model.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -249,11 +251,18 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
                " and ", beta.size(), " values, expected ", d, " x ", hv);
         constexpr std::int64_t tile = GdnWeights::kLaneTile;
         const std::int64_t tiles = (2 * hv + tile - 1) / tile;
-        w.linear.beta_alpha.assign(std::size_t(tiles * d * tile), 0.0f);
+        std::vector<float> tiled(std::size_t(tiles * d * tile), 0.0f);
         for (std::int64_t l = 0; l < 2 * hv; ++l) {
           const float* row = l < hv ? beta.data() + l * d : alpha.data() + (l - hv) * d;
-          for (std::int64_t i = 0; i < d; ++i)
-            w.linear.beta_alpha[std::size_t((l / tile * d + i) * tile + l % tile)] = row[i];
+          for (std::int64_t i = 0; i < d; ++i) tiled[std::size_t((l / tile * d + i) * tile + l % tile)] = row[i];
+        }
+        const auto bits = [](float v) { return std::bit_cast<std::uint32_t>(v); };
+        if (std::all_of(tiled.begin(), tiled.end(), [&](float v) { return (bits(v) & 0xffffu) == 0; })) {
+          w.linear.beta_alpha_bf16.resize(tiled.size());
+          std::transform(tiled.begin(), tiled.end(), w.linear.beta_alpha_bf16.begin(),
+                         [&](float v) { return std::uint16_t(bits(v) >> 16); });
+        } else {
+          w.linear.beta_alpha_f32 = std::move(tiled);
         }
       }
       w.linear.conv = read_floats(f, blk(l, "ssm_conv1d.weight"));

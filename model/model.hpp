@@ -15,6 +15,7 @@
 
 #include "kernels/planner.hpp"
 #include "kernels/thread_pool.hpp"
+#include "kernels/vector/vector_ops.hpp"
 #include "model/config.hpp"
 #include "model/gguf.hpp"
 #include "model/linear.hpp"
@@ -62,13 +63,15 @@ struct LatticeWeightsInfo {
 
 struct GdnWeights {
   TernaryLinear qkv, gate, out;
-  // beta's and alpha's dense rows (dequantised BF16), transposed in tiles of kLaneTile rows: lane
-  // l (beta row l, then alpha row l - v_heads) has its weight i at (l / kLaneTile * n_embd + i) *
+  // beta's and alpha's dense rows transposed in tiles of VectorOps::kLaneTile rows: lane l (beta
+  // row l, then alpha row l - v_heads) has its weight i at (l / kLaneTile * n_embd + i) *
   // kLaneTile + l % kLaneTile, a last partial tile padded with zeros. One pass over the input
   // feeds a tile's dot products as vector lanes, and a thread reads its tiles as one contiguous
-  // stream (interleaved rows of all 2 v_heads lanes split half a row to each thread).
-  static constexpr int kLaneTile = 16;
-  std::vector<float> beta_alpha;
+  // stream. Kept as the file's BF16 (half the bytes a token: 47 MB at full size) whenever every
+  // weight is a BF16 value, as the spec's files are; as floats otherwise. Exactly one is filled.
+  static constexpr int kLaneTile = VectorOps::kLaneTile;
+  std::vector<std::uint16_t> beta_alpha_bf16;
+  std::vector<float> beta_alpha_f32;
   std::vector<float> conv;         // [channels][kernel], tap index fastest
   std::vector<float> ssm_a, dt_bias, norm;
 };

@@ -1,6 +1,7 @@
 // The forward pass: Hadamard sites against the spec's vectors, the engine against the plain
 // reference (tests/model_reference.cpp), greedy equivalence across layouts, prefill vs decode.
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
@@ -155,6 +156,62 @@ TEST_SUITE("model") {
     MESSAGE("reference without the ssm_out permutation: max |logit diff| ", wrong_diff);
     CHECK(wrong_diff > 0.1 * max_logit);
     CHECK((wrong.row(0) - want.row(0)).cwiseAbs().maxCoeff() > 1e4 * per_position[0]);
+  }
+
+  TEST_CASE("beta and alpha weights that are not BF16 values stay floats, and the engine still matches the reference") {
+    // The tiny model rewritten with ssm_alpha / ssm_beta as F32 whose values sit between BF16
+    // neighbours: a loader that narrowed them to BF16 would reproduce the original's logits.
+    const auto src = gguf::File::open(tiny_path(), gguf::LoadMode::memory);
+    const auto is_ab = [](const std::string& n) {
+      return n.ends_with("ssm_alpha.weight") || n.ends_with("ssm_beta.weight");
+    };
+    gguf::Writer w;
+    for (const std::string& key : src.key_order) w.set(key, src.kv.at(key));
+    for (const gguf::TensorInfo& t : src.tensors)
+      w.add_tensor(t.name, is_ab(t.name) ? gguf::TensorType::f32 : t.tensor_type(), t.ne);
+    const std::string path = (std::filesystem::temp_directory_path() / cat("ternlab-test-", getpid(), "-f32-beta.gguf")).string();
+    int widened = 0;
+    w.write(path, [&](std::size_t i, const gguf::TensorInfo&, std::span<std::uint8_t> out) {
+      const gguf::TensorInfo& t = src.tensors[i];
+      const auto bytes = src.data(t);
+      if (!is_ab(t.name)) {
+        std::memcpy(out.data(), bytes.data(), out.size());
+        return;
+      }
+      REQUIRE(t.tensor_type() == gguf::TensorType::bf16);
+      ++widened;
+      for (std::size_t e = 0; e < bytes.size() / 2; ++e) {
+        std::uint16_t b;
+        std::memcpy(&b, bytes.data() + 2 * e, 2);
+        const std::uint32_t bits = (std::uint32_t(b) << 16) | 0x5a5au;  // below the next BF16 value
+        std::memcpy(out.data() + 4 * e, &bits, 4);
+      }
+    });
+    REQUIRE(widened > 0);
+    auto m = Model::load(path);
+    Session s = m->new_session();
+    const auto got = m->forward(s, kPrompt, true);
+    auto original = Model::load(tiny_path());
+    Session so = original->new_session();
+    const auto narrowed = original->forward(so, kPrompt, true);
+    test::ReferenceModel ref(path);
+    const Eigen::MatrixXd want = ref.forward(kPrompt);
+    std::filesystem::remove(path);
+    const int V = m->config().n_vocab;
+    double max_logit = 0, moved = 0;
+    std::vector<double> per_position(kPrompt.size(), 0.0);
+    for (std::size_t t = 0; t < kPrompt.size(); ++t)
+      for (int v = 0; v < V; ++v) {
+        const std::size_t i = t * std::size_t(V) + std::size_t(v);
+        per_position[t] = std::max(per_position[t], std::fabs(double(got[i]) - want(Eigen::Index(t), v)));
+        max_logit = std::max(max_logit, std::fabs(want(Eigen::Index(t), v)));
+        moved = std::max(moved, std::fabs(double(got[i]) - double(narrowed[i])));
+      }
+    MESSAGE("F32 beta/alpha: engine vs reference, first positions ", per_position[0], " ", per_position[1],
+            "; vs the BF16 original ", moved);
+    CHECK(moved > 0.0);  // the low bits reached the sums
+    // The same bound as the BF16 file's engine-vs-reference test above, for the same reason.
+    for (std::size_t t = 0; t < 3 && t < kPrompt.size(); ++t) CHECK(per_position[t] < 1e-5 * max_logit);
   }
 
   TEST_CASE("decode after prefill equals token-by-token decode") {

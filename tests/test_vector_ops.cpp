@@ -153,20 +153,35 @@ TEST_SUITE("vector-ops") {
     }
   }
 
-  TEST_CASE("lanes_dot: each lane the in-order sum of its column") {
-    const int lanes = 96, n = 777;
-    const std::vector<float> w = normal_floats(static_cast<std::size_t>(lanes * n), 31), x = normal_floats(static_cast<std::size_t>(n), 32);
-    for (const auto& [l0, l1] : {std::pair{0, 96}, std::pair{0, 48}, std::pair{48, 96}, std::pair{7, 30}}) {
-      CAPTURE(l0);
-      CAPTURE(l1);
-      std::vector<float> want(static_cast<std::size_t>(l1 - l0), 0.0f);
-      for (int l = l0; l < l1; ++l)
-        for (int i = 0; i < n; ++i) want[std::size_t(l - l0)] += w[std::size_t(i * lanes + l)] * x[std::size_t(i)];
+  TEST_CASE("tiles_dot: each lane the in-order sum of its column, in f32 and in BF16") {
+    constexpr int T = VectorOps::kLaneTile;
+    const int n = 777;
+    const std::vector<float> x = normal_floats(static_cast<std::size_t>(n), 32);
+    // 1 to 9 tiles: the groups of four, every remainder, and two groups with a remainder.
+    for (int tiles = 1; tiles <= 9; ++tiles) {
+      CAPTURE(tiles);
+      const std::size_t count = static_cast<std::size_t>(tiles * n * T);
+      std::vector<float> w = normal_floats(count, 31 + std::uint64_t(tiles));
+      std::vector<std::uint16_t> w16(count);
+      for (std::size_t i = 0; i < count; ++i) {  // BF16 by truncation; w16 then holds exactly w's values
+        std::uint32_t bits;
+        std::memcpy(&bits, &w[i], 4);
+        w16[i] = std::uint16_t(bits >> 16);
+        bits &= 0xffff0000u;
+        std::memcpy(&w[i], &bits, 4);
+      }
+      std::vector<float> want(static_cast<std::size_t>(tiles * T), 0.0f);
+      for (int j = 0; j < tiles; ++j)
+        for (int l = 0; l < T; ++l)
+          for (int i = 0; i < n; ++i)
+            want[std::size_t(j * T + l)] += w[std::size_t((j * n + i) * T + l)] * x[std::size_t(i)];
       for (const VectorOps* o : vector_ops_variants()) {
         CAPTURE(o->name);
-        std::vector<float> got(static_cast<std::size_t>(l1 - l0), -1.0f);
-        o->lanes_dot(w.data(), lanes, x.data(), n, got.data(), l0, l1);
+        std::vector<float> got(want.size(), -1.0f), got16(want.size(), -1.0f);
+        o->tiles_dot_f32(w.data(), tiles, n, x.data(), got.data());
+        o->tiles_dot_bf16(w16.data(), tiles, n, x.data(), got16.data());
         CHECK(same_bits(got.data(), want.data(), 4 * got.size()));
+        CHECK(same_bits(got16.data(), want.data(), 4 * got16.size()));
       }
     }
   }

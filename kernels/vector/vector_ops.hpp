@@ -27,10 +27,14 @@ struct VectorOps {
   // of scratch. The steps and their order are those of model/gated_deltanet.cpp.
   void (*gdn_head)(float* S, const float* q, const float* k, const float* v, float decay, float beta, float* mem,
                    float* o, int Dk, int Dv);
-  // out[l - l0] = sum over i in order of w[i * stride + l] * x[i], for lanes l in [l0, l1): many
-  // dense dot products side by side, each its own sequential sum (the weights transposed so the
-  // products that share an x[i] are adjacent).
-  void (*lanes_dot)(const float* w, std::int64_t stride, const float* x, std::int64_t n, float* out, int l0, int l1);
+  // Dense dot products kLaneTile at a time, the weights transposed in tiles so that the products
+  // sharing an x[i] are adjacent: out[j * kLaneTile + l] = the in-order sum over i < n of
+  // w[(j * n + i) * kLaneTile + l] * x[i], for tiles j < tiles. Each lane is its own sequential
+  // sum; the tiles run side by side so their sums are independent chains, not one chain a tile.
+  // The BF16 form widens each weight exactly (its bits are the float's top half).
+  static constexpr int kLaneTile = 16;
+  void (*tiles_dot_f32)(const float* w, int tiles, std::int64_t n, const float* x, float* out);
+  void (*tiles_dot_bf16)(const std::uint16_t* w, int tiles, std::int64_t n, const float* x, float* out);
 };
 
 // The variants this build has and this CPU runs, baseline first.

@@ -111,19 +111,45 @@ struct Impl {
     }
   }
 
-  static void lanes_dot(const float* __restrict w, std::int64_t stride, const float* __restrict x, std::int64_t n,
-                        float* __restrict out, int l0, int l1) {
-    const int lanes = l1 - l0;
-    for (int l = 0; l < lanes; ++l) out[l] = 0.0f;
+  static float widen(float w) { return w; }
+  static float widen(std::uint16_t w) {
+    const std::uint32_t bits = std::uint32_t(w) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  // NT tiles side by side: NT independent sums a lane, so the adds do not wait on one another.
+  template <int NT, class W>
+  static void tiles_dot_group(const W* __restrict w, std::int64_t n, const float* __restrict x, float* __restrict out) {
+    constexpr int T = VectorOps::kLaneTile;
+    float acc[NT][T] = {};
     for (std::int64_t i = 0; i < n; ++i) {
       const float xi = x[i];
-      const float* __restrict wi = w + i * stride + l0;
-      for (int l = 0; l < lanes; ++l) out[l] += wi[l] * xi;
+      for (int t = 0; t < NT; ++t) {
+        const W* __restrict wi = w + (t * n + i) * T;
+        for (int l = 0; l < T; ++l) acc[t][l] += widen(wi[l]) * xi;
+      }
+    }
+    for (int t = 0; t < NT; ++t)
+      for (int l = 0; l < T; ++l) out[t * T + l] = acc[t][l];
+  }
+  template <class W>
+  static void tiles_dot(const W* w, int tiles, std::int64_t n, const float* x, float* out) {
+    constexpr int T = VectorOps::kLaneTile;
+    int j = 0;
+    for (; j + 4 <= tiles; j += 4) tiles_dot_group<4>(w + j * n * T, n, x, out + j * T);
+    const W* rest = w + j * n * T;
+    float* rest_out = out + j * T;
+    switch (tiles - j) {
+      case 3: tiles_dot_group<3>(rest, n, x, rest_out); break;
+      case 2: tiles_dot_group<2>(rest, n, x, rest_out); break;
+      case 1: tiles_dot_group<1>(rest, n, x, rest_out); break;
+      default: break;
     }
   }
 
   static constexpr VectorOps ops(const char* name) {
-    return {name, &quantize_q8k, &fwht, &multiply, &gdn_head, &lanes_dot};
+    return {name, &quantize_q8k, &fwht, &multiply, &gdn_head, &tiles_dot<float>, &tiles_dot<std::uint16_t>};
   }
 };
 
