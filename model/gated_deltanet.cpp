@@ -55,8 +55,9 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
         float acc = 0;
         for (int tau = 0; tau < K - 1; ++tau) acc += conv_state[std::size_t(tau * ch + j)] * w.conv[std::size_t(j * K + tau)];
         acc += cur[j] * w.conv[std::size_t(j * K + K - 1)];
-        u[std::size_t(j)] = silu(acc);
+        u[std::size_t(j)] = acc;
       }
+      ops.silu(u.data() + j0, u.data() + j0, j1 - j0);
     });
     // The state keeps raw (pre-SiLU) projections.
     for (int tau = 0; tau + 1 < K - 1; ++tau)
@@ -82,7 +83,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
         // S[i][j], i = key dim, j = value dim: decay, read, update, read-out (VectorOps::gdn_head).
         ops.gdn_head(state.data() + e * Dk * Dv, q, k, v, decay, beta, mem.data(), o.data(), Dk, Dv);
         rms_norm(o.data(), w.norm.data(), n.data(), Dv, c.eps);  // gated RMSNorm: norm, weight, x SiLU(z)
-        for (int j = 0; j < Dv; ++j) tiled[std::size_t(e * Dv + j)] = n[std::size_t(j)] * silu(zt[e * Dv + j]);
+        ops.silu_mul(zt + e * Dv, n.data(), tiled.data() + e * Dv, Dv);
       }
     });
     if (ring && t < ring->slots) ring->record(layer, t, conv_state, state);

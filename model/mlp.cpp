@@ -1,5 +1,6 @@
 // SwiGLU MLP (spec §7.6): ffn_gate and ffn_up share the rotated input (site 3), the product
 // SiLU(gate) * up is rotated with the intermediate width's signs (site 4) before ffn_down.
+#include "kernels/vector/vector_ops.hpp"
 #include "model/model.hpp"
 
 namespace ternlab::model {
@@ -15,7 +16,7 @@ void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& 
     OpTimer timer(profile, OpProfile::other);
     pool.run([&](int th) {  // 17408 SiLUs a token at full size: elementwise, so split
       const auto [i0, i1] = ThreadPool::split(std::int64_t(gate.size()), th, pool.size());
-      for (std::int64_t i = i0; i < i1; ++i) gate[std::size_t(i)] = silu(gate[std::size_t(i)]) * up[std::size_t(i)];
+      vector_ops().silu_mul(gate.data() + i0, up.data() + i0, gate.data() + i0, i1 - i0);
     });
   }
   const Q8KBatch pr = rotate_and_quantize(c, std::move(gate), tokens, ff, pool, profile);

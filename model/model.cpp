@@ -34,7 +34,6 @@ void l2_norm(float* x, std::int64_t n, float eps) {
   for (std::int64_t i = 0; i < n; ++i) x[i] *= scale;
 }
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 const char* OpProfile::name(int op) {

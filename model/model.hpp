@@ -195,7 +195,6 @@ void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& 
 // Shared numerics (spec §7.3, §7.4.4).
 void rms_norm(const float* x, const float* g, float* y, std::int64_t n, float eps);
 void l2_norm(float* x, std::int64_t n, float eps);
-float silu(float x);
 float softplus(float x);
 // Rotates rows of a T x k matrix (forward site) and quantises them for a ternary matmul.
 Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k, ThreadPool& pool,

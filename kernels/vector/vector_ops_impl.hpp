@@ -148,8 +148,51 @@ struct Impl {
     }
   }
 
+  static float from_bits(std::uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  static std::uint32_t to_bits(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  }
+  // e^x for the SiLU, branch-free so that it vectorises: x = n ln2 + r with |r| <= ln2 / 2 (ln2 in
+  // two parts, the first exact in 9 bits so n * kLn2Hi is exact), e^r by Cephes expf's degree-7
+  // polynomial, 2^n put in the exponent field. n comes from the round-to-nearest add of 1.5 * 2^23
+  // (the sum's low bits are n), so no float-to-int conversion meets a NaN. Above 88, where 2^n
+  // would need n = 128, it returns +inf (e^88.72 is the float limit); below -87.3 it returns 0
+  // (no subnormals). Only the SiLU uses it, where both ends give the limit's value.
+  static float silu_exp(float x) {
+    constexpr float kMagic = 12582912.0f, kLog2e = 1.44269504088896341f;
+    constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+    constexpr float kHigh = 88.0f, kLow = -87.3f;
+    const float xc = x > kHigh ? kHigh : (x < kLow ? kLow : x);
+    const float t = xc * kLog2e + kMagic;
+    const float n = t - kMagic;
+    const float r = (xc - n * kLn2Hi) - n * kLn2Lo;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    const std::uint32_t ni = to_bits(t) - to_bits(kMagic);  // n, two's complement
+    const float y = p * from_bits((ni + 127u) << 23);
+    return x > kHigh ? from_bits(0x7f800000u) : (x < kLow ? 0.0f : y);
+  }
+  static float silu_one(float x) { return x / (1.0f + silu_exp(-x)); }
+  static void silu(const float* x, float* y, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = silu_one(x[i]);
+  }
+  static void silu_mul(const float* a, const float* b, float* y, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = silu_one(a[i]) * b[i];
+  }
+
   static constexpr VectorOps ops(const char* name) {
-    return {name, &quantize_q8k, &fwht, &multiply, &gdn_head, &tiles_dot<float>, &tiles_dot<std::uint16_t>};
+    return {name, &quantize_q8k, &fwht, &multiply, &gdn_head, &tiles_dot<float>, &tiles_dot<std::uint16_t>, &silu, &silu_mul};
   }
 };
 
