@@ -71,13 +71,13 @@ BlockQ8K deinterleave_x4(const BlockQ8Kx4& b, int token) {
 }
 
 namespace {
-Q8KBatch empty_batch(std::int64_t tokens, std::int64_t cols) {
+Q8KBatch empty_batch(std::int64_t tokens, std::int64_t cols, Q8KTiles tiles = Q8KTiles::build) {
   Q8KBatch b;
   b.tokens = tokens;
   b.cols = cols;
   if (cols <= 0 || cols % 128 != 0) fail("activations: inner size ", cols, " is not a positive multiple of 128");
   b.rows.resize(std::size_t(tokens * b.blocks()));
-  b.tiles.resize(std::size_t(b.tiles_count() * b.blocks()));
+  if (tiles == Q8KTiles::build) b.tiles.resize(std::size_t(b.tiles_count() * b.blocks()));
   return b;
 }
 // Tiles [u0, u1) of the tiles x blocks grid, from the batch's rows.
@@ -136,15 +136,16 @@ Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols) 
 
 // Split by block column: each thread quantises its columns of every token, then builds the tiles
 // of the same columns, which read only those rows, so one pass over the pool does both.
-Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool) {
+Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool, Q8KTiles tiles) {
   if (tokens <= 0) fail("activations: ", tokens, " tokens");
-  Q8KBatch b = empty_batch(tokens, cols);
+  Q8KBatch b = empty_batch(tokens, cols, tiles);
   const std::int64_t nb = b.blocks();
   pool.run([&](int th) {
     const auto [i0, i1] = ThreadPool::split(nb, th, pool.size());
     if (i0 == i1) return;
     for (std::int64_t t = 0; t < tokens; ++t) quantize_blocks(x, cols, nb, t * nb + i0, t * nb + i1, b.rows.data());
-    for (std::int64_t t = 0; t < b.tiles_count(); ++t) fill_tiles(b, t * nb + i0, t * nb + i1);
+    if (!b.tiles.empty())
+      for (std::int64_t t = 0; t < b.tiles_count(); ++t) fill_tiles(b, t * nb + i0, t * nb + i1);
   });
   return b;
 }

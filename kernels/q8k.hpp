@@ -63,8 +63,10 @@ inline int half_sum_x4(const BlockQ8Kx4& b, int token, int h) {
 }
 
 // A batch of activation rows (tokens) of inner size `cols`, quantised once, in both forms kernels
-// read: plain rows (gemv, leftover columns) and zero-padded x4 tiles (gemm).
+// read: plain rows (gemv, leftover columns) and zero-padded x4 tiles (gemm). A batch made with
+// Q8KTiles::skip has rows only: it feeds gemv, and gemm refuses it.
 // cols must be a multiple of 128; a trailing half block is zero-padded to 256.
+enum class Q8KTiles { build, skip };
 struct Q8KBatch {
   std::int64_t tokens = 0, cols = 0;
   AlignedVector<BlockQ8K> rows;     // tokens * blocks()
@@ -73,12 +75,16 @@ struct Q8KBatch {
   std::int64_t tiles_count() const { return (tokens + 3) / 4; }
   const BlockQ8K* row(std::int64_t t) const { return rows.data() + t * blocks(); }
   const BlockQ8Kx4* tile(std::int64_t t) const { return tiles.data() + t * blocks(); }
+  bool has_tiles() const { return std::int64_t(tiles.size()) == tiles_count() * blocks(); }
 };
 
 // x is tokens x cols, row-major.
 Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols);
 // The same, its 256-blocks split over the pool's threads (every block is independent: same bytes).
-Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool);
+// A one-token batch that only feeds gemv skips the tiles: building them costs the model's decode
+// twice the quantisation itself (a 1168-byte tile a block, zeroed and filled).
+Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool,
+                        Q8KTiles tiles = Q8KTiles::build);
 // From already quantised rows (tests build exact integer activations this way).
 Q8KBatch batch_from_rows(std::vector<BlockQ8K> rows, std::int64_t tokens, std::int64_t cols);
 

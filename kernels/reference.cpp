@@ -26,6 +26,8 @@ void check_gemm_args(const PackedMatrix& w, const Q8KBatch& x, const float* y, s
   if (x.cols != w.cols)
     fail("gemm: activations have inner size ", x.cols, " but the weights (", w.rows, " x ", w.cols, ", ",
          w.layout->name, ") need ", w.cols);
+  if (!x.has_tiles())
+    fail("gemm: the activation batch was quantised without its 4-token tiles (Q8KTiles::skip, for gemv only)");
   if (ldy < w.rows) fail("gemm: output row stride ", ldy, " is smaller than the ", w.rows, " weight rows");
   if (x.tokens > 0 && y_len < (x.tokens - 1) * ldy + w.rows)
     fail("gemm: output holds ", y_len, " floats, need ", (x.tokens - 1) * ldy + w.rows);

@@ -66,7 +66,8 @@ Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tok
     });
   }
   OpTimer t(profile, OpProfile::quantize);
-  return quantize_batch(x.data(), tokens, k, pool);
+  // One token goes through gemv (TernaryLinear::apply), which reads rows only.
+  return quantize_batch(x.data(), tokens, k, pool, tokens == 1 ? Q8KTiles::skip : Q8KTiles::build);
 }
 
 void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& pool, OpProfile* profile) {

@@ -2,7 +2,10 @@
 #include <cstring>
 #include <random>
 
+#include "kernels/dispatch.hpp"
 #include "kernels/q8k.hpp"
+#include "kernels/thread_pool.hpp"
+#include "layouts/registry.hpp"
 #include "kernels/testdata.hpp"
 #include "tests/support.hpp"
 
@@ -87,5 +90,25 @@ TEST_SUITE("q8k") {
     CHECK(q.blocks() == 2);
     CHECK(q.row(0)[1].d == 1.0f);
     for (int j = 128; j < 256; ++j) CHECK(q.row(0)[1].qs[j] == 0);
+  }
+
+  TEST_CASE("a batch without tiles holds the same rows, feeds gemv, and gemm refuses it") {
+    ThreadPool pool(2);
+    const std::int64_t cols = 1280;
+    const auto x = make_float_activations(1, cols, 5);
+    const Q8KBatch full = quantize_batch(x.data(), 1, cols, pool);
+    const Q8KBatch rows = quantize_batch(x.data(), 1, cols, pool, Q8KTiles::skip);
+    CHECK(full.has_tiles());
+    CHECK(!rows.has_tiles());
+    REQUIRE(rows.rows.size() == full.rows.size());
+    CHECK(std::memcmp(rows.rows.data(), full.rows.data(), rows.rows.size() * sizeof(BlockQ8K)) == 0);
+    const LayoutInfo& L = find_layout("t2r");
+    const PackedMatrix w = pack(make_weights(64, cols, 3), L);
+    std::vector<float> y(64, 0.0f), want(64, 1.0f);
+    const KernelVariant k = best_kernel(L).variant;
+    run_gemv(pool, k, w, rows, y);
+    run_gemv(pool, k, w, full, want);
+    CHECK(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0);
+    test::check_error([&] { run_gemm(pool, k, w, rows, y, 64); }, "without its 4-token tiles");
   }
 }
