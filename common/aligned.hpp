@@ -21,7 +21,7 @@ inline constexpr std::size_t kAlign = 64;
 // They are mapped fresh rather than taken from the C heap: a heap block reuses pages a freed
 // buffer already faulted in at 4 KiB, and the advice does not rebuild those, so a model packed
 // tensor by tensor had one matrix in six on small pages.
-inline constexpr std::size_t kHugeThreshold = std::size_t(4) << 20;
+inline constexpr std::size_t kHugeThreshold = std::size_t(2) << 20;
 inline constexpr std::size_t kHugeAlign = std::size_t(2) << 20;
 
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

@@ -9,7 +9,7 @@
 namespace ternlab::model {
 
 void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x, const Q8KBatch& xr,
-                    int tokens, std::vector<float>& conv_state, std::vector<float>& state, float* out,
+                    int tokens, std::vector<float>& conv_state, GdnState& state, float* out,
                     ThreadPool& pool, OpProfile* profile, StateRing* ring, int layer) {
   const std::int64_t d = c.n_embd, ch = c.conv_channels(), vdim = c.ssm_value_dim();
   const int Dk = c.ssm_state, Dv = c.ssm_state, Hk = c.ssm_k_heads, Hv = c.ssm_v_heads, K = c.ssm_conv;

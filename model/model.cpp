@@ -341,7 +341,7 @@ double seconds_now(bool cpu) {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
-void StateRing::record(int layer, int slot, const std::vector<float>& conv_now, const std::vector<float>& state_now) {
+void StateRing::record(int layer, int slot, const std::vector<float>& conv_now, const GdnState& state_now) {
   const double t0 = seconds_now(cpu_clock);
   conv[std::size_t(layer)][std::size_t(slot)].assign(conv_now.begin(), conv_now.end());
   state[std::size_t(layer)][std::size_t(slot)].assign(state_now.begin(), state_now.end());

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/aligned.hpp"
 #include "kernels/planner.hpp"
 #include "kernels/thread_pool.hpp"
 #include "kernels/vector/vector_ops.hpp"
@@ -89,11 +90,16 @@ struct LayerWeights {
   TernaryLinear ffn_gate, ffn_up, ffn_down;
 };
 
+// One GDN layer's recurrent state, [v_heads][Dk][Dv] (3 MiB at full size). Aligned storage so
+// that it sits on huge pages (common/aligned.hpp): every decode token reads and writes all 48
+// layers' states, and on 4 KiB pages the head updates took 10% longer.
+using GdnState = AlignedVector<float>;
+
 // Per-sequence state: GDN conv windows and recurrent states, attention KV cache.
 struct Session {
   int pos = 0;
-  std::vector<std::vector<float>> conv;   // per layer: [kernel-1][channels], oldest first
-  std::vector<std::vector<float>> state;  // per layer: [v_heads][Dk][Dv]
+  std::vector<std::vector<float>> conv;  // per layer: [kernel-1][channels], oldest first
+  std::vector<GdnState> state;           // per layer
   std::vector<std::vector<float>> k_cache, v_cache;  // per layer: [pos][kv_heads * head_dim]
 };
 
@@ -105,10 +111,11 @@ struct Session {
 struct StateRing {
   int pos0 = 0;   // the session position before the recorded call
   int slots = 0;  // tokens recorded: the call's first `slots` tokens
-  std::vector<std::vector<std::vector<float>>> conv, state;  // [layer][slot]
+  std::vector<std::vector<std::vector<float>>> conv;  // [layer][slot]
+  std::vector<std::vector<GdnState>> state;           // [layer][slot]
   double record_seconds = 0;  // time spent copying states in, summed over calls
   bool cpu_clock = false;     // record_seconds in process CPU time instead of wall time
-  void record(int layer, int slot, const std::vector<float>& conv_now, const std::vector<float>& state_now);
+  void record(int layer, int slot, const std::vector<float>& conv_now, const GdnState& state_now);
 };
 
 // Seconds on the steady clock, or of this process's CPU time (all its threads) when `cpu`: on a
@@ -184,7 +191,7 @@ class Model {
 // `layer`) when one is given.
 struct Scratch;
 void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x,
-                    const Q8KBatch& xr, int tokens, std::vector<float>& conv_state, std::vector<float>& state,
+                    const Q8KBatch& xr, int tokens, std::vector<float>& conv_state, GdnState& state,
                     float* out, ThreadPool& pool, OpProfile* profile, StateRing* ring = nullptr, int layer = 0);
 void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,
                std::vector<float>& k_cache, std::vector<float>& v_cache, float* out, ThreadPool& pool,

@@ -118,7 +118,8 @@ namespace {
 // The recompute rollback's copy of the Gated DeltaNet states before a verify pass.
 struct SavedStates {
   int pos = 0;
-  std::vector<std::vector<float>> conv, state;
+  std::vector<std::vector<float>> conv;
+  std::vector<GdnState> state;
   void save(const Session& s) {
     pos = s.pos;
     conv.resize(s.conv.size());

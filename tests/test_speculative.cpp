@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <span>
 
 #include "kernels/catalog.hpp"
 #include "model/experiments.hpp"
@@ -42,7 +43,7 @@ const std::vector<int> kDraftLens = kEmulated ? std::vector<int>{2, 5} : std::ve
 // Repetitive, so prompt lookup finds matches.
 const std::vector<std::int32_t> kPrompt = {72, 101, 108, 108, 111, 32, 72, 101, 108, 108, 111, 32, 72, 101};
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
