@@ -2,21 +2,35 @@
 // RMSNorm, partial NeoX RoPE, GQA with query head h on KV head h / (H / Hkv), a growing KV cache, a
 // sigmoid output gate, then attn_output behind the attn-width rotation.
 #include <cmath>
+#include <vector>
 
+#include "kernels/vector/vector_ops.hpp"
 #include "model/model.hpp"
 
 namespace ternlab::model {
 
 namespace {
 
-void rope_neox(float* x, int rope_dims, int pos, float base) {
-  const int half = rope_dims / 2;
-  for (int i = 0; i < half; ++i) {
-    const double theta = double(pos) * std::pow(double(base), -2.0 * i / rope_dims);
-    const float cs = float(std::cos(theta)), sn = float(std::sin(theta));
+// One position's rotation: the cosine and sine of each of the rope_dims / 2 pair angles, computed
+// once and shared by every head (28 heads a layer at full size; the double-precision pow, cos and
+// sin per pair and head were most of the attention time).
+struct RopeAngles {
+  std::vector<float> cs, sn;
+  RopeAngles(int rope_dims, int pos, float base) : cs(std::size_t(rope_dims / 2)), sn(cs.size()) {
+    for (int i = 0; i < rope_dims / 2; ++i) {
+      const double theta = double(pos) * std::pow(double(base), -2.0 * i / rope_dims);
+      cs[std::size_t(i)] = float(std::cos(theta));
+      sn[std::size_t(i)] = float(std::sin(theta));
+    }
+  }
+};
+
+void rope_neox(float* x, const RopeAngles& r) {
+  const std::size_t half = r.cs.size();
+  for (std::size_t i = 0; i < half; ++i) {
     const float a = x[i], b = x[i + half];
-    x[i] = a * cs - b * sn;
-    x[i + half] = a * sn + b * cs;
+    x[i] = a * r.cs[i] - b * r.sn[i];
+    x[i + half] = a * r.sn[i] + b * r.cs[i];
   }
 }
 
@@ -38,10 +52,11 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
     const float scale = 1.0f / std::sqrt(float(hd));
     for (int t = 0; t < tokens; ++t) {
       const int pos = pos0 + t;
+      const RopeAngles angles(c.rope_dims, pos, c.rope_base);
       for (int m = 0; m < Hkv; ++m) {
         float* km = k.data() + t * kv_dim + m * hd;
         rms_norm(km, w.k_norm.data(), km, hd, c.eps);
-        rope_neox(km, c.rope_dims, pos, c.rope_base);
+        rope_neox(km, angles);
       }
       k_cache.insert(k_cache.end(), k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim);
       v_cache.insert(v_cache.end(), v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim);
@@ -53,7 +68,7 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
           const float* qh = qg.data() + t * qg_dim + h * 2 * hd;
           const float* gate = qh + hd;
           rms_norm(qh, w.q_norm.data(), q.data(), hd, c.eps);
-          rope_neox(q.data(), c.rope_dims, pos, c.rope_base);
+          rope_neox(q.data(), angles);
           const std::int64_t m = h / (H / Hkv);
           float mx = -INFINITY;
           for (int s = 0; s < n_ctx; ++s) {
@@ -72,7 +87,7 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
             const float ps = p[std::size_t(s)] / sum;
             for (int i = 0; i < hd; ++i) oh[i] += ps * vs[i];
           }
-          for (int i = 0; i < hd; ++i) oh[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+          vector_ops().sigmoid_mul(gate, oh, hd);
         }
       });
     }

@@ -231,4 +231,39 @@ TEST_SUITE("vector-ops") {
       CHECK(same_bits(in_place + 1, once + 1, 8));
     }
   }
+
+  TEST_CASE("sigmoid gate: every build gives the baseline's bits, within 2.5 ulp of the true sigmoid") {
+    std::vector<float> g;
+    for (int i = 0; i <= 200000; ++i) g.push_back(-100.0f + 200.0f * float(i) / 200000.0f);
+    const std::size_t n = g.size();
+    const VectorOps* base = vector_ops_variants()[0];
+    std::vector<float> want(n, 1.0f);  // y = 1: the sigmoid itself
+    base->sigmoid_mul(g.data(), want.data(), std::int64_t(n));
+    double worst_ulp = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double truth = 1.0 / (1.0 + std::exp(-double(g[i])));
+      const double ulp = std::ldexp(1.0, std::max(std::ilogb(float(truth)), -126) - 23);
+      const double err = std::fabs(double(want[i]) - truth);
+      // Below g = -88 the exponential saturates and the sigmoid is 0, where it is under 1e-35.
+      const bool underflow = truth < 1e-35;
+      if (!underflow) worst_ulp = std::max(worst_ulp, err / ulp);
+      if (!(underflow ? err < 1e-35 : err <= 2.5 * ulp)) {
+        CAPTURE(g[i]);
+        CHECK(double(want[i]) == truth);
+      }
+    }
+    MESSAGE("sigmoid: worst error ", worst_ulp, " ulp over ", n, " inputs");
+    const std::vector<float> y0 = normal_floats(n, 43);
+    std::vector<float> want_y = y0;
+    base->sigmoid_mul(g.data(), want_y.data(), std::int64_t(n));
+    std::vector<float> product(n);  // y times the sigmoid, rounded once
+    for (std::size_t i = 0; i < n; ++i) product[i] = y0[i] * want[i];
+    CHECK(same_bits(want_y.data(), product.data(), 4 * n));
+    for (const VectorOps* o : vector_ops_variants()) {
+      CAPTURE(o->name);
+      std::vector<float> got = y0;
+      o->sigmoid_mul(g.data(), got.data(), std::int64_t(n));
+      CHECK(same_bits(got.data(), want_y.data(), 4 * n));
+    }
+  }
 }

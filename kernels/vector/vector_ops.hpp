@@ -36,12 +36,14 @@ struct VectorOps {
   void (*tiles_dot_f32)(const float* w, int tiles, std::int64_t n, const float* x, float* out);
   void (*tiles_dot_bf16)(const std::uint16_t* w, int tiles, std::int64_t n, const float* x, float* out);
   // y[i] = SiLU(x[i]) = x / (1 + e^-x), and y[i] = SiLU(a[i]) * b[i] (y may be x or a). e^-x is
-  // the project's own single-precision exponential (silu_exp in vector_ops_impl.hpp: a range
+  // the project's own single-precision exponential (exp_f32 in vector_ops_impl.hpp: a range
   // reduction and a polynomial, no library call), so that every build vectorises it and returns
   // the same bits; it is within 2.5 ulp of the true SiLU, as x / (1 + expf(-x)) with the C
   // library's expf is (suite vector-ops).
   void (*silu)(const float* x, float* y, std::int64_t n);
   void (*silu_mul)(const float* a, const float* b, float* y, std::int64_t n);
+  // y[i] *= 1 / (1 + e^-g[i]) (attention's output gate), with the same exponential.
+  void (*sigmoid_mul)(const float* g, float* y, std::int64_t n);
 };
 
 // The variants this build has and this CPU runs, baseline first.

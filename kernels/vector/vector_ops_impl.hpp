@@ -158,13 +158,13 @@ struct Impl {
     std::memcpy(&b, &f, 4);
     return b;
   }
-  // e^x for the SiLU, branch-free so that it vectorises: x = n ln2 + r with |r| <= ln2 / 2 (ln2 in
+  // e^x for the SiLU and the sigmoid gate, branch-free so that it vectorises: x = n ln2 + r with |r| <= ln2 / 2 (ln2 in
   // two parts, the first exact in 9 bits so n * kLn2Hi is exact), e^r by Cephes expf's degree-7
   // polynomial, 2^n put in the exponent field. n comes from the round-to-nearest add of 1.5 * 2^23
   // (the sum's low bits are n), so no float-to-int conversion meets a NaN. Above 88, where 2^n
   // would need n = 128, it returns +inf (e^88.72 is the float limit); below -87.3 it returns 0
-  // (no subnormals). Only the SiLU uses it, where both ends give the limit's value.
-  static float silu_exp(float x) {
+  // (no subnormals). Only 1 / (1 + e^-x) forms use it, where both ends give the limit's value.
+  static float exp_f32(float x) {
     constexpr float kMagic = 12582912.0f, kLog2e = 1.44269504088896341f;
     constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
     constexpr float kHigh = 88.0f, kLow = -87.3f;
@@ -183,16 +183,19 @@ struct Impl {
     const float y = p * from_bits((ni + 127u) << 23);
     return x > kHigh ? from_bits(0x7f800000u) : (x < kLow ? 0.0f : y);
   }
-  static float silu_one(float x) { return x / (1.0f + silu_exp(-x)); }
+  static float silu_one(float x) { return x / (1.0f + exp_f32(-x)); }
   static void silu(const float* x, float* y, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) y[i] = silu_one(x[i]);
   }
   static void silu_mul(const float* a, const float* b, float* y, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) y[i] = silu_one(a[i]) * b[i];
   }
+  static void sigmoid_mul(const float* g, float* y, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] *= 1.0f / (1.0f + exp_f32(-g[i]));
+  }
 
   static constexpr VectorOps ops(const char* name) {
-    return {name, &quantize_q8k, &fwht, &multiply, &gdn_head, &tiles_dot<float>, &tiles_dot<std::uint16_t>, &silu, &silu_mul};
+    return {name, &quantize_q8k, &fwht, &multiply, &gdn_head, &tiles_dot<float>, &tiles_dot<std::uint16_t>, &silu, &silu_mul, &sigmoid_mul};
   }
 };
 
