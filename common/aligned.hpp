@@ -24,19 +24,18 @@ inline constexpr std::size_t kAlign = 64;
 inline constexpr std::size_t kHugeThreshold = std::size_t(2) << 20;
 inline constexpr std::size_t kHugeAlign = std::size_t(2) << 20;
 
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(__SANITIZE_ADDRESS__)
 inline std::size_t huge_mapping_bytes(std::size_t bytes) { return (bytes + kHugeAlign - 1) / kHugeAlign * kHugeAlign; }
 inline void* aligned_allocate(std::size_t bytes) {
   if (bytes < kHugeThreshold) return ::operator new(bytes, std::align_val_t{kAlign});
-  // Over-map by one huge page, then unmap the unaligned head and the tail.
+  // Over-map by one huge page, then unmap the unaligned head and the rest of the tail.
   const std::size_t len = huge_mapping_bytes(bytes);
   void* raw = ::mmap(nullptr, len + kHugeAlign, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   const auto base = reinterpret_cast<std::uintptr_t>(raw);
   const std::uintptr_t aligned = (base + kHugeAlign - 1) / kHugeAlign * kHugeAlign;
   if (aligned > base) ::munmap(raw, aligned - base);
-  if (const std::size_t tail = base + len + kHugeAlign - (aligned + len); tail > 0)
-    ::munmap(reinterpret_cast<void*>(aligned + len), tail);
+  if (const std::size_t tail = base + kHugeAlign - aligned; tail > 0) ::munmap(reinterpret_cast<void*>(aligned + len), tail);
   void* p = reinterpret_cast<void*>(aligned);
   ::madvise(p, len, MADV_HUGEPAGE);  // advice only: failure changes nothing
   return p;
@@ -48,8 +47,14 @@ inline void aligned_deallocate(void* p, std::size_t bytes) noexcept {
     ::munmap(p, huge_mapping_bytes(bytes));
 }
 #else
+// Elsewhere, and under AddressSanitizer (whose redzones then guard these buffers too), the C heap.
 inline void* aligned_allocate(std::size_t bytes) {
-  return ::operator new(bytes, std::align_val_t{bytes < kHugeThreshold ? kAlign : kHugeAlign});
+  if (bytes < kHugeThreshold) return ::operator new(bytes, std::align_val_t{kAlign});
+  void* p = ::operator new(bytes, std::align_val_t{kHugeAlign});
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  ::madvise(p, bytes / kHugeAlign * kHugeAlign, MADV_HUGEPAGE);
+#endif
+  return p;
 }
 inline void aligned_deallocate(void* p, std::size_t bytes) noexcept {
   ::operator delete(p, std::align_val_t{bytes < kHugeThreshold ? kAlign : kHugeAlign});

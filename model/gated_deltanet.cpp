@@ -72,17 +72,21 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
     const float* zt = z.data() + t * vdim;
     pool.run([&](int th) {
       const auto [e0, e1] = ThreadPool::split(Hv, th, pool.size());
-      std::vector<float> mem(static_cast<std::size_t>(Dv)), o(static_cast<std::size_t>(Dv)), n(static_cast<std::size_t>(Dv));
+      if (e0 == e1) return;
+      // Each head's scratch and read-out side by side; this thread's heads in one call
+      // (VectorOps::gdn_heads overlaps one head's update with the next one's read).
+      std::vector<float> scratch(static_cast<std::size_t>((e1 - e0) * 2 * Dv)), n(static_cast<std::size_t>(Dv));
+      std::vector<GdnHead> heads;
       for (std::int64_t e = e0; e < e1; ++e) {
-        const float* q = u.data() + (e % Hk) * Dk;
-        const float* k = u.data() + key_dim + (e % Hk) * Dk;
-        const float* v = u.data() + 2 * key_dim + e * Dv;
         const float beta = 1.0f / (1.0f + std::exp(-beta_alpha[std::size_t(t * lanes + e)]));
         const float g = w.ssm_a[std::size_t(e)] * softplus(beta_alpha[std::size_t(t * lanes + Hv + e)] + w.dt_bias[std::size_t(e)]);
-        const float decay = std::exp(g);
-        // S[i][j], i = key dim, j = value dim: decay, read, update, read-out (VectorOps::gdn_head).
-        ops.gdn_head(state.data() + e * Dk * Dv, q, k, v, decay, beta, mem.data(), o.data(), Dk, Dv);
-        rms_norm(o.data(), w.norm.data(), n.data(), Dv, c.eps);  // gated RMSNorm: norm, weight, x SiLU(z)
+        float* mem = scratch.data() + (e - e0) * 2 * Dv;
+        heads.push_back({state.data() + e * Dk * Dv, u.data() + (e % Hk) * Dk, u.data() + key_dim + (e % Hk) * Dk,
+                         u.data() + 2 * key_dim + e * Dv, std::exp(g), beta, mem, mem + Dv});
+      }
+      ops.gdn_heads(heads.data(), int(heads.size()), Dk, Dv);
+      for (std::int64_t e = e0; e < e1; ++e) {
+        rms_norm(heads[std::size_t(e - e0)].o, w.norm.data(), n.data(), Dv, c.eps);  // gated RMSNorm: norm, weight, x SiLU(z)
         ops.silu_mul(zt + e * Dv, n.data(), tiled.data() + e * Dv, Dv);
       }
     });

@@ -131,24 +131,34 @@ TEST_SUITE("vector-ops") {
     }
   }
 
-  TEST_CASE("the Gated DeltaNet head update: the spec's steps, bit for bit") {
+  TEST_CASE("the Gated DeltaNet head updates: the spec's steps, bit for bit, head by head") {
     for (const auto& [Dk, Dv] : {std::pair{128, 128}, std::pair{16, 40}, std::pair{5, 3}}) {
-      CAPTURE(Dk);
-      CAPTURE(Dv);
-      const std::vector<float> S0 = normal_floats(static_cast<std::size_t>(Dk * Dv), 21, 0.3f);
-      const std::vector<float> q = normal_floats(static_cast<std::size_t>(Dk), 22), k = normal_floats(static_cast<std::size_t>(Dk), 23);
-      const std::vector<float> v = normal_floats(static_cast<std::size_t>(Dv), 24);
-      const float decay = 0.93f, beta = 0.41f;
-      std::vector<float> S_want = S0, o_want(static_cast<std::size_t>(Dv));
-      for (int step = 0; step < 3; ++step)
-        gdn_head_steps(S_want.data(), q.data(), k.data(), v.data(), decay, beta, o_want.data(), Dk, Dv);
-      for (const VectorOps* o : vector_ops_variants()) {
-        CAPTURE(o->name);
-        std::vector<float> S = S0, out(static_cast<std::size_t>(Dv)), mem(static_cast<std::size_t>(Dv));
+      for (int n : {1, 2, 5}) {  // one head; the overlap once; and through the middle heads
+        CAPTURE(Dk);
+        CAPTURE(Dv);
+        CAPTURE(n);
+        const auto size = [](int a) { return static_cast<std::size_t>(a); };
+        const std::vector<float> S0 = normal_floats(size(n * Dk * Dv), 21, 0.3f);
+        const std::vector<float> q = normal_floats(size(n * Dk), 22), k = normal_floats(size(n * Dk), 23);
+        const std::vector<float> v = normal_floats(size(n * Dv), 24);
+        const auto decay = [](int h) { return 0.93f - 0.01f * float(h); };
+        const auto beta = [](int h) { return 0.41f + 0.02f * float(h); };
+        std::vector<float> S_want = S0, o_want(size(n * Dv));
         for (int step = 0; step < 3; ++step)
-          o->gdn_head(S.data(), q.data(), k.data(), v.data(), decay, beta, mem.data(), out.data(), Dk, Dv);
-        CHECK(same_bits(S.data(), S_want.data(), 4 * S.size()));
-        CHECK(same_bits(out.data(), o_want.data(), 4 * out.size()));
+          for (int h = 0; h < n; ++h)
+            gdn_head_steps(S_want.data() + h * Dk * Dv, q.data() + h * Dk, k.data() + h * Dk, v.data() + h * Dv, decay(h),
+                           beta(h), o_want.data() + h * Dv, Dk, Dv);
+        for (const VectorOps* o : vector_ops_variants()) {
+          CAPTURE(o->name);
+          std::vector<float> S = S0, out(size(n * Dv), -1.0f), mem(size(n * Dv), -1.0f);
+          std::vector<GdnHead> heads;
+          for (int h = 0; h < n; ++h)
+            heads.push_back({S.data() + h * Dk * Dv, q.data() + h * Dk, k.data() + h * Dk, v.data() + h * Dv, decay(h),
+                             beta(h), mem.data() + h * Dv, out.data() + h * Dv});
+          for (int step = 0; step < 3; ++step) o->gdn_heads(heads.data(), n, Dk, Dv);
+          CHECK(same_bits(S.data(), S_want.data(), 4 * S.size()));
+          CHECK(same_bits(out.data(), o_want.data(), 4 * out.size()));
+        }
       }
     }
   }

@@ -13,6 +13,14 @@
 
 namespace ternlab {
 
+// One Gated DeltaNet value head's operands (VectorOps::gdn_heads).
+struct GdnHead {
+  float* S;
+  const float *q, *k, *v;
+  float decay, beta;
+  float *mem, *o;
+};
+
 struct VectorOps {
   const char* name;  // "baseline", "avx2", "avx512"
   // quantize_row_q8k over `blocks` 256-blocks.
@@ -22,11 +30,11 @@ struct VectorOps {
   void (*fwht)(float* x, int n);
   // x[i] *= s[i].
   void (*multiply)(float* x, const float* s, std::int64_t n);
-  // One Gated DeltaNet value head: S (Dk x Dv, key-major) decays, takes the delta-rule update
-  // with key k, value v and rate beta, and is read out with query q into o (Dv). mem: Dv floats
-  // of scratch. The steps and their order are those of model/gated_deltanet.cpp.
-  void (*gdn_head)(float* S, const float* q, const float* k, const float* v, float decay, float beta, float* mem,
-                   float* o, int Dk, int Dv);
+  // Gated DeltaNet value heads, each a state S (Dk x Dv, key-major) that decays, takes the
+  // delta-rule update with key k, value v and rate beta, and is read out with query q into o (Dv);
+  // mem is Dv floats of scratch a head. The steps and their order are those of
+  // model/gated_deltanet.cpp, per head; heads may not share S, mem or o.
+  void (*gdn_heads)(const GdnHead* heads, int n, int Dk, int Dv);
   // Dense dot products kLaneTile at a time, the weights transposed in tiles so that the products
   // sharing an x[i] are adjacent: out[j * kLaneTile + l] = the in-order sum over i < n of
   // w[(j * n + i) * kLaneTile + l] * x[i], for tiles j < tiles. Each lane is its own sequential

@@ -87,37 +87,66 @@ struct Impl {
     for (std::int64_t i = 0; i < n; ++i) x[i] *= s[i];
   }
 
-  static void gdn_head(float* __restrict S, const float* __restrict q, const float* __restrict k,
-                       const float* __restrict v, float decay, float beta, float* __restrict mem, float* __restrict o,
-                       int Dk, int Dv) {
-    // Read the decayed state (S * decay, recomputed below: the same product, so the same float).
-    for (int j = 0; j < Dv; ++j) mem[j] = 0.0f;
-    for (int i = 0; i < Dk; ++i) {
-      const float ki = k[i];
-      const float* __restrict Si = S + std::int64_t(i) * Dv;
-      for (int j = 0; j < Dv; ++j) mem[j] += (Si[j] * decay) * ki;
+  // The two passes over one head's state S[i][j] (i = key dim, j = value dim), one row at a time.
+  // Read: mem += (S * decay) * k, the decayed state read (recomputed by the update: the same
+  // product, so the same float).
+  static void gdn_read_row(const GdnHead& h, int i, int Dv) {
+    const float ki = h.k[i];
+    const float* __restrict Si = h.S + std::int64_t(i) * Dv;
+    float* __restrict mem = h.mem;
+    for (int j = 0; j < Dv; ++j) mem[j] += (Si[j] * h.decay) * ki;
+  }
+  // Decay, update, and read out after the update.
+  static void gdn_update_row(const GdnHead& h, int i, int Dv) {
+    const float ki = h.k[i], qi = h.q[i];
+    float* __restrict Si = h.S + std::int64_t(i) * Dv;
+    const float* __restrict mem = h.mem;
+    float* __restrict o = h.o;
+    for (int j = 0; j < Dv; ++j) {
+      const float s = Si[j] * h.decay + ki * mem[j];
+      Si[j] = s;
+      o[j] += s * qi;
     }
-    for (int j = 0; j < Dv; ++j) mem[j] = beta * (v[j] - mem[j]);
-    // Decay, update, and read out after the update.
-    for (int j = 0; j < Dv; ++j) o[j] = 0.0f;
-    for (int i = 0; i < Dk; ++i) {
-      const float ki = k[i], qi = q[i];
-      float* __restrict Si = S + std::int64_t(i) * Dv;
-      for (int j = 0; j < Dv; ++j) {
-        const float s = Si[j] * decay + ki * mem[j];
-        Si[j] = s;
-        o[j] += s * qi;
+  }
+  static void gdn_start(const GdnHead& h, int Dv) {
+    for (int j = 0; j < Dv; ++j) h.mem[j] = h.o[j] = 0.0f;
+  }
+  static void gdn_delta(const GdnHead& h, int Dv) {
+    for (int j = 0; j < Dv; ++j) h.mem[j] = h.beta * (h.v[j] - h.mem[j]);
+  }
+  // Head e's update runs row by row beside head e + 1's read: the next state streams in from
+  // memory while this one, read once already, is updated from cache.
+  static void gdn_heads(const GdnHead* heads, int n, int Dk, int Dv) {
+    if (n <= 0) return;
+    gdn_start(heads[0], Dv);
+    for (int i = 0; i < Dk; ++i) gdn_read_row(heads[0], i, Dv);
+    gdn_delta(heads[0], Dv);
+    for (int e = 0; e < n; ++e) {
+      if (e + 1 < n) {
+        gdn_start(heads[e + 1], Dv);
+        for (int i = 0; i < Dk; ++i) {
+          gdn_update_row(heads[e], i, Dv);
+          gdn_read_row(heads[e + 1], i, Dv);
+        }
+        gdn_delta(heads[e + 1], Dv);
+      } else {
+        for (int i = 0; i < Dk; ++i) gdn_update_row(heads[e], i, Dv);
       }
     }
   }
 
-  static float widen(float w) { return w; }
-  static float widen(std::uint16_t w) {
-    const std::uint32_t bits = std::uint32_t(w) << 16;
+  static float from_bits(std::uint32_t b) {
     float f;
-    std::memcpy(&f, &bits, 4);
+    std::memcpy(&f, &b, 4);
     return f;
   }
+  static std::uint32_t to_bits(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  }
+  static float widen(float w) { return w; }
+  static float widen(std::uint16_t w) { return from_bits(std::uint32_t(w) << 16); }  // BF16: the top half
   // NT tiles side by side: NT independent sums a lane, so the adds do not wait on one another.
   template <int NT, class W>
   static void tiles_dot_group(const W* __restrict w, std::int64_t n, const float* __restrict x, float* __restrict out) {
@@ -148,22 +177,13 @@ struct Impl {
     }
   }
 
-  static float from_bits(std::uint32_t b) {
-    float f;
-    std::memcpy(&f, &b, 4);
-    return f;
-  }
-  static std::uint32_t to_bits(float f) {
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-  }
-  // e^x for the SiLU and the sigmoid gate, branch-free so that it vectorises: x = n ln2 + r with |r| <= ln2 / 2 (ln2 in
-  // two parts, the first exact in 9 bits so n * kLn2Hi is exact), e^r by Cephes expf's degree-7
-  // polynomial, 2^n put in the exponent field. n comes from the round-to-nearest add of 1.5 * 2^23
-  // (the sum's low bits are n), so no float-to-int conversion meets a NaN. Above 88, where 2^n
-  // would need n = 128, it returns +inf (e^88.72 is the float limit); below -87.3 it returns 0
-  // (no subnormals). Only 1 / (1 + e^-x) forms use it, where both ends give the limit's value.
+  // e^x for the SiLU and the sigmoid gate, branch-free so that it vectorises: x = n ln2 + r with
+  // |r| <= ln2 / 2 (ln2 in two parts, the first exact in 9 bits so n * kLn2Hi is exact), e^r by
+  // Cephes expf's degree-7 polynomial, 2^n put in the exponent field. n comes from the
+  // round-to-nearest add of 1.5 * 2^23 (the sum's low bits are n), so no float-to-int conversion
+  // meets a NaN. Above 88, where 2^n would need n = 128, it returns +inf (e^88.72 is the float
+  // limit); below -87.3 it returns 0 (no subnormals). Only 1 / (1 + e^-x) forms use it, where both
+  // ends give the limit's value.
   static float exp_f32(float x) {
     constexpr float kMagic = 12582912.0f, kLog2e = 1.44269504088896341f;
     constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
@@ -195,7 +215,8 @@ struct Impl {
   }
 
   static constexpr VectorOps ops(const char* name) {
-    return {name, &quantize_q8k, &fwht, &multiply, &gdn_head, &tiles_dot<float>, &tiles_dot<std::uint16_t>, &silu, &silu_mul, &sigmoid_mul};
+    return {name,  &quantize_q8k, &fwht,     &multiply,   &gdn_heads, &tiles_dot<float>, &tiles_dot<std::uint16_t>,
+            &silu, &silu_mul,     &sigmoid_mul};
   }
 };
 
