@@ -14,11 +14,17 @@ namespace ternlab::vector_ops_detail {
 
 template <class Tag>
 struct Impl {
-  static std::uint32_t magnitude_bits(float f) {
+  static float from_bits(std::uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  static std::uint32_t to_bits(float f) {
     std::uint32_t b;
     std::memcpy(&b, &f, 4);
-    return b & 0x7fffffffu;
+    return b;
   }
+  static std::uint32_t magnitude_bits(float f) { return to_bits(f) & 0x7fffffffu; }
 
   // quantize_row_q8k for one block. The largest magnitude is taken on the bits: for numbers that
   // are not NaN the integer order of |x|'s bits is the float order, and a max is exact in any
@@ -135,16 +141,6 @@ struct Impl {
     }
   }
 
-  static float from_bits(std::uint32_t b) {
-    float f;
-    std::memcpy(&f, &b, 4);
-    return f;
-  }
-  static std::uint32_t to_bits(float f) {
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-  }
   static float widen(float w) { return w; }
   static float widen(std::uint16_t w) { return from_bits(std::uint32_t(w) << 16); }  // BF16: the top half
   // NT tiles side by side: NT independent sums a lane, so the adds do not wait on one another.
