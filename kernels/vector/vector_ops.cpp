@@ -9,7 +9,9 @@
 
 namespace ternlab {
 namespace {
-struct BaselineTag {};
+struct BaselineTag {
+  static constexpr int kRegisterFloats = 4;  // floats in one of this build's vector registers
+};
 constexpr VectorOps kBaseline = vector_ops_detail::Impl<BaselineTag>::ops("baseline");
 
 // Each build with the ISA it needs; a build this binary lacks is nullptr.

@@ -16,7 +16,9 @@
 
 namespace ternlab::detail {
 namespace {
-struct Tag {};
+struct Tag {
+  static constexpr int kRegisterFloats = 8;  // floats in one of this build's vector registers
+};
 constexpr VectorOps kOps = vector_ops_detail::Impl<Tag>::ops("avx2");
 }  // namespace
 const VectorOps* vector_ops_avx2() { return &kOps; }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "kernels/q8k.hpp"
 #include "kernels/vector/vector_ops.hpp"
@@ -64,30 +65,65 @@ struct Impl {
       hi[j] = a - b;
     }
   }
-  // The stages narrower than a vector with their width known, so the compiler can shuffle them.
-  template <int H>
-  static void narrow_stage(float* __restrict x, int n) {
-    for (int i = 0; i < n; i += 2 * H)
-      for (int j = 0; j < H; ++j) {
-        const float a = x[i + j], b = x[i + j + H];
-        x[i + j] = a + b;
-        x[i + j + H] = a - b;
+  // Stages h and 2h in one pass over the four quarters of each 4h run, the products by `scale`
+  // (1 where no scaling is due) folded in: the same additions in the same order as two passes of
+  // `butterflies`, and the same product as a pass of its own, so the same floats in half the passes.
+  static void butterflies2(float* __restrict x, int n, int h, float scale) {
+    for (int i = 0; i < n; i += 4 * h)
+      for (int j = i; j < i + h; ++j) {
+        const float x0 = x[j], x1 = x[j + h], x2 = x[j + 2 * h], x3 = x[j + 3 * h];
+        const float a0 = x0 + x1, a1 = x0 - x1, a2 = x2 + x3, a3 = x2 - x3;
+        x[j] = (a0 + a2) * scale;
+        x[j + h] = (a1 + a3) * scale;
+        x[j + 2 * h] = (a0 - a2) * scale;
+        x[j + 3 * h] = (a1 - a3) * scale;
       }
   }
+
+  // The stages narrower than this build's register (Tag::kRegisterFloats floats) run inside it, in
+  // the compiler's generic vectors: one shuffle, one multiply by +-1, one add a stage. Element j's
+  // partner is j ^ H; the lower one keeps partner + x, the upper one partner + (-x) = partner - x:
+  // fwht's additions exactly.
+  static constexpr int kRegisterFloats = Tag::kRegisterFloats;
+  typedef float Register __attribute__((vector_size(4 * kRegisterFloats)));
+  template <int H, std::size_t... I>
+  static Register register_stage(Register v, std::index_sequence<I...>) {
+    constexpr Register sign = {((I & H) ? -1.0f : 1.0f)...};
+    return __builtin_shufflevector(v, v, (I ^ H)...) + v * sign;
+  }
+  template <int H = 1>
+  static Register register_stages(Register v) {
+    if constexpr (H < kRegisterFloats)
+      return register_stages<2 * H>(register_stage<H>(v, std::make_index_sequence<kRegisterFloats>()));
+    else
+      return v;
+  }
+
   static void fwht(float* x, int n) {
-    int h = 1;
-    if (n >= 32) {
-      narrow_stage<1>(x, n);
-      narrow_stage<2>(x, n);
-      narrow_stage<4>(x, n);
-      narrow_stage<8>(x, n);
-      h = 16;
-    }
-    for (; h < n; h *= 2)
-      for (int i = 0; i < n; i += 2 * h) butterflies(x + i, x + i + h, h);
     // 1/sqrt(n) is exact for n = 4^m (1/32 for 1024); other powers of two round once, here.
     const float scale = float(1.0 / __builtin_sqrt(double(n)));
-    for (int i = 0; i < n; ++i) x[i] *= scale;
+    if (n <= kRegisterFloats) {
+      for (int h = 1; h < n; h *= 2)
+        for (int i = 0; i < n; i += 2 * h) butterflies(x + i, x + i + h, h);
+      for (int i = 0; i < n; ++i) x[i] *= scale;
+      return;
+    }
+    for (int i = 0; i < n; i += kRegisterFloats) {
+      Register v;
+      std::memcpy(&v, x + i, sizeof v);
+      v = register_stages(v);
+      std::memcpy(x + i, &v, sizeof v);
+    }
+    int h = kRegisterFloats;
+    if (__builtin_ctz(unsigned(n / h)) % 2 == 1) {  // an odd count of stages left: the first alone
+      for (int i = 0; i < n; i += 2 * h) butterflies(x + i, x + i + h, h);
+      h *= 2;
+    }
+    if (h == n) {
+      for (int i = 0; i < n; ++i) x[i] *= scale;
+      return;
+    }
+    for (; 4 * h <= n; h *= 4) butterflies2(x, n, h, 4 * h == n ? scale : 1.0f);
   }
   static void multiply(float* __restrict x, const float* __restrict s, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) x[i] *= s[i];
