@@ -31,7 +31,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
   const std::int64_t tiles = (2 * Hv + tile - 1) / tile, lanes = tiles * tile;
   std::vector<float> beta_alpha(static_cast<std::size_t>(tokens * lanes));
   const VectorOps& ops = vector_ops();
-  pool.run([&](int th) {
+  const auto beta_alpha_part = [&](int th) {
     const auto [i0, i1] = ThreadPool::split(tiles, th, pool.size());
     if (i0 == i1) return;
     for (int t = 0; t < tokens; ++t) {
@@ -41,34 +41,45 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
       else
         ops.tiles_dot_f32(w.beta_alpha_f32.data() + i0 * d * tile, int(i1 - i0), d, x.data() + t * d, out_t);
     }
-  });
+  };
 
   std::vector<float> u(static_cast<std::size_t>(ch)), tiled(static_cast<std::size_t>(vdim));
   const float q_scale = 1.0f / std::sqrt(float(Dk));
+  // The conv's channels in head-sized runs (q heads, k heads, v heads; every run Dk = Dv wide), so
+  // a thread that convolves a q or k head also normalises it while it is in its cache.
+  const std::int64_t runs = ch / Dk;
   for (int t = 0; t < tokens; ++t) {
-    // Causal depthwise conv over [state (oldest first), current], no bias, then SiLU.
-    // Channels are independent: split over the pool (10240 SiLUs a token at full size).
     const float* cur = mixed.data() + t * ch;
+    // One pool job: beta/alpha (with the first token: every token's), then this thread's runs of
+    // the causal depthwise conv over [state (oldest first), current] (no bias) and SiLU, the
+    // state's shift, and the l2 norms of its q and k heads.
     pool.run([&](int th) {
-      const auto [j0, j1] = ThreadPool::split(ch, th, pool.size());
-      for (std::int64_t j = j0; j < j1; ++j) {
-        float acc = 0;
-        for (int tau = 0; tau < K - 1; ++tau) acc += conv_state[std::size_t(tau * ch + j)] * w.conv[std::size_t(j * K + tau)];
-        acc += cur[j] * w.conv[std::size_t(j * K + K - 1)];
-        u[std::size_t(j)] = acc;
+      if (t == 0) beta_alpha_part(th);
+      const auto [r0, r1] = ThreadPool::split(runs, th, pool.size());
+      if (r0 == r1) return;
+      const std::int64_t j0 = r0 * Dk, j1 = r1 * Dk;
+      // Tap by tap (weights and state both tap-major, so each pass is contiguous): every channel
+      // still sums its taps oldest first from zero.
+      float* __restrict uj = u.data();
+      for (std::int64_t j = j0; j < j1; ++j) uj[j] = 0.0f;
+      for (int tau = 0; tau < K; ++tau) {
+        const float* __restrict xs = tau < K - 1 ? conv_state.data() + tau * ch : cur;
+        const float* __restrict wt = w.conv.data() + tau * ch;
+        for (std::int64_t j = j0; j < j1; ++j) uj[j] += xs[j] * wt[j];
       }
-      ops.silu(u.data() + j0, u.data() + j0, j1 - j0);
+      ops.silu(uj + j0, uj + j0, j1 - j0);
+      // The state keeps raw (pre-SiLU) projections.
+      for (int tau = 0; tau + 1 < K - 1; ++tau)
+        std::copy(conv_state.begin() + (tau + 1) * ch + j0, conv_state.begin() + (tau + 1) * ch + j1,
+                  conv_state.begin() + tau * ch + j0);
+      if (K > 1) std::copy(cur + j0, cur + j1, conv_state.begin() + (K - 2) * ch + j0);
+      for (std::int64_t r = r0; r < std::min<std::int64_t>(r1, 2 * Hk); ++r) {
+        float* head = uj + r * Dk;
+        l2_norm(head, Dk, c.eps);
+        if (r < Hk)
+          for (int i = 0; i < Dk; ++i) head[i] *= q_scale;
+      }
     });
-    // The state keeps raw (pre-SiLU) projections.
-    for (int tau = 0; tau + 1 < K - 1; ++tau)
-      std::copy_n(conv_state.begin() + (tau + 1) * ch, ch, conv_state.begin() + tau * ch);
-    if (K > 1) std::copy_n(cur, ch, conv_state.begin() + (K - 2) * ch);
-
-    for (int h = 0; h < Hk; ++h) {
-      l2_norm(u.data() + h * Dk, Dk, c.eps);
-      l2_norm(u.data() + key_dim + h * Dk, Dk, c.eps);
-      for (int i = 0; i < Dk; ++i) u[std::size_t(h * Dk + i)] *= q_scale;
-    }
     const float* zt = z.data() + t * vdim;
     pool.run([&](int th) {
       const auto [e0, e1] = ThreadPool::split(Hv, th, pool.size());

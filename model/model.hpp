@@ -73,7 +73,7 @@ struct GdnWeights {
   static constexpr int kLaneTile = VectorOps::kLaneTile;
   std::vector<std::uint16_t> beta_alpha_bf16;
   std::vector<float> beta_alpha_f32;
-  std::vector<float> conv;         // [channels][kernel], tap index fastest
+  std::vector<float> conv;         // [kernel][channels], channel index fastest (the file's, transposed)
   std::vector<float> ssm_a, dt_bias, norm;
 };
 
