@@ -178,16 +178,21 @@ struct Impl {
   }
 
   static float widen(float w) { return w; }
+  static constexpr int kPrefetchBytes = 2048;
   static float widen(std::uint16_t w) { return from_bits(std::uint32_t(w) << 16); }  // BF16: the top half
   // NT tiles side by side: NT independent sums a lane, so the adds do not wait on one another.
   template <int NT, class W>
   static void tiles_dot_group(const W* __restrict w, std::int64_t n, const float* __restrict x, float* __restrict out) {
     constexpr int T = VectorOps::kLaneTile;
     float acc[NT][T] = {};
+    // Each tile is its own stream from memory (a layer's tiles are read once a token); prefetched
+    // kPrefetchBytes ahead, one line a step.
+    constexpr std::int64_t kAhead = kPrefetchBytes / sizeof(W);
     for (std::int64_t i = 0; i < n; ++i) {
       const float xi = x[i];
       for (int t = 0; t < NT; ++t) {
         const W* __restrict wi = w + (t * n + i) * T;
+        __builtin_prefetch(wi + kAhead);
         for (int l = 0; l < T; ++l) acc[t][l] += widen(wi[l]) * xi;
       }
     }
