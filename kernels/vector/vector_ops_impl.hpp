@@ -27,6 +27,9 @@ struct Impl {
   }
   static std::uint32_t magnitude_bits(float f) { return to_bits(f) & 0x7fffffffu; }
 
+  // How far ahead the streaming loops (the head states, the beta/alpha tiles) prefetch.
+  static constexpr int kPrefetchBytes = 2048;
+
   // quantize_row_q8k for one block. The largest magnitude is taken on the bits: for numbers that
   // are not NaN the integer order of |x|'s bits is the float order, and a max is exact in any
   // order, so the loop vectorises; a block holding a NaN takes the reference's own path.
@@ -136,6 +139,9 @@ struct Impl {
     const float ki = h.k[i];
     const float* __restrict Si = h.S + std::int64_t(i) * Dv;
     float* __restrict mem = h.mem;
+    // The state streams in from memory (a thread's heads lie one after another): one prefetch a
+    // line, kPrefetchBytes ahead.
+    for (int j = 0; j < Dv; j += 64 / int(sizeof(float))) __builtin_prefetch(Si + kPrefetchBytes / int(sizeof(float)) + j);
     for (int j = 0; j < Dv; ++j) mem[j] += (Si[j] * h.decay) * ki;
   }
   // Decay, update, and read out after the update.
@@ -178,7 +184,6 @@ struct Impl {
   }
 
   static float widen(float w) { return w; }
-  static constexpr int kPrefetchBytes = 2048;
   static float widen(std::uint16_t w) { return from_bits(std::uint32_t(w) << 16); }  // BF16: the top half
   // NT tiles side by side: NT independent sums a lane, so the adds do not wait on one another.
   template <int NT, class W>
