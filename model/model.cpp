@@ -272,12 +272,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
       }
       {
         // The file's [channels][kernel] (tap fastest) stored tap-major, so the conv reads each tap's
-        // weights as one contiguous row beside the state's row of the same tap.
-        const std::string name = blk(l, "ssm_conv1d.weight");
-        const std::vector<float> conv = read_floats(f, name);
+        // weights as one contiguous row beside the state's row of the same tap. The tensor
+        // inventory (config.cpp) has already checked its shape against the metadata.
+        const std::vector<float> conv = read_floats(f, blk(l, "ssm_conv1d.weight"));
         const std::int64_t ch = c.conv_channels(), taps = c.ssm_conv;
-        if (std::int64_t(conv.size()) != ch * taps)
-          fail(f.source, ": tensor '", name, "' holds ", conv.size(), " values, expected ", ch, " channels x ", taps, " taps");
         w.linear.conv.resize(conv.size());
         for (std::int64_t j = 0; j < ch; ++j)
           for (std::int64_t tau = 0; tau < taps; ++tau) w.linear.conv[std::size_t(tau * ch + j)] = conv[std::size_t(j * taps + tau)];
