@@ -140,19 +140,13 @@ Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, 
   if (tokens <= 0) fail("activations: ", tokens, " tokens");
   Q8KBatch b = empty_batch(tokens, cols, tiles);
   const std::int64_t nb = b.blocks();
-  const auto part = [&](int th, int threads) {
-    const auto [i0, i1] = ThreadPool::split(nb, th, threads);
-    if (i0 == i1) return;
+  // One token stays on the calling thread: a few microseconds of work, which a second core would
+  // first have to pull the floats for and then hand the blocks back (measured slower).
+  pool.run_split(nb, tokens == 1, [&](std::int64_t i0, std::int64_t i1) {
     for (std::int64_t t = 0; t < tokens; ++t) quantize_blocks(x, cols, nb, t * nb + i0, t * nb + i1, b.rows.data());
     if (!b.tiles.empty())
       for (std::int64_t t = 0; t < b.tiles_count(); ++t) fill_tiles(b, t * nb + i0, t * nb + i1);
-  };
-  // One token stays on the calling thread: a few microseconds of work, which a second core would
-  // first have to pull the floats for and then hand the blocks back (measured slower).
-  if (tokens == 1)
-    part(0, 1);
-  else
-    pool.run([&](int th) { part(th, pool.size()); });
+  });
   return b;
 }
 

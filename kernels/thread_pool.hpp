@@ -32,6 +32,21 @@ class ThreadPool {
     return {groups * t / n, groups * (t + 1) / n};
   }
 
+  // part(first, last) over [0, items) split among the pool's threads, or all of it on the calling
+  // thread when `here` (work too small to pay for the other cores pulling its data and handing
+  // results back). Empty ranges are skipped.
+  template <class Part>
+  void run_split(std::int64_t items, bool here, const Part& part) {
+    if (here) {
+      if (items > 0) part(std::int64_t(0), items);
+      return;
+    }
+    run([&](int t) {
+      const auto [first, last] = split(items, t, n_);
+      if (first < last) part(first, last);
+    });
+  }
+
  private:
   void worker(int t);
   int n_;

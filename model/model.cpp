@@ -60,15 +60,10 @@ Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tok
     // not a multiple of the block, so `blocks` is exact.
     const std::vector<float>& signs = c.rotation.signs_for(k);
     const std::int64_t blocks = k / c.rotation.block;
-    const auto part = [&](int th, int threads) {
-      const auto [u0, u1] = ThreadPool::split(std::int64_t(tokens) * blocks, th, threads);
-      for (std::int64_t u = u0; u < u1; ++u) c.rotation.forward_block(x.data() + (u / blocks) * k, signs, u % blocks);
-    };
     // One token's few blocks stay on this thread, as its quantisation does (quantize_batch).
-    if (tokens == 1)
-      part(0, 1);
-    else
-      pool.run([&](int th) { part(th, pool.size()); });
+    pool.run_split(std::int64_t(tokens) * blocks, tokens == 1, [&](std::int64_t u0, std::int64_t u1) {
+      for (std::int64_t u = u0; u < u1; ++u) c.rotation.forward_block(x.data() + (u / blocks) * k, signs, u % blocks);
+    });
   }
   OpTimer t(profile, OpProfile::quantize);
   // One token goes through gemv (TernaryLinear::apply), which reads rows only.
