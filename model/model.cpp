@@ -311,6 +311,18 @@ Session Model::new_session() const {
   return s;
 }
 
+void Model::reset_session(Session& s) const {
+  const auto layers = std::size_t(cfg_.n_layer);
+  if (s.conv.size() != layers || s.state.size() != layers || s.k_cache.size() != layers || s.v_cache.size() != layers)
+    fail(file_.source, ": reset_session was given a session of another model (", s.state.size(), " layers, the model has ",
+         layers, ")");
+  s.pos = 0;
+  for (auto& c : s.conv) std::fill(c.begin(), c.end(), 0.0f);
+  for (auto& st : s.state) std::fill(st.begin(), st.end(), 0.0f);
+  for (auto& k : s.k_cache) k.clear();
+  for (auto& v : s.v_cache) v.clear();
+}
+
 std::uint64_t Model::ternary_bytes_per_token() const {
   std::uint64_t n = head_.bytes();
   for (const auto& w : layers_) {

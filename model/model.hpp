@@ -144,6 +144,10 @@ class Model {
   WeightCode weight_code() const { return weight_code_; }
   const LatticeWeightsInfo& lattice_weights() const { return lattice_; }
   Session new_session() const;
+  // Returns a session of this model to an empty context in place: states zeroed, KV caches
+  // emptied with their capacity kept, so repeated calls from an empty context (a benchmark's)
+  // do not map and fault in fresh state buffers each time.
+  void reset_session(Session& s) const;
 
   // Runs `tokens` at positions s.pos... and returns logits: for the last token only, or for every
   // token when `all_logits` (tokens x vocab, row-major).

@@ -236,6 +236,24 @@ TEST_SUITE("model") {
     CHECK(m->forward(a, std::span(&next, 1)) == m->forward(b, std::span(&next, 1)));
   }
 
+  TEST_CASE("a reset session decodes as a fresh one") {
+    auto m = Model::load(tiny_path());
+    Session used = m->new_session(), fresh = m->new_session();
+    m->forward(used, kPrompt);  // states, conv windows and KV caches all non-empty
+    REQUIRE(used.pos == int(kPrompt.size()));
+    m->reset_session(used);
+    CHECK(used.pos == 0);
+    // Bit-identical logits at every position, prompt and a decoded token alike: a state left
+    // non-zero or a KV row left behind changes them.
+    CHECK(m->forward(used, kPrompt, true) == m->forward(fresh, kPrompt, true));
+    const std::int32_t next = 7;
+    CHECK(m->forward(used, std::span(&next, 1)) == m->forward(fresh, std::span(&next, 1)));
+    // A session of another shape (here one layer short) is refused.
+    Session foreign = m->new_session();
+    foreign.state.pop_back();
+    CHECK_THROWS_WITH_AS(m->reset_session(foreign), doctest::Contains("another model"), Error);
+  }
+
   TEST_CASE("greedy tokens and perplexity are identical in every layout") {
     const auto text = random_tokens(kEmulated ? 4 : 8, 512, 5);
     const std::vector<std::int32_t> prompt(kPrompt.begin(), kPrompt.begin() + (kEmulated ? 2 : 5));
