@@ -71,28 +71,24 @@ struct Avx2 : Rows8<Avx2> {
   static constexpr int kRegisters = 16;  // vector registers the unrolling may plan with
   static constexpr int kLanes = 8;
   static constexpr int kGemvPrefetch = 2048;  // bytes ahead of each stream
-  static constexpr int kGemvStreams = 2;  // row groups a gemv reads side by side
+  // Row groups a gemv reads side by side: one, as the slot-major loop holds every vector of a pass
+  // in registers and two streams of 16 rows (four vectors) spilled them.
+  static constexpr int kGemvStreams = 1;
   static constexpr int kGemmTokens = 4;   // tokens a gemm pass dots each weight vector with
   static constexpr int kGemm4Streams = 1;  // row groups a 4-token pass reads side by side
   // Each slot shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a
   // block's 32 of them per int16 lane (4 slots x 8 strips) at most 24576: the block accumulates in
-  // int16 and widens once (sums). gemv and gemm run the same program.
+  // int16 and widens once (sums). gemv and gemm run the same program, through the strategy's
+  // slot-major loop (no broadcast operand: a broadcast is a register, shared by a pass's vectors).
   struct LaneCodes {
     static constexpr int kShift = 0;
-    struct Slots {
-      V s[4];
-    };
     using Acc = V;
-    static Slots slots(V w) {
-      const V m = set1_u8(0x03);
-      return {{and_(w, m), and_(shr_u8_dirty<2>(w), m), and_(shr_u8_dirty<4>(w), m), and_(shr_u8_dirty<6>(w), m)}};
-    }
     static Acc zero() { return Avx2::zero(); }
-    // Slot s's codes against the activation dword at x + 4 s, broadcast to every lane.
-    static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
-      for (int s = 0; s < 4; ++s)
-        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(w.s[s], _mm256_set1_epi32(load_u32(x + 4 * s))));
-    }
+    // Slot s of every byte of w, brought down to its code.
+    static V code(V w, int s) { return and_(s == 0 ? w : _mm256_srli_epi16(w, 2 * s), set1_u8(0x03)); }
+    // The activation dword at x in every lane.
+    static V broadcast(const std::uint8_t* x) { return _mm256_set1_epi32(load_u32(x)); }
+    static void dot(Acc& acc, V codes, V x) { acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(codes, x)); }
     static V sums(const Acc& acc) { return slot_widen(acc); }
   };
   using GemvLanes = LaneCodes;

@@ -16,6 +16,12 @@
 // cheapest extraction wins (AVX-512: in-place masks, one accumulator per slot); with many, the
 // fewest accumulators per token (codes, one accumulator per token).
 //
+// Two walks of a block, by register file: with 32 registers (AVX-512) each stream's block in turn,
+// vector by vector, its lane program taking all four slots of a vector (slots, dot with the
+// activation address: the broadcast rides in the dot's memory operand); with 16 (AVX2) the
+// streams' blocks together, strip by strip and slot by slot, its lane program taking one slot's
+// codes (code), one broadcast register per token (broadcast) and one dot (dot).
+//
 // Exactness: slot values are u * 4^s (AVX-512, in place, <= 192) or u (AVX2, <= 3); every policy
 // keeps its intermediates below its instruction's saturation (see the policies), the row sums are
 // exact int32, and the fma association is gemv_reference's, so the float result is bit-identical.
@@ -106,49 +112,85 @@ struct Broadcast {
         const std::uint8_t* blk[GS];
         for (int q = 0; q < GS; ++q) blk[q] = w.block(g0 + q * passes + p, 0);
         const std::uint8_t* xb = acts.expanded;
-        for (std::int64_t i = 0; i < nb; ++i, xb += T * kBlockK)
-          for (int q = 0; q < GS; ++q) {
-            // Each dot's activation as base + constant: left to itself GCC made the 32 slot
-            // addresses separate induction variables (kept in spare vector registers, a move per
-            // dot) or indexed them (a vpdpbusd with an index is two uops). Hiding the base's
-            // provenance leaves it one register and one uop per dot: the 16-token gemm went from
-            // 320 to 344 GMAC/s (17408 x 5120, 1 thread).
-            __asm__("" : "+r"(xb));
-            // One line past the block too: the 10th prefetch runs into the stream's next block,
-            // and measured 2-3% more bandwidth on 1 and 2 threads (32768 x 8192, cold) than the
-            // block's own 9 lines.
-            if (v0 == 0) prefetch_ahead<PF>(blk[q], bb + 64);
-            typename LP::Acc a[T][VS];
-            for (auto& at : a)
-              for (auto& av : at) av = LP::zero();
-            // A whole block unrolled suits AVX-512's 32 registers; on AVX2's 16 it made GCC
-            // hoist loads and spill (llvm-mca, Zen 3: 254 stack references a block), two strips
-            // at a time do not. (The body is written twice: a lambda kept the accumulators in
-            // memory.)
-#define TERNLAB_STRIP_DOTS                                                                                   \
-  for (int v = 0; v < VS; ++v) {                                                                             \
-    const typename LP::Slots s = LP::slots(P::load(blk[q] + pb + t * strip + (v0 + v) * P::kBytes));        \
-    const std::uint8_t* x = xb + 16 * t;                                                                     \
-    for (int m = 0; m < T; ++m) LP::dot(a[m][v], s, x + m * kBlockK);                                        \
-  }
-            if constexpr (P::kRegisters >= 32) {
+        for (std::int64_t i = 0; i < nb; ++i, xb += T * kBlockK) {
+          // Each dot's activation as base + constant: left to itself GCC made the 32 slot
+          // addresses separate induction variables (kept in spare vector registers, a move per
+          // dot) or indexed them (a vpdpbusd with an index is two uops). Hiding the base's
+          // provenance leaves it one register and one uop per dot: the 16-token gemm went from
+          // 320 to 344 GMAC/s (17408 x 5120, 1 thread).
+          if constexpr (P::kRegisters >= 32)
+            for (int q = 0; q < GS; ++q) {
+              __asm__("" : "+r"(xb));
+              // One line past the block too: the 10th prefetch runs into the stream's next block,
+              // and measured 2-3% more bandwidth on 1 and 2 threads (32768 x 8192, cold) than the
+              // block's own 9 lines.
+              if (v0 == 0) prefetch_ahead<PF>(blk[q], bb + 64);
+              typename LP::Acc a[T][VS];
+              for (auto& at : a)
+                for (auto& av : at) av = LP::zero();
+              // The whole block unrolled: slot by slot within a vector, the broadcasts embedded
+              // in the dots' memory operands. (The block's end is written out in both walks:
+              // through a shared function GCC scheduled this one's loops differently.)
 #pragma GCC unroll 8
-              for (int t = 0; t < kStrips; ++t) TERNLAB_STRIP_DOTS
-            } else {
-#pragma GCC unroll 2
-              for (int t = 0; t < kStrips; ++t) TERNLAB_STRIP_DOTS
+              for (int t = 0; t < kStrips; ++t)
+                for (int v = 0; v < VS; ++v) {
+                  const typename LP::Slots s = LP::slots(P::load(blk[q] + pb + t * strip + (v0 + v) * P::kBytes));
+                  const std::uint8_t* x = xb + 16 * t;
+                  for (int m = 0; m < T; ++m) LP::dot(a[m][v], s, x + m * kBlockK);
+                }
+              const std::uint8_t* sc = row_scales(L, blk[q], kContiguous, gathered);
+              for (int v = 0; v < VS; ++v) {
+                const typename P::LaneF d = P::lanes_scales(sc + 2 * (v0 + v) * kLanes);
+                for (int m = 0; m < T; ++m) {
+                  const BlockActs b = acts.blocks[i * T + m];
+                  acc[q][m][v] = P::template lanes_fma<LP::kShift>(LP::sums(a[m][v]), b.ysum, d, b.d, acc[q][m][v]);
+                }
+              }
+              blk[q] += bb;
             }
-#undef TERNLAB_STRIP_DOTS
-            const std::uint8_t* sc = row_scales(L, blk[q], kContiguous, gathered);
-            for (int v = 0; v < VS; ++v) {
-              const typename P::LaneF d = P::lanes_scales(sc + 2 * (v0 + v) * kLanes);
-              for (int m = 0; m < T; ++m) {
-                const BlockActs b = acts.blocks[i * T + m];
-                acc[q][m][v] = P::template lanes_fma<LP::kShift>(LP::sums(a[m][v]), b.ysum, d, b.d, acc[q][m][v]);
+          else {
+            __asm__("" : "+r"(xb));
+            // With 16 registers and no broadcast operand every broadcast is an instruction of its
+            // own, on Zen 3 about as dear as the dot it feeds, so the strip is walked slot by
+            // slot and each broadcast serves all GS x VS vectors of the pass: 32768 x 8192, 1
+            // thread, warm, 1.2-1.4x the per-stream order, which also spilled its accumulators.
+            for (int q = 0; q < GS; ++q)
+              if (v0 == 0) prefetch_ahead<PF>(blk[q], bb + 64);
+            typename LP::Acc a[GS][T][VS];
+            for (auto& aq : a)
+              for (auto& at : aq)
+                for (auto& av : at) av = LP::zero();
+#pragma GCC unroll 8
+            for (int t = 0; t < kStrips; ++t) {
+              typename P::V wv[GS][VS];
+              for (int q = 0; q < GS; ++q)
+                for (int v = 0; v < VS; ++v) wv[q][v] = P::load(blk[q] + pb + t * strip + (v0 + v) * P::kBytes);
+#pragma GCC unroll 4
+              for (int s = 0; s < 4; ++s) {
+                typename P::V c[GS][VS];
+                for (int q = 0; q < GS; ++q)
+                  for (int v = 0; v < VS; ++v) c[q][v] = LP::code(wv[q][v], s);
+                for (int m = 0; m < T; ++m) {
+                  const typename P::V b = LP::broadcast(xb + m * kBlockK + 16 * t + 4 * s);
+                  for (int q = 0; q < GS; ++q)
+                    for (int v = 0; v < VS; ++v) LP::dot(a[q][m][v], c[q][v], b);
+                }
               }
             }
-            blk[q] += bb;
+            // The block's end as above, stream by stream.
+            for (int q = 0; q < GS; ++q) {
+              const std::uint8_t* sc = row_scales(L, blk[q], kContiguous, gathered);
+              for (int v = 0; v < VS; ++v) {
+                const typename P::LaneF d = P::lanes_scales(sc + 2 * (v0 + v) * kLanes);
+                for (int m = 0; m < T; ++m) {
+                  const BlockActs b = acts.blocks[i * T + m];
+                  acc[q][m][v] = P::template lanes_fma<LP::kShift>(LP::sums(a[q][m][v]), b.ysum, d, b.d, acc[q][m][v]);
+                }
+              }
+              blk[q] += bb;
+            }
           }
+        }
         for (int q = 0; q < GS; ++q)
           for (int m = 0; m < live; ++m)
             for (int v = 0; v < VS; ++v) P::lanes_store(y + m * ldy + (g0 + q * passes + p) * R + (v0 + v) * kLanes, acc[q][m][v]);
