@@ -39,6 +39,7 @@
 #include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
+#include "kernels/cpu.hpp"
 #include "experiments/model_arms.hpp"
 #include "experiments/run_context.hpp"
 #include "kernels/thread_pool.hpp"
@@ -678,6 +679,18 @@ namespace {
 
 // --- prefill and decode -------------------------------------------------------------------------
 
+// The weights_fit_cache check on the arm whose calls (`tokens_per_call` tokens) read the fewest weight bytes.
+void cache_check(const ModelArms& m, const TimingResult& r, int tokens_per_call, NoiseChecks& noise) {
+  std::size_t fewest = m.arms.size();
+  for (std::size_t i = 0; i < m.arms.size(); ++i)
+    if (r.arms[i].setup.weight_bytes > 0 &&
+        (fewest == m.arms.size() || r.arms[i].setup.weight_bytes < r.arms[fewest].setup.weight_bytes))
+      fewest = i;
+  if (fewest < m.arms.size())
+    noise.weights_in_cache(m.arms[fewest].name, r.arms[fewest].setup.weight_bytes / tokens_per_call,
+                           last_level_cache_bytes());
+}
+
 // The pp n or tg n table of the timed arms.
 RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResult& r, bool decode, int n) {
   const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
@@ -711,6 +724,7 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
   std::vector<BarItem> bars;
   NoiseChecks noise;
   noise.ceilings(r);
+  if (decode) cache_check(m, r, n, noise);
   for (std::size_t i = 0; i < m.arms.size(); ++i) {
     const ModelArm& a = m.arms[i];
     const ArmTiming& t = r.arms[i];
@@ -1071,6 +1085,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   Table table(std::move(columns));
   NoiseChecks noise;
   noise.ceilings(r);
+  cache_check(m, r, 1, noise);
   rep.rows.columns = {"run", "round", "arm", "layout", "kernel", "threads", "op", "seconds"};
   Json js = run_json_head(run, rep.title, m);
   js["prompt_tokens"] = prompt_len;

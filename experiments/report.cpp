@@ -206,6 +206,16 @@ void NoiseChecks::fraction(const std::string& arm, const std::string& what, cons
                             "(its bytes came partly from cache, or the ceiling measured low), so this is no fraction of it")});
 }
 
+void NoiseChecks::weights_in_cache(const std::string& arm, double bytes_per_token, std::int64_t cache_bytes) {
+  if (cache_bytes <= 0 || !(bytes_per_token > 0) || bytes_per_token >= kCacheWeightsFactor * double(cache_bytes)) return;
+  warnings.push_back({"weights_fit_cache", arm,
+                      cat("arm '", arm, "' reads ", sig(bytes_per_token / 1e6), " MB of weights a token, under ",
+                          kCacheWeightsFactor, "x the ", sig(double(cache_bytes) / (1 << 20)),
+                          " MiB last-level cache: part of them can stay cached from token to token, so its fraction of "
+                          "the memory read ceiling measures the cache too and depends on what ran before it; a larger "
+                          "model (preset bonsai-27b) measures the memory")});
+}
+
 std::string warnings_markdown(const std::vector<NoiseWarning>& w) {
   if (w.empty()) return "";
   std::string s = cat("\n**noise warnings (", w.size(), "):**\n\n");

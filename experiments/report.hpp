@@ -29,13 +29,18 @@ inline constexpr double kCeilingDriftShare = 0.10;
 // A fraction of a ceiling above this in any round: that ceiling was not an upper bound for the arm
 // (its bytes came partly from cache, or the ceiling measured low), so the figure is no fraction.
 inline constexpr double kFractionLimit = 1.0;
+// A model whose weights a token are under this many times the last-level cache: part of them can
+// stay cached from one token to the next, so a decode's fraction of the memory read ceiling
+// measures the cache too, and depends on what ran just before (a 281 MB model on a host reporting
+// 480 MiB of L3 decoded at 80-88% alone and 65-74% after another arm).
+inline constexpr double kCacheWeightsFactor = 2.0;
 
 // Sample standard deviation / mean; NaN for fewer than 2 values or a non-positive mean.
 double spread(const std::vector<double>& v);
 std::string spread_cell(const std::vector<double>& v);  // "4.1%", or "—" under 2 rounds
 
 struct NoiseWarning {
-  std::string check;  // "ceiling_drift", "ratio_crosses_one" or "fraction_over_100"
+  std::string check;  // "ceiling_drift", "ratio_crosses_one", "fraction_over_100" or "weights_fit_cache"
   std::string arm;    // empty for a ceiling
   std::string text;   // one sentence, with the numbers
 };
@@ -51,6 +56,8 @@ struct NoiseChecks {
   void ratio(const std::string& arm, const std::vector<double>& per_round);
   // Per-round fractions of a ceiling; `what` is the column ("decode bandwidth fraction").
   void fraction(const std::string& arm, const std::string& what, const std::vector<double>& per_round);
+  // The fewest weight bytes a token of any arm (`arm`'s) against the last-level cache (0: unknown).
+  void weights_in_cache(const std::string& arm, double bytes_per_token, std::int64_t cache_bytes);
 };
 std::string warnings_markdown(const std::vector<NoiseWarning>& w);  // "" when none
 Json warnings_json(const std::vector<NoiseWarning>& w);  // a JSON array

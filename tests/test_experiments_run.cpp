@@ -703,6 +703,21 @@ layout = "i2_s"
       REQUIRE(warnings_of(r, "fraction_over_100").size() == 1);
       CHECK(warnings_of(r, "fraction_over_100")[0].text.find("int8 compute ceiling") != std::string::npos);
     }
+    SUBCASE("a model whose weights a token could stay in the last-level cache") {
+      const auto check = [](double bytes, std::int64_t cache) {
+        NoiseChecks n;
+        n.weights_in_cache("t2r", bytes, cache);
+        return n.warnings;
+      };
+      const auto w = check(281e6, std::int64_t{480} << 20);  // preset mid on a 480 MiB L3
+      REQUIRE(w.size() == 1);
+      CHECK(w[0].check == "weights_fit_cache");
+      CHECK(w[0].arm == "t2r");
+      CHECK(w[0].text.find("281 MB of weights a token, under 2x the 480 MiB last-level cache") != std::string::npos);
+      CHECK(check(6.8e9, std::int64_t{480} << 20).empty());  // the full-size model
+      CHECK(check(kCacheWeightsFactor * (std::int64_t{32} << 20), std::int64_t{32} << 20).empty());  // at the factor: quiet
+      CHECK(check(281e6, 0).empty());  // the cache size unknown
+    }
   }
 
   TEST_CASE("noise warnings reach the printed output, summary.md and summary.json; a quiet run has none") {

@@ -20,6 +20,7 @@
 #include "experiments/report.hpp"
 #include "experiments/run_context.hpp"
 #include "experiments/runner.hpp"
+#include "kernels/cpu.hpp"
 #include "model/model.hpp"
 #include "model/synth.hpp"
 #include "tests/support.hpp"
@@ -214,6 +215,22 @@ TEST_SUITE("model-kinds") {
     CHECK(baseline_of("t2p load=mmap") == "pq2_0 load=mmap");
     CHECK(baseline_of("t2p load=memory") == "pq2_0 load=memory");
     CHECK(baseline_of("pq2_0 load=memory") == "pq2_0 load=memory");
+  }
+
+  TEST_CASE("a decode whose weights a token fit twice the last-level cache is flagged, naming the arm with the fewest") {
+    const RunReport rep = run_text(head("decode") + "tokens = 2\n[[arm]]\nlayout = [\"pq2_0\", \"ptq1_0\"]\n");
+    CHECK(rep.ok);
+    std::vector<NoiseWarning> found;
+    for (const NoiseWarning& w : rep.warnings)
+      if (w.check == "weights_fit_cache") found.push_back(w);
+    // The tiny preset's few megabytes fit any cache; where the size is unknown the check stays quiet.
+    if (last_level_cache_bytes() > 0) {
+      REQUIRE(found.size() == 1);
+      CHECK(found[0].arm == "ptq1_0");  // base-3: fewer bytes than pq2_0
+      CHECK(found[0].text.find("arm 'ptq1_0' reads") == 0);
+    } else {
+      CHECK(found.empty());
+    }
   }
 
   TEST_CASE("MemAvailable is read from /proc/meminfo's format") {
