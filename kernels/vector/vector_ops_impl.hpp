@@ -219,7 +219,8 @@ struct Impl {
     }
   }
 
-  // e^x for the SiLU and the sigmoid gate, branch-free so that it vectorises: x = n ln2 + r with
+  // e^x for the SiLU and the sigmoid gate, branch-free so that it vectorises (its clamps are selects,
+  // which GCC makes blends only without -ftrapping-math: see CMakeLists.txt): x = n ln2 + r with
   // |r| <= ln2 / 2 (ln2 in two parts, the first exact in 9 bits so n * kLn2Hi is exact), e^r by
   // Cephes expf's degree-7 polynomial, 2^n put in the exponent field. n comes from the
   // round-to-nearest add of 1.5 * 2^23 (the sum's low bits are n), so no float-to-int conversion
