@@ -422,4 +422,16 @@ LoopCensus census_of(const void* fn) {
        "or integer multiplies: nothing to take a census of");
 }
 
+std::vector<Insn> loop_instructions(const void* fn) {
+  const CodeAddress at = locate(fn);
+  const Function f = disassemble(at, is_x86_file());
+  if (f.insns.empty()) fail("no function symbol starts at 0x", std::hex, at.address, " in ", at.file);
+  std::vector<Insn> out;
+  for (const Insn& i : f.insns)
+    if (std::any_of(f.loops.begin(), f.loops.end(),
+                    [&](const auto& l) { return l.first <= i.address && i.address <= l.second; }))
+      out.push_back(i);
+  return out;
+}
+
 }  // namespace ternlab::inspect

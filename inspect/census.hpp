@@ -56,6 +56,11 @@ struct LoopCensus {
 // no such loop exists, saying which.
 LoopCensus census_of(const void* fn);
 
+// Every instruction inside a loop of the function at `fn` (not of the functions it calls), in
+// address order: what the compiler made of a plain loop, e.g. whether its float arithmetic is
+// packed. Throws ternlab::Error when objdump is missing or no function symbol starts at `fn`.
+std::vector<Insn> loop_instructions(const void* fn);
+
 // The disassembler used: $TERNLAB_OBJDUMP, else the target's cross objdump when cross-compiled
 // (aarch64-linux-gnu-objdump), else objdump.
 std::string objdump_command();

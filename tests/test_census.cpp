@@ -1,12 +1,19 @@
 // The instruction census reads loops back from machine code: on a probe loop written in assembly,
 // whose instructions are known by construction, it must find exactly that loop and count each class;
-// on every SIMD kernel of every layout it must find a multiply-accumulate loop.
+// on every SIMD kernel of every layout it must find a multiply-accumulate loop; in the elementwise
+// float ops of every vector-ops build, packed arithmetic.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "inspect/census.hpp"
 #include "kernels/catalog.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/portable/portable.hpp"
+#include "kernels/vector/vector_ops.hpp"
 #include "layouts/registry.hpp"
 
 using namespace ternlab;
@@ -116,6 +123,31 @@ TEST_SUITE("census") {
       ++builds;
     }
     CHECK(builds == (isa_supported(detail::kPortableAutovecIsa) ? 2 : 1));
+  }
+
+  TEST_CASE("the elementwise float ops run packed divisions in every vector-ops build") {
+    // SiLU and the sigmoid gate divide once an element: a vectorised loop divides whole registers
+    // (under -ftrapping-math GCC keeps the exponential's clamps as branches and the loops scalar,
+    // so these units build without it). A scalar remainder loop may divide one float at a time.
+    const auto packed_division = [](const inspect::Insn& i) {
+#if defined(__x86_64__)
+      return i.mnemonic == "divps" || i.mnemonic == "vdivps";
+#else
+      return i.mnemonic == "fdiv" && i.operands.find(".4s") != std::string::npos;
+#endif
+    };
+    for (const VectorOps* o : vector_ops_variants()) {
+      CAPTURE(o->name);
+      const std::pair<const char*, const void*> ops[] = {{"silu", reinterpret_cast<const void*>(o->silu)},
+                                                         {"silu_mul", reinterpret_cast<const void*>(o->silu_mul)},
+                                                         {"sigmoid_mul", reinterpret_cast<const void*>(o->sigmoid_mul)}};
+      for (const auto& [name, fn] : ops) {
+        CAPTURE(name);
+        const std::vector<inspect::Insn> loop = inspect::loop_instructions(fn);
+        CHECK(!loop.empty());
+        CHECK(std::any_of(loop.begin(), loop.end(), packed_division));
+      }
+    }
   }
 
   TEST_CASE("multiply_products counts one product per destination lane") {
