@@ -52,7 +52,7 @@ std::uint16_t encode_bf16(float v) {
 
 }  // namespace
 
-float decode_e4m3(std::uint8_t b) {
+const float* e4m3_float_table() {
   static const std::array<float, 256> table = [] {
     std::array<float, 256> t{};
     for (int c = 0; c < 256; ++c) {
@@ -64,8 +64,10 @@ float decode_e4m3(std::uint8_t b) {
     }
     return t;
   }();
-  return table[b];
+  return table.data();
 }
+
+float decode_e4m3(std::uint8_t b) { return e4m3_float_table()[b]; }
 
 const std::uint16_t* e4m3_fp16_table() {
   static const std::array<std::uint16_t, 256> table = [] {

@@ -39,6 +39,8 @@ constexpr std::string_view scale_format_name(ScaleFormat f) {
 
 // Every formats' values are exact in float (e8m0's 2^-127 as a float subnormal).
 float decode_e4m3(std::uint8_t b);
+// The 256 e4m3 codes as floats (decode_e4m3's table), for loops that decode many.
+const float* e4m3_float_table();
 // The 256 e4m3 codes as fp16 bit patterns, each the same value (every e4m3 value, subnormals and NaN
 // included, is an fp16 value): kernels that read fp16 scale lanes gather e4m3 scales through it.
 const std::uint16_t* e4m3_fp16_table();
@@ -46,6 +48,17 @@ const std::uint16_t* e4m3_fp16_table();
 inline float decode_e8m0(std::uint8_t b) {
   if (b == 0xff) return std::bit_cast<float>(0x7fc00000u);
   return b == 0 ? std::bit_cast<float>(0x00400000u) : std::bit_cast<float>(std::uint32_t(b) << 23);
+}
+
+inline float decode_bf16(const std::uint8_t* p) {
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  return std::bit_cast<float>(std::uint32_t(h) << 16);
+}
+inline float decode_fp32(const std::uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
 }
 
 // The scale stored at p in format f, as float.
@@ -56,18 +69,10 @@ inline float decode_scale(ScaleFormat f, const std::uint8_t* p) {
       std::memcpy(&h, p, 2);
       return fp16_to_float(h);
     }
-    case ScaleFormat::bf16: {
-      std::uint16_t h;
-      std::memcpy(&h, p, 2);
-      return std::bit_cast<float>(std::uint32_t(h) << 16);
-    }
+    case ScaleFormat::bf16: return decode_bf16(p);
     case ScaleFormat::e4m3: return decode_e4m3(*p);
     case ScaleFormat::e8m0: return decode_e8m0(*p);
-    case ScaleFormat::fp32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
+    case ScaleFormat::fp32: return decode_fp32(p);
   }
   return 0.0f;
 }
