@@ -216,6 +216,11 @@ struct SlotMask {
     }
   };
   using RowScaleLanes = std::conditional_t<kDecodedScales, DecodedLanes, Fp16Lanes>;
+  // The decoded instantiation is picked only for plans its register epilogue takes, so it leaves
+  // out the scalar paths (GCC drops what follows a call that does not return).
+  [[noreturn]] static void not_vector_rows(const SlotVectorPlan& p) {
+    fail(kernel(), " decoded-scales kernel handed layout '", p.layout->name, "', whose plan its register epilogue refuses");
+  }
 
   // Policies that hold a 4 x 4 tile of results in registers (x86: Rows8::TileF) do so for plans
   // of two row pairs whose rows their tile_rows can gather (t2p); TileActs feeds the epilogue.
@@ -364,6 +369,7 @@ struct SlotMask {
         }
         return;
       }
+    if constexpr (kDecodedScales) not_vector_rows(p);
     for (; g < g1; ++g) {
       float acc[ROWS] = {};
       Chunks blk(w.block(g, 0));
@@ -431,6 +437,7 @@ struct SlotMask {
           }
           continue;
         }
+      if constexpr (kDecodedScales) not_vector_rows(p);
       for (std::int64_t g = g0; g < g1; ++g) {
         float acc[4][ROWS] = {};
         Chunks blk(w.block(g, 0));
@@ -460,13 +467,15 @@ struct SlotMask {
 };
 
 // Points k at SlotMask<P, G, M, ROWS> when the plan has that block shape, the plan bound: the
-// decoded-scales instantiation where only it keeps the epilogue in registers.
+// decoded-scales instantiation where only it keeps the epilogue in registers. Policies that run
+// the strategy as an experiment of their own (kSlotStrategy: slot-mask-widen) keep the per-row
+// path for those plans, which spares the build their instantiations.
 template <class P, int G, int M, int ROWS>
 bool pick_slot_mask(const SlotVectorPlan& p, KernelFns& k) {
   using K = SlotMask<P, G, M, ROWS>;
   if (!K::fits(p)) return false;
   k = {&K::gemv, &K::gemm, {&p, &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
-  if constexpr (K::kVectorRows) {
+  if constexpr (K::kVectorRows && !requires { P::kSlotStrategy; }) {
     using D = SlotMask<P, G, M, ROWS, true>;
     if (!K::vector_rows(p) && D::vector_rows(p))
       k = {&D::gemv, &D::gemm, {&p, &D::gemv_acts_bytes, &D::gemv_prepare, &D::gemv_rows}};
