@@ -40,9 +40,10 @@
 
 namespace ternlab::strategies {
 
-// kDecodedScales: the instantiation for plans whose row scales are not contiguous fp16 (bf16,
-// e4m3, e8m0, or spaced apart): its register epilogue reads each block's scales through the format's
-// decoder into float lanes. An instantiation of its own, so the fp16 one's loops stay as they are.
+// kDecodedScales: the instantiation for plans whose row scales one 16-byte load cannot read as
+// fp16 (bf16, e4m3, e8m0, spaced apart, or too near the block's end): its register epilogue decodes
+// each block's scales into float lanes. An instantiation of its own, so the fp16 one's loops stay
+// as they are.
 template <class P, int G, int M, int ROWS, bool kDecodedScales = false>
 struct SlotMask {
   static constexpr int kPairsPerRow = 2 * G * (P::kBytes / kWordBytes) / ROWS;
@@ -171,13 +172,14 @@ struct SlotMask {
   static constexpr bool kVectorRows = requires { typename P::RowF; } && ROWS <= 8 && kPairsPerRow <= 8;
   static bool vector_rows(const SlotVectorPlan& p) {
     // Pair sums travel as 8-lane pieces: (G + 1) / 2 pair vectors of kBytes / 32 pieces each.
-    if constexpr (kDecodedScales)
-      return kVectorRows && p.scale_groups == 1 && !p.scales_contiguous && (G + 1) / 2 * (P::kBytes / 32) <= 8;
+    if constexpr (kDecodedScales)  // every plan the fp16 read below refuses for its scales alone
+      return kVectorRows && p.scale_groups == 1 && !(p.scales_contiguous && p.scale_offset[0] + 16 <= p.block_bytes) &&
+             (G + 1) / 2 * (P::kBytes / 32) <= 8;
     return kVectorRows && p.scale_groups == 1 && p.scales_contiguous && p.scale_offset[0] + 16 <= p.block_bytes &&
            (G + 1) / 2 * (P::kBytes / 32) <= 8;
   }
   // Each block's ROWS scales as float lanes for the register epilogue: contiguous fp16 read in
-  // place, any other format (or spaced scales) decoded into the lanes. Decoding is exact: every
+  // place, anything else decoded into the lanes. Decoding is exact: every
   // scale format's values are floats. On the per-row scalar epilogue instead, t2p-e4m3, t2p-bf16 and
   // t2p-e8m0 ran 0.35-0.55x t2p's speed on AVX2.
   struct Fp16Lanes {
@@ -219,7 +221,8 @@ struct SlotMask {
   // The decoded instantiation is picked only for plans its register epilogue takes, so it leaves
   // out the scalar paths (GCC drops what follows a call that does not return).
   [[noreturn]] static void not_vector_rows(const SlotVectorPlan& p) {
-    fail(kernel(), " decoded-scales kernel handed layout '", p.layout->name, "', whose plan its register epilogue refuses");
+    fail(kernel(), " decoded-scales kernel handed layout '", p.layout->name,
+         "', whose plan its register epilogue refuses");
   }
 
   // Policies that hold a 4 x 4 tile of results in registers (x86: Rows8::TileF) do so for plans
