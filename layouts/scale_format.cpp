@@ -69,15 +69,6 @@ const float* e4m3_float_table() {
 
 float decode_e4m3(std::uint8_t b) { return e4m3_float_table()[b]; }
 
-const std::uint16_t* e4m3_fp16_table() {
-  static const std::array<std::uint16_t, 256> table = [] {
-    std::array<std::uint16_t, 256> t{};
-    for (int c = 0; c < 256; ++c) t[std::size_t(c)] = float_to_fp16(decode_e4m3(std::uint8_t(c)));
-    return t;
-  }();
-  return table.data();
-}
-
 EncodedScale encode_scale_nearest(ScaleFormat f, float v) {
   EncodedScale out;
   switch (f) {

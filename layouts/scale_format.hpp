@@ -41,9 +41,6 @@ constexpr std::string_view scale_format_name(ScaleFormat f) {
 float decode_e4m3(std::uint8_t b);
 // The 256 e4m3 codes as floats (decode_e4m3's table), for loops that decode many.
 const float* e4m3_float_table();
-// The 256 e4m3 codes as fp16 bit patterns, each the same value (every e4m3 value, subnormals and NaN
-// included, is an fp16 value): kernels that read fp16 scale lanes gather e4m3 scales through it.
-const std::uint16_t* e4m3_fp16_table();
 
 inline float decode_e8m0(std::uint8_t b) {
   if (b == 0xff) return std::bit_cast<float>(0x7fc00000u);

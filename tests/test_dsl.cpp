@@ -229,8 +229,11 @@ TEST_SUITE("dsl") {
       const auto st = find_layout(name).strategies();
       CHECK(std::find(st.begin(), st.end(), "slot-mask") != st.end());
     }
-    const auto r = find_layout("t2r-e4m3").strategies();
-    CHECK(std::find(r.begin(), r.end(), "broadcast") != r.end());
+    for (const char* name : {"t2r-bf16", "t2r-e4m3"}) {
+      CAPTURE(name);
+      const auto r = find_layout(name).strategies();
+      CHECK(std::find(r.begin(), r.end(), "broadcast") != r.end());
+    }
   }
 
   TEST_CASE("exact fp16 per-128 scales: fp16, per block row, groups of at most 128 weights") {

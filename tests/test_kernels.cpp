@@ -619,7 +619,10 @@ TEST_SUITE("kernels") {
       CAPTURE(variant);
       CHECK(names(variant) == names("t2p"));
     }
-    CHECK(names("t2r-e4m3") == names("t2r"));
+    for (const char* variant : {"t2r-bf16", "t2r-e4m3"}) {
+      CAPTURE(variant);
+      CHECK(names(variant) == names("t2r"));
+    }
   }
 
   TEST_CASE("run_gemv / run_gemm on 1, 2 and 3 threads give the single-call bits") {

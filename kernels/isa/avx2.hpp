@@ -98,6 +98,7 @@ struct Avx2 : Rows8<Avx2> {
   using LaneF = RowF;
   static LaneF lanes_zero() { return row_zero(); }
   static LaneF lanes_scales(const std::uint8_t* p) { return row_scales(p); }
+  static LaneF lanes_load(const float* p) { return row_load(p); }
   template <int shift>
   static LaneF lanes_fma(V s, std::int32_t ysum, LaneF scales, float d, LaneF acc) {
     return row_fma<shift>(s, ysum, scales, d, acc);

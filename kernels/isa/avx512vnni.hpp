@@ -194,6 +194,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   };
   static LaneF lanes_zero() { return {{row_zero(), row_zero()}}; }
   static LaneF lanes_scales(const std::uint8_t* p) { return {{row_scales(p), row_scales(p + 16)}}; }
+  static LaneF lanes_load(const float* p) { return {{row_load(p), row_load(p + 8)}}; }
   template <int shift>
   static LaneF lanes_fma(V s, std::int32_t ysum, LaneF scales, float d, LaneF acc) {
     return {{row_fma<shift>(_mm512_castsi512_si256(s), ysum, scales.h[0], d, acc.h[0]),
@@ -209,6 +210,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   static LaneF lanes_scales(const std::uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  static LaneF lanes_load(const float* p) { return _mm512_loadu_ps(p); }
   // acc + float((s >> shift) - ysum) * (scales * d): the reference's one fma per row and block.
   template <int shift>
   static LaneF lanes_fma(V s, std::int32_t ysum, LaneF scales, float d, LaneF acc) {

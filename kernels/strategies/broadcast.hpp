@@ -38,6 +38,7 @@
 #include "common/strings.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/block_scales.hpp"
 
 namespace ternlab::strategies {
 
@@ -55,32 +56,12 @@ struct Broadcast {
     if (L.rows != R) return cat("the kernel takes ", R, "-row blocks, the layout has ", L.rows);
     if (R < kLanes) return cat("a strip of ", R, " rows fills only part of a ", kLanes, "-lane vector");
     if (L.k != 128 || L.strip_plan->strips != kStrips) return "the kernel takes blocks of 128 weights per row";
-    // Every e4m3 value is an fp16 value; bf16 and e8m0 reach beyond fp16's range.
-    if (L.scale_format() != ScaleFormat::fp16 && L.scale_format() != ScaleFormat::e4m3)
-      return cat("the lanes read fp16 scales, which cannot hold every ", scale_format_name(L.scale_format()), " scale");
     return "";
   }
   static const StripPlan& checked_plan(const LayoutInfo& L) {
     const std::string why = why_not(L);
     if (!why.empty()) fail("broadcast/", P::name, " kernel cannot run layout '", L.name, "': ", why);
     return *L.strip_plan;
-  }
-
-  // The scales of a block's rows as R consecutive fp16 halves: in place when the layout stores
-  // them so, else gathered into `tmp`, e4m3 through a table of its codes as fp16 (exact: see
-  // why_not). Decoded to float and encoded back a row at a time, the gathering made the AVX2 gemm of
-  // t2r with e4m3 scales 3-4x slower than t2r's; with the table about 0.65x, GCC compiling this
-  // instantiation's last strip with its token loop rolled.
-  static const std::uint8_t* row_scales(const LayoutInfo& L, const std::uint8_t* blk, bool contiguous,
-                                        std::uint8_t* tmp) {
-    if (contiguous) return blk + L.scale_offset(0);
-    if (L.scale_format() == ScaleFormat::fp16) {
-      for (int r = 0; r < R; ++r) std::memcpy(tmp + 2 * r, blk + L.scale_offset(r), 2);
-      return tmp;
-    }
-    static const std::uint16_t* const e4m3 = e4m3_fp16_table();
-    for (int r = 0; r < R; ++r) std::memcpy(tmp + 2 * r, e4m3 + blk[L.scale_offset(r)], 2);
-    return tmp;
   }
 
   // Rows [g0, g1) x T tokens through the lane program LP (the policy's GemvLanes or GemmLanes):
@@ -94,14 +75,22 @@ struct Broadcast {
   // taking GS neighbours: with short rows a stream that jumps GS groups on every pass restarts
   // cold, and at 5120 weights a row that cost a tenth of the bandwidth. Returns the first row
   // group not done.
+  //
+  // Out of line: inlined into a caller beside another instantiation, GCC rolled part of the
+  // block's strips (t2r's AVX2 4-token gemm at half its speed).
   template <class LP, int T, int GS, int PF, bool kContiguous>
-  static std::int64_t rows(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, float* y,
+  [[gnu::noinline]] static std::int64_t rows(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, float* y,
                            std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
     const LayoutInfo& L = *w.layout;
     const std::int64_t nb = w.blocks_per_row();
     const int bb = L.block_bytes(), pb = plan.payload_begin, strip = 4 * R;
     constexpr int VS = T == 1 ? kVectors : 1;
-    alignas(32) std::uint8_t gathered[2 * R];
+    // Scales that are not fp16 in place (t2r-e4m3, t2r-slot-major) are decoded per block into
+    // `decoded`. Through a table of e4m3's codes as fp16 and the fp16 lanes instead, t2r-e4m3 ran
+    // 0.74x t2r's AVX2 gemv and 0.64x its 4-token gemm (Zen 3, 1 thread).
+    const BlockScaleDecoder decoder(kContiguous ? ScaleFormat::fp16 : L.scale_format());
+    alignas(64) float decoded[R];
+    const auto offset = [&L](int r) { return L.scale_offset(r); };
     // Stream q reads the q-th of GS equal runs of groups; its prefetch runs on into its next group.
     const std::int64_t passes = (g1 - g0) / GS;
     for (std::int64_t p = 0; p < passes; ++p)
@@ -139,9 +128,11 @@ struct Broadcast {
                   const std::uint8_t* x = xb + 16 * t;
                   for (int m = 0; m < T; ++m) LP::dot(a[m][v], s, x + m * kBlockK);
                 }
-              const std::uint8_t* sc = row_scales(L, blk[q], kContiguous, gathered);
+              const std::uint8_t* sc = blk[q] + L.scale_offset(0);
+              if constexpr (!kContiguous) decoder.template decode<P, R>(blk[q], offset, decoded);
               for (int v = 0; v < VS; ++v) {
-                const typename P::LaneF d = P::lanes_scales(sc + 2 * (v0 + v) * kLanes);
+                const typename P::LaneF d =
+                    kContiguous ? P::lanes_scales(sc + 2 * (v0 + v) * kLanes) : P::lanes_load(decoded + (v0 + v) * kLanes);
                 for (int m = 0; m < T; ++m) {
                   const BlockActs b = acts.blocks[i * T + m];
                   acc[q][m][v] = P::template lanes_fma<LP::kShift>(LP::sums(a[m][v]), b.ysum, d, b.d, acc[q][m][v]);
@@ -181,9 +172,11 @@ struct Broadcast {
             }
             // The block's end as above, stream by stream.
             for (int q = 0; q < GS; ++q) {
-              const std::uint8_t* sc = row_scales(L, blk[q], kContiguous, gathered);
+              const std::uint8_t* sc = blk[q] + L.scale_offset(0);
+              if constexpr (!kContiguous) decoder.template decode<P, R>(blk[q], offset, decoded);
               for (int v = 0; v < VS; ++v) {
-                const typename P::LaneF d = P::lanes_scales(sc + 2 * (v0 + v) * kLanes);
+                const typename P::LaneF d =
+                    kContiguous ? P::lanes_scales(sc + 2 * (v0 + v) * kLanes) : P::lanes_load(decoded + (v0 + v) * kLanes);
                 for (int m = 0; m < T; ++m) {
                   const BlockActs b = acts.blocks[i * T + m];
                   acc[q][m][v] = P::template lanes_fma<LP::kShift>(LP::sums(a[q][m][v]), b.ysum, d, b.d, acc[q][m][v]);

@@ -1,5 +1,5 @@
 // A layout that exists only in tests: t2r with one-byte fp8 e4m3 scales (528 bytes), so the
-// broadcast strategy gathers its scales into fp16 (exactly: every e4m3 value is an fp16 value).
+// broadcast strategy decodes its scales a block at a time into float lanes.
 #pragma once
 #include "layouts/dsl.hpp"
 #include "layouts/registry.hpp"

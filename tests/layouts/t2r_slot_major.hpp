@@ -1,7 +1,7 @@
 // A layout that exists only in tests: t2r with its slots in another k order and its scales after
 // the payload, spaced 3 bytes apart. Slot s of every strip holds weights 32 s + 4 strip .. + 3 (the
 // order BitNet's I2_S gives its 2-bit fields), so the broadcast kernels read permuted activations;
-// the scales are neither first nor contiguous, so they take the gathering path.
+// the scales are neither first nor contiguous, so they take the decoding path.
 #pragma once
 #include "layouts/dsl.hpp"
 #include "layouts/registry.hpp"
