@@ -79,8 +79,8 @@ struct Broadcast {
   // Out of line: inlined into a caller beside another instantiation, GCC rolled part of the
   // block's strips (t2r's AVX2 4-token gemm at half its speed).
   template <class LP, int T, int GS, int PF, bool kContiguous>
-  [[gnu::noinline]] static std::int64_t rows(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, float* y,
-                           std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
+  [[gnu::noinline]] static std::int64_t rows(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts,
+                                             float* y, std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
     const LayoutInfo& L = *w.layout;
     const std::int64_t nb = w.blocks_per_row();
     const int bb = L.block_bytes(), pb = plan.payload_begin, strip = 4 * R;
@@ -131,8 +131,8 @@ struct Broadcast {
               const std::uint8_t* sc = blk[q] + L.scale_offset(0);
               if constexpr (!kContiguous) decoder.template decode<P, R>(blk[q], offset, decoded);
               for (int v = 0; v < VS; ++v) {
-                const typename P::LaneF d =
-                    kContiguous ? P::lanes_scales(sc + 2 * (v0 + v) * kLanes) : P::lanes_load(decoded + (v0 + v) * kLanes);
+                const typename P::LaneF d = kContiguous ? P::lanes_scales(sc + 2 * (v0 + v) * kLanes)
+                                                        : P::lanes_load(decoded + (v0 + v) * kLanes);
                 for (int m = 0; m < T; ++m) {
                   const BlockActs b = acts.blocks[i * T + m];
                   acc[q][m][v] = P::template lanes_fma<LP::kShift>(LP::sums(a[m][v]), b.ysum, d, b.d, acc[q][m][v]);
@@ -175,8 +175,8 @@ struct Broadcast {
               const std::uint8_t* sc = blk[q] + L.scale_offset(0);
               if constexpr (!kContiguous) decoder.template decode<P, R>(blk[q], offset, decoded);
               for (int v = 0; v < VS; ++v) {
-                const typename P::LaneF d =
-                    kContiguous ? P::lanes_scales(sc + 2 * (v0 + v) * kLanes) : P::lanes_load(decoded + (v0 + v) * kLanes);
+                const typename P::LaneF d = kContiguous ? P::lanes_scales(sc + 2 * (v0 + v) * kLanes)
+                                                        : P::lanes_load(decoded + (v0 + v) * kLanes);
                 for (int m = 0; m < T; ++m) {
                   const BlockActs b = acts.blocks[i * T + m];
                   acc[q][m][v] = P::template lanes_fma<LP::kShift>(LP::sums(a[q][m][v]), b.ysum, d, b.d, acc[q][m][v]);
