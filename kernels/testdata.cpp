@@ -16,6 +16,7 @@ TernaryMatrix make_weights(std::int64_t rows, std::int64_t cols, std::uint64_t s
       case Fill::all_plus: u = 2; break;
       case Fill::all_minus: u = 0; break;
       case Fill::code3: u = std::uint8_t(rng() % 8 == 0 ? 3 : rng() % 3); break;
+      case Fill::all_code3: u = 3; break;
     }
   }
   std::uniform_real_distribution<float> sd(0.005f, 0.05f);

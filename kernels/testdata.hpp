@@ -9,11 +9,11 @@
 
 namespace ternlab {
 
-enum class Fill { random, zero, all_plus, all_minus, code3 };
+enum class Fill { random, zero, all_plus, all_minus, code3, all_code3 };
 enum class ScaleKind { unit, random };
 
-// Ternary weights (codes 0..2; Fill::code3 sprinkles u = 3 among them), scales 1.0 or uniform in
-// [0.005, 0.05] rounded through fp16.
+// Ternary weights (codes 0..2; Fill::code3 sprinkles u = 3 among them, Fill::all_code3 sets every
+// one), scales 1.0 or uniform in [0.005, 0.05] rounded through fp16.
 TernaryMatrix make_weights(std::int64_t rows, std::int64_t cols, std::uint64_t seed, Fill fill = Fill::random,
                            ScaleKind scales = ScaleKind::unit);
 

@@ -126,6 +126,30 @@ TEST_SUITE("oracle") {
     }
   }
 
+  // Code 3 (+2) everywhere doubles every product: the bounds the SIMD strategies keep below int16
+  // saturation (docs/kernels.md) are met with equality or not at all, so an accumulator widened
+  // too late fails here and nowhere else.
+  TEST_CASE("all +2 weights against -127 activations: the largest 2-bit block magnitudes come out exact") {
+    const UnitActivations a = make_unit_activations(4, 512, 1, ActFill::constant);
+    const Q8KBatch x = quantize_batch(a.f.data(), 4, 512);
+    for (const LayoutInfo* L : all_layouts()) {
+      if (L->code != Code::two_bit) continue;
+      CAPTURE(L->name);
+      const std::int64_t rows = test::whole_rows(*L, 16);
+      const TernaryMatrix w = make_weights(rows, 512, 1, Fill::all_code3);
+      CHECK(oracle_int(w, a.i8, 4)[0] == -127 * 512 * 2);
+      const PackedMatrix p = pack(w, *L);
+      for (const KernelVariant& k : test::checked_kernels_for(*L)) {
+        CAPTURE(k.name());
+        std::vector<float> y(std::size_t(rows), NAN), yy(std::size_t(4 * rows), NAN);
+        k.gemv(p, x.row(0), y.data(), 0, p.row_groups());
+        k.gemm(p, x, yy.data(), rows, 0, p.row_groups());
+        for (float v : y) CHECK(v == -127.0f * 512 * 2);
+        for (float v : yy) CHECK(v == -127.0f * 512 * 2);
+      }
+    }
+  }
+
   TEST_CASE("scaled inputs: every kernel reproduces the float oracle bit for bit") {
     // One fma per 128-weight block, in block order, with scale d_w * d_y: the association is fixed,
     // so there is no tolerance to state.

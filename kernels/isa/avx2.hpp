@@ -78,8 +78,15 @@ struct Avx2 : Rows8<Avx2> {
   static constexpr int kGemm4Streams = 1;  // row groups a 4-token pass reads side by side
   // Each slot shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a
   // block's 32 of them per int16 lane (4 slots x 8 strips) at most 24576: the block accumulates in
-  // int16 and widens once (sums). gemv and gemm run the same program, through the strategy's
-  // slot-major loop (no broadcast operand: a broadcast is a register, shared by a pass's vectors).
+  // int16 and widens once (sums). Through the strategy's slot-major loop (no broadcast operand: a
+  // broadcast is a register, shared by a pass's vectors).
+  // acc + p, kept in the accumulator's order: left free, GCC's reassociation summed a block's
+  // products as a tree, computing them all first and spilling them to the stack.
+  static V chain_add16(V acc, V p) {
+    acc = _mm256_add_epi16(acc, p);
+    __asm__("" : "+x"(acc));
+    return acc;
+  }
   struct LaneCodes {
     static constexpr int kShift = 0;
     using Acc = V;
@@ -88,10 +95,34 @@ struct Avx2 : Rows8<Avx2> {
     static V code(V w, int s) { return and_(s == 0 ? w : _mm256_srli_epi16(w, 2 * s), set1_u8(0x03)); }
     // The activation dword at x in every lane.
     static V broadcast(const std::uint8_t* x) { return _mm256_set1_epi32(load_u32(x)); }
-    static void dot(Acc& acc, V codes, V x) { acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(codes, x)); }
+    static void dot(Acc& acc, V codes, V x, int) { acc = chain_add16(acc, _mm256_maddubs_epi16(codes, x)); }
+    static void strip_done(Acc&, int) {}
     static V sums(const Acc& acc) { return slot_widen(acc); }
   };
-  using GemvLanes = LaneCodes;
+  // One shift a vector instead of three: each nibble's two slots are masked where they stand, so
+  // slots 0 and 2 give u and slots 1 and 3 give 4u, and the two kinds add into separate int16
+  // accumulators. 4u's pair sums (at most 2 * 12 * 128 = 3072, two a strip) would pass 32767 in
+  // a block's eight strips, so every fourth strip brings them down into u's: they are multiples
+  // of 4, the arithmetic shift is exact, and u's accumulator ends the block at the 24576 of
+  // LaneCodes. Zen 3 runs two shifts a cycle against four ANDs.
+  struct LaneNibbles {
+    static constexpr int kShift = 0;
+    struct Acc {
+      V u, u4;
+    };
+    static Acc zero() { return {Avx2::zero(), Avx2::zero()}; }
+    static V code(V w, int s) { return and_(s < 2 ? w : _mm256_srli_epi16(w, 4), set1_u8(s % 2 ? 0x0c : 0x03)); }
+    static V broadcast(const std::uint8_t* x) { return _mm256_set1_epi32(load_u32(x)); }
+    static void dot(Acc& acc, V codes, V x, int s) {
+      V& a = s % 2 ? acc.u4 : acc.u;
+      a = chain_add16(a, _mm256_maddubs_epi16(codes, x));
+    }
+    static void strip_done(Acc& acc, int t) {
+      if (t % 4 == 3) acc = {_mm256_add_epi16(acc.u, _mm256_srai_epi16(acc.u4, 2)), Avx2::zero()};
+    }
+    static V sums(const Acc& acc) { return slot_widen(acc.u); }  // u4 folded by the last strip_done
+  };
+  using GemvLanes = LaneNibbles;
   using Gemm4Lanes = LaneCodes;
   using GemmLanes = LaneCodes;  // kGemmTokens tokens
   // kLanes rows of float results: Rows8's vector.

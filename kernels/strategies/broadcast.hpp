@@ -13,16 +13,18 @@
 //
 // The policy supplies a lane program per use, GemvLanes, GemmLanes (kGemmTokens tokens) and
 // Gemm4Lanes (a last tile of four, kGemm4Streams row groups side by side): with one token the
-// cheapest extraction wins (AVX-512: in-place masks, one accumulator per slot); with many, the
-// fewest accumulators per token (codes, one accumulator per token).
+// cheapest extraction wins (AVX-512: in-place masks, one accumulator per slot; AVX2: each nibble's
+// slots in place, one shift a vector); with many, the fewest accumulators per token (codes, one
+// accumulator per token).
 //
 // Two walks of a block, by register file: with 32 registers (AVX-512) each stream's block in turn,
 // vector by vector, its lane program taking all four slots of a vector (slots, dot with the
 // activation address: the broadcast rides in the dot's memory operand); with 16 (AVX2) the
 // streams' blocks together, strip by strip and slot by slot, its lane program taking one slot's
-// codes (code), one broadcast register per token (broadcast) and one dot (dot).
+// codes (code), one broadcast register per token (broadcast) and one dot (dot), told the slot so
+// it may keep slots apart, and the end of each strip (strip_done).
 //
-// Exactness: slot values are u * 4^s (AVX-512, in place, <= 192) or u (AVX2, <= 3); every policy
+// Exactness: slot values are u * 4^s (AVX-512, in place, <= 192) or u and 4u (AVX2); every policy
 // keeps its intermediates below its instruction's saturation (see the policies), the row sums are
 // exact int32, and the fma association is gemv_reference's, so the float result is bit-identical.
 //
@@ -31,7 +33,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 #include "common/error.hpp"
@@ -49,6 +50,16 @@ struct Broadcast {
   static constexpr int kLanes = P::kLanes;
   static constexpr int kVectors = R / kLanes;  // vectors per strip
   static constexpr int kStrips = 8;            // 128 weights per row per block, 16 per strip
+  // The bytes a block's prefetch covers without a loop: the payload, fp16 scales and one line
+  // past the block (see rows). A longer block prefetches the rest in a loop.
+  static constexpr int kBlockPrefetch = kStrips * 4 * R + 2 * R + 64;
+  // Prefetches the lines of a block `PF` bytes ahead: through a loop over a block size known only
+  // at run time, t2r's AVX2 gemv spent 31 instructions of 290 a block on it.
+  template <int PF>
+  [[gnu::always_inline]] static void prefetch_block(const std::uint8_t* blk, int bb) {
+    prefetch_ahead<PF, kBlockPrefetch>(blk);
+    if (bb + 64 > kBlockPrefetch) prefetch_ahead<PF>(blk + kBlockPrefetch, bb + 64 - kBlockPrefetch);
+  }
 
   // Why this instantiation cannot run the layout ("" when it can).
   static std::string why_not(const LayoutInfo& L) {
@@ -85,9 +96,9 @@ struct Broadcast {
     const std::int64_t nb = w.blocks_per_row();
     const int bb = L.block_bytes(), pb = plan.payload_begin, strip = 4 * R;
     constexpr int VS = T == 1 ? kVectors : 1;
-    // Scales that are not fp16 in place (t2r-e4m3, t2r-slot-major) are decoded per block into
-    // `decoded`. Through a table of e4m3's codes as fp16 and the fp16 lanes instead, t2r-e4m3 ran
-    // 0.74x t2r's AVX2 gemv and 0.64x its 4-token gemm (Zen 3, 1 thread).
+    // Scales that are not fp16 in place (t2r-e4m3, t2r-bf16, t2r-slot-major) are decoded per
+    // block into `decoded`. Through a table of e4m3's codes as fp16 and the fp16 lanes instead,
+    // t2r-e4m3 ran 0.74x t2r's AVX2 gemv and 0.64x its 4-token gemm (Zen 3, 1 thread).
     const BlockScaleDecoder decoder(kContiguous ? ScaleFormat::fp16 : L.scale_format());
     alignas(64) float decoded[R];
     const auto offset = [&L](int r) { return L.scale_offset(r); };
@@ -114,7 +125,7 @@ struct Broadcast {
               // One line past the block too: the 10th prefetch runs into the stream's next block,
               // and measured 2-3% more bandwidth on 1 and 2 threads (32768 x 8192, cold) than the
               // block's own 9 lines.
-              if (v0 == 0) prefetch_ahead<PF>(blk[q], bb + 64);
+              if (v0 == 0) prefetch_block<PF>(blk[q], bb);
               typename LP::Acc a[T][VS];
               for (auto& at : a)
                 for (auto& av : at) av = LP::zero();
@@ -148,7 +159,7 @@ struct Broadcast {
             // order, which also spilled its accumulators (Zen 3, 1 thread, in one process): gemv
             // 1.20x (32768 x 8192 cold) and 1.22x (1024 x 4096 warm), 4-token gemm 1.10x.
             for (int q = 0; q < GS; ++q)
-              if (v0 == 0) prefetch_ahead<PF>(blk[q], bb + 64);
+              if (v0 == 0) prefetch_block<PF>(blk[q], bb);
             typename LP::Acc a[GS][T][VS];
             for (auto& aq : a)
               for (auto& at : aq)
@@ -166,9 +177,12 @@ struct Broadcast {
                 for (int m = 0; m < T; ++m) {
                   const typename P::V b = LP::broadcast(xb + m * kBlockK + 16 * t + 4 * s);
                   for (int q = 0; q < GS; ++q)
-                    for (int v = 0; v < VS; ++v) LP::dot(a[q][m][v], c[q][v], b);
+                    for (int v = 0; v < VS; ++v) LP::dot(a[q][m][v], c[q][v], b, s);
                 }
               }
+              for (auto& aq : a)
+                for (auto& at : aq)
+                  for (auto& av : at) LP::strip_done(av, t);
             }
             // The block's end as above, stream by stream.
             for (int q = 0; q < GS; ++q) {
