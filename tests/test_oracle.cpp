@@ -126,9 +126,9 @@ TEST_SUITE("oracle") {
     }
   }
 
-  // Code 3 (+2) everywhere doubles every product: the bounds the SIMD strategies keep below int16
-  // saturation (docs/kernels.md) are met with equality or not at all, so an accumulator widened
-  // too late fails here and nowhere else.
+  // Code 3 (+2) and -127 everywhere drive every int16 intermediate of the SIMD strategies
+  // (docs/kernels.md) to its largest magnitude, which random and sprinkled codes rarely approach:
+  // an accumulator widened or folded too late fails here.
   TEST_CASE("all +2 weights against -127 activations: the largest 2-bit block magnitudes come out exact") {
     const UnitActivations a = make_unit_activations(4, 512, 1, ActFill::constant);
     const Q8KBatch x = quantize_batch(a.f.data(), 4, 512);

@@ -76,10 +76,6 @@ struct Avx2 : Rows8<Avx2> {
   static constexpr int kGemvStreams = 1;
   static constexpr int kGemmTokens = 4;   // tokens a gemm pass dots each weight vector with
   static constexpr int kGemm4Streams = 1;  // row groups a 4-token pass reads side by side
-  // Each slot shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a
-  // block's 32 of them per int16 lane (4 slots x 8 strips) at most 24576: the block accumulates in
-  // int16 and widens once (sums). Through the strategy's slot-major loop (no broadcast operand: a
-  // broadcast is a register, shared by a pass's vectors).
   // acc + p, kept in the accumulator's order: left free, GCC's reassociation summed a block's
   // products as a tree, computing them all first and spilling them to the stack.
   static V chain_add16(V acc, V p) {
@@ -87,6 +83,10 @@ struct Avx2 : Rows8<Avx2> {
     __asm__("" : "+x"(acc));
     return acc;
   }
+  // Each slot shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a
+  // block's 32 of them per int16 lane (4 slots x 8 strips) at most 24576: the block accumulates in
+  // int16 and widens once (sums). Through the strategy's slot-major loop (no broadcast operand: a
+  // broadcast is a register, shared by a pass's vectors).
   struct LaneCodes {
     static constexpr int kShift = 0;
     using Acc = V;
