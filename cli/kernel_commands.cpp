@@ -58,7 +58,7 @@ void list_kernels(const KernelsOptions& o) {
   const auto [rows, cols] = parse_shape(o.shape, "kernels --shape");
   if (o.tokens < 1) fail("kernels: --tokens must be at least 1");
   Wisdom wisdom(o.wisdom.empty() ? Wisdom::default_path() : std::filesystem::path(o.wisdom));
-  std::cout << "cpu: " << cpu_features().model << " (" << feature_string() << "), ceiling " << isa_name(best_isa())
+  std::cout << "cpu: " << cpu_description() << "; " << feature_string() << "; ceiling " << isa_name(best_isa())
             << ", plan: " << plan_mode_name(mode);
   if (mode == PlanMode::measure)
     std::cout << " (" << (o.tokens == 1 ? std::string("gemv") : cat("gemm, ", o.tokens, " tokens")) << " on " << rows

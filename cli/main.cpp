@@ -4,14 +4,16 @@
 
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "kernels/cpu.hpp"
 #include "ternlab_git.hpp"  // generated at build time (cmake/git_version.cmake)
 
 int main(int argc, char** argv) {
   CLI::App app{"ternlab: a workbench for the bit layouts of ternary LLM weights", "ternlab"};
   app.require_subcommand(1);
-  app.add_subcommand("version", "Print the version, git commit and compiler")->callback([] {
+  app.add_subcommand("version", "Print the version, git commit, compiler and CPU")->callback([] {
     std::cout << "ternlab " << TERNLAB_VERSION << " (git " << (TERNLAB_GIT[0] ? TERNLAB_GIT : "unknown") << ", "
-              << TERNLAB_CXX << ")\n";
+              << TERNLAB_CXX << ")\n"
+              << "cpu: " << ternlab::cpu_description() << "; " << ternlab::feature_string() << "\n";
   });
   ternlab::cli::add_layout_commands(app);
   ternlab::cli::add_quickstart_command(app);

@@ -85,7 +85,7 @@ std::string with_range(const Stat& s, const std::string& suffix, double scale) {
 
 Machine this_machine() {
   Machine m;
-  m.cpu = cpu_features().model;
+  m.cpu = cpu_description();
   m.features = feature_string();
   m.cores = logical_cores();
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

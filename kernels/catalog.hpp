@@ -19,8 +19,12 @@ struct KernelVariant {
   GemvPhases phases{};  // set where the gemv's activations are prepared once per call (run_gemv)
   bool emulated = false;  // the ISA's kernels built through SIMDe (tests only): named "isa-simde"
   bool gfni = false;      // the build that also uses GFNI (kernels/x86_avx512gfni.cpp): "isa+gfni"
+  // The build whose gemv has no software prefetches, its weights streamed by the hardware
+  // prefetcher alone (strategies::Streaming): "isa+hw-prefetch".
+  bool hardware_prefetch = false;
   std::string name() const {
-    return kernel_name(strategy, isa) + (gfni ? "+gfni" : "") + (emulated ? "-simde" : "");
+    return kernel_name(strategy, isa) + (gfni ? "+gfni" : "") + (emulated ? "-simde" : "") +
+           (hardware_prefetch ? "+hw-prefetch" : "");
   }
 };
 

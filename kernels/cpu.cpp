@@ -1,6 +1,7 @@
 #include "kernels/cpu.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <unistd.h>
@@ -45,7 +46,17 @@ CpuFeatures detect() {
   f.model = cpu_model_name();
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a, b, c, d;
+  if (__get_cpuid(0, &a, &b, &c, &d)) {
+    char id[12];
+    std::memcpy(id, &b, 4);
+    std::memcpy(id + 4, &d, 4);
+    std::memcpy(id + 8, &c, 4);
+    f.vendor.assign(id, 12);
+  }
   if (__get_cpuid(1, &a, &b, &c, &d)) {
+    const int base_family = (a >> 8) & 0xf, base_model = (a >> 4) & 0xf;
+    f.family = base_family == 0xf ? base_family + int((a >> 20) & 0xff) : base_family;
+    f.model_number = base_family == 0xf || base_family == 0x6 ? base_model | int((a >> 16) & 0xf) << 4 : base_model;
     const bool osxsave = c & (1u << 27);
     f.fma = c & (1u << 12);
     f.f16c = c & (1u << 29);
@@ -68,6 +79,8 @@ CpuFeatures detect() {
     f.fma = f.fma && os_avx;
     f.f16c = f.f16c && os_avx;
   }
+  // Family 25 is Zen 3 and Zen 4, and only Zen 4 has AVX-512.
+  f.prefers_hardware_prefetch = f.vendor == "AuthenticAMD" && (f.family > 25 || (f.family == 25 && f.avx512f));
 #elif defined(__aarch64__)
   f.neon = true;  // Advanced SIMD is mandatory on AArch64
 #if defined(__linux__)
@@ -169,6 +182,11 @@ void set_isa_ceiling(Isa c) {
 }
 
 void clear_isa_ceiling() { ceiling().reset(); }
+
+std::string cpu_description() {
+  const CpuFeatures& f = cpu_features();
+  return f.vendor.empty() ? f.model : cat(f.model, " (family ", f.family, " model ", f.model_number, ")");
+}
 
 std::string feature_string() {
   const CpuFeatures& f = cpu_features();

@@ -20,6 +20,14 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false;
   bool gfni = false;  // gf2p8affineqb: not an ISA rung, one lane program of the AVX-512 gemm uses it
   bool neon = false, dotprod = false, i8mm = false;
+  // x86 identity from cpuid: "AuthenticAMD" or "GenuineIntel", and the display family and model
+  // (the Zen 3 guest: family 25 model 1; the Zen 4 one: family 25 model 17); empty and 0 elsewhere.
+  std::string vendor;
+  int family = 0, model_number = 0;
+  // The estimate's guess that streaming weights reads faster without the kernels' software
+  // prefetches (the broadcast gemvs' "+hw-prefetch" builds). Measured on Zen 4 (1.3-1.5x on the
+  // t2r gemv); later AMD families are assumed alike; `--plan measure` settles it per machine.
+  bool prefers_hardware_prefetch = false;
 };
 
 const CpuFeatures& cpu_features();
@@ -32,6 +40,10 @@ Isa best_isa();
 void set_isa_ceiling(Isa ceiling);  // throws if `ceiling` is not supported here
 void clear_isa_ceiling();
 bool isa_supported(Isa isa);
+
+// The model name and, on x86, the cpuid family and model, which tell apart machines that share a
+// name ("AMD EPYC" is the Zen 3 and the Zen 4 guest alike): "AMD EPYC (family 25 model 17)".
+std::string cpu_description();
 
 // Features as a short string for result records, e.g. "avx2 fma f16c".
 std::string feature_string();

@@ -38,14 +38,18 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
            "' on this CPU (available: ", variant_names(listed), ")");
   }
   // The fallback (permute) after every other SIMD kernel whatever their ISAs, so a layout that
-  // admits a richer strategy keeps it; then the richest ISA, then the preferred strategy; stable
-  // keeps the catalog's order otherwise.
-  std::stable_sort(all.begin(), all.end(), [](const KernelVariant& a, const KernelVariant& b) {
+  // admits a richer strategy keeps it; then the richest ISA, then the preferred strategy, then the
+  // build with software prefetches unless this CPU is one that streams faster without them;
+  // stable keeps the catalog's order otherwise.
+  const bool hw_first = cpu_features().prefers_hardware_prefetch;
+  std::stable_sort(all.begin(), all.end(), [hw_first](const KernelVariant& a, const KernelVariant& b) {
     const bool fa = a.strategy == kFallbackStrategy, fb = b.strategy == kFallbackStrategy;
     const bool ra = a.strategy == Strategy::reference, rb = b.strategy == Strategy::reference;
     if (ra != rb) return rb;
     if (fa != fb) return fb;
-    return a.isa != b.isa ? int(a.isa) > int(b.isa) : strategy_rank(a.strategy) < strategy_rank(b.strategy);
+    if (a.isa != b.isa) return int(a.isa) > int(b.isa);
+    if (a.strategy != b.strategy) return strategy_rank(a.strategy) < strategy_rank(b.strategy);
+    return a.hardware_prefetch != b.hardware_prefetch && a.hardware_prefetch == hw_first;
   });
   KernelChoice c;
   bool chosen = false;
@@ -53,10 +57,14 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
     if (!isa_at_or_below(k.isa, ceiling)) {
       c.notes.push_back(cat(k.name(), ": passed over, above the ceiling ", isa_name(ceiling)));
     } else if (chosen) {
+      const bool twin = k.strategy == c.variant.strategy && k.isa == c.variant.isa &&
+                        k.hardware_prefetch != c.variant.hardware_prefetch;
       c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first",
                             k.strategy == kFallbackStrategy && c.variant.strategy != kFallbackStrategy
                                 ? " (permute is the fallback for layouts no richer strategy admits)"
-                                : ""));
+                            : twin ? (hw_first ? " (this CPU streams faster without software prefetches: estimated)"
+                                               : " (software prefetches stream faster on most CPUs: estimated)")
+                                   : ""));
     } else {
       c.variant = k;
       chosen = true;
@@ -121,9 +129,12 @@ KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
          strategy_names(), "; available here: ", variant_names(kernels_for(layout)), ")");
   if (slash == std::string::npos) return best_kernel_of(layout, *strategy).variant;
   // "+gfni" names the build that also uses GFNI; where the CPU has GFNI it is the only build of
-  // its strategy and ISA, so the plain name reaches it too.
-  constexpr std::string_view kGfni = "+gfni";
+  // its strategy and ISA, so the plain name reaches it too. "+hw-prefetch" (after it) names the
+  // build without software prefetches, and only it does.
+  constexpr std::string_view kGfni = "+gfni", kHwPrefetch = "+hw-prefetch";
   std::string isa_text = text.substr(slash + 1);
+  const bool hardware_prefetch = isa_text.ends_with(kHwPrefetch);
+  if (hardware_prefetch) isa_text.resize(isa_text.size() - kHwPrefetch.size());
   const bool gfni = isa_text.ends_with(kGfni);
   if (gfni) isa_text.resize(isa_text.size() - kGfni.size());
   const Isa isa = parse_isa(isa_text);
@@ -133,19 +144,19 @@ KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
   if (!isa_at_or_below(isa, best_isa()))
     fail("kernel '", text, "': ISA '", isa_name(isa), "' is above the ISA ceiling ", isa_name(best_isa()),
          " (--isa); name a variant at or below it");
-  const KernelVariant k = find_kernel(layout, *strategy, isa);
+  const KernelVariant k = find_kernel(layout, *strategy, isa, hardware_prefetch);
   if (gfni && !k.gfni)
     fail("kernel '", text, "': no GFNI build of ", k.name(), " here (", cpu_features().model, ": ", feature_string(),
          ")");
   return k;
 }
 
-KernelVariant find_kernel(const LayoutInfo& layout, Strategy strategy, Isa isa) {
+KernelVariant find_kernel(const LayoutInfo& layout, Strategy strategy, Isa isa, bool hardware_prefetch) {
   const std::vector<KernelVariant> all = kernels_for(layout);
   for (const KernelVariant& k : all)
-    if (k.strategy == strategy && k.isa == isa) return k;
-  fail("no kernel '", kernel_name(strategy, isa), "' for layout '", layout.name, "' on this CPU (available: ",
-       variant_names(all), ")");
+    if (k.strategy == strategy && k.isa == isa && k.hardware_prefetch == hardware_prefetch) return k;
+  fail("no kernel '", kernel_name(strategy, isa), hardware_prefetch ? "+hw-prefetch" : "", "' for layout '",
+       layout.name, "' on this CPU (available: ", variant_names(all), ")");
 }
 
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,

@@ -67,9 +67,21 @@ namespace ternlab::detail {
 void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
   KernelFns k;
   if (L.facts.row_interleaved) {
-    std::string why = strategies::pick_broadcast<P, 8>(L, k);
-    if (!why.empty()) why = strategies::pick_broadcast<P, 16>(L, k);
+    // Built twice where it runs: with the software prefetches and without (Streaming; dispatch
+    // ranks them).
+    using enum strategies::Streaming;
+    const auto pick = [&]<strategies::Streaming S>() {
+      std::string why = strategies::pick_broadcast<P, 8, S>(L, k);
+      if (!why.empty()) why = strategies::pick_broadcast<P, 16, S>(L, k);
+      return why;
+    };
+    const std::string why = pick.template operator()<software_prefetch>();
     add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, k);
+    if (why.empty()) {
+      pick.template operator()<hardware_prefetch>();
+      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, "", k);
+      out.back().hardware_prefetch = true;
+    }
   }
   if (L.facts.slot_vectorizable) {
     const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k

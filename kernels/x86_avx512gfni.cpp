@@ -38,20 +38,28 @@
 
 namespace ternlab::detail {
 namespace {
-std::string pick(const LayoutInfo& L, KernelFns& k) { return strategies::pick_broadcast<isa::Avx512Vnni, 16>(L, k); }
+std::string pick(const LayoutInfo& L, KernelFns& k, bool without_software_prefetch) {
+  using enum strategies::Streaming;
+  return without_software_prefetch ? strategies::pick_broadcast<isa::Avx512Vnni, 16, hardware_prefetch>(L, k)
+                                   : strategies::pick_broadcast<isa::Avx512Vnni, 16, software_prefetch>(L, k);
+}
 }  // namespace
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
 #if defined(TERNLAB_AVX512_EMULATED)
-std::string pick_broadcast_avx512gfni_emulated(const LayoutInfo& L, KernelFns& k) { return pick(L, k); }
+std::string pick_broadcast_avx512gfni_emulated(const LayoutInfo& L, KernelFns& k, bool hardware_prefetch) {
+  return pick(L, k, hardware_prefetch);
+}
 #else
-std::string pick_broadcast_avx512gfni(const LayoutInfo& L, KernelFns& k) { return pick(L, k); }
+std::string pick_broadcast_avx512gfni(const LayoutInfo& L, KernelFns& k, bool hardware_prefetch) {
+  return pick(L, k, hardware_prefetch);
+}
 #endif
 }  // namespace ternlab::detail
 
 #else  // not x86-64: nothing to pick
 namespace ternlab::detail {
-std::string pick_broadcast_avx512gfni(const LayoutInfo&, KernelFns&) { return "not an x86-64 build"; }
+std::string pick_broadcast_avx512gfni(const LayoutInfo&, KernelFns&, bool) { return "not an x86-64 build"; }
 }  // namespace ternlab::detail
 #endif

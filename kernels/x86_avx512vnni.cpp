@@ -96,15 +96,26 @@ void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vect
     const bool gfni = cpu_features().gfni, plain = !gfni;
     const auto pick_gfni = &pick_broadcast_avx512gfni;
 #endif
+    // Each build twice where it runs: with the software prefetches and without (Streaming;
+    // dispatch ranks them).
+    using enum strategies::Streaming;
+    const auto add = [&](const std::string& why, bool with_gfni, const KernelFns& fns, const KernelFns& hw_fns) {
+      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, fns);
+      if (!why.empty()) return;
+      out.back().gfni = with_gfni;
+      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, "", hw_fns);
+      out.back().gfni = with_gfni;
+      out.back().hardware_prefetch = true;
+    };
     if (plain) {
-      const std::string why = strategies::pick_broadcast<P, 16>(L, k);  // sets k
-      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, k);
+      KernelFns hw;
+      strategies::pick_broadcast<P, 16, hardware_prefetch>(L, hw);
+      add(strategies::pick_broadcast<P, 16, software_prefetch>(L, k), false, k, hw);
     }
     if (gfni) {
-      KernelFns g;
-      const std::string why = pick_gfni(L, g);  // sets g
-      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, g);
-      if (why.empty()) out.back().gfni = true;
+      KernelFns g, hw;
+      pick_gfni(L, hw, true);
+      add(pick_gfni(L, g, false), true, g, hw);
     }
   }
   if (L.facts.slot_vectorizable) {

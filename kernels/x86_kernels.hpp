@@ -20,9 +20,10 @@ void add_avx512vnni_emulated_kernels(const LayoutInfo& layout, std::vector<Kerne
 
 // The broadcast kernels of kernels/x86_avx512gfni.cpp (AVX-512 VNNI plus GFNI), bound to the
 // layout: sets k and returns "" where they run it, else says why not. The native build is called
-// only where the CPU reports GFNI; the SIMDe build (tests only) anywhere AVX2 runs.
-std::string pick_broadcast_avx512gfni(const LayoutInfo& layout, KernelFns& k);
-std::string pick_broadcast_avx512gfni_emulated(const LayoutInfo& layout, KernelFns& k);
+// only where the CPU reports GFNI; the SIMDe build (tests only) anywhere AVX2 runs. With
+// hardware_prefetch, the build that leaves the weight streams to the hardware prefetcher.
+std::string pick_broadcast_avx512gfni(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
+std::string pick_broadcast_avx512gfni_emulated(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
 
 // Register-only loops of the widest int8 dot instruction: `iters` iterations of `kDotChains`
 // independent instructions. Return a value derived from the accumulators (so nothing is elided).

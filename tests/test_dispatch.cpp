@@ -389,6 +389,44 @@ TEST_SUITE("dispatch") {
     }
   }
 
+  TEST_CASE("\"+hw-prefetch\" names the broadcast build without software prefetches, ranked by the CPU") {
+    INFO("cpu: ", cpu_features().model, " (", cpu_features().vendor, " family ", cpu_features().family, " model ",
+         cpu_features().model_number, "); features: ", feature_string());
+#if defined(__x86_64__)
+    CHECK(cpu_features().vendor.size() == 12);
+    CHECK(cpu_features().family > 0);
+    if (cpu_features().prefers_hardware_prefetch) CHECK(cpu_features().vendor == "AuthenticAMD");
+#endif
+    int twins = 0;
+    for (const char* name : {"t2r", "t2r8"}) {
+      const LayoutInfo& L = find_layout(name);
+      CAPTURE(L.name);
+      for (Isa isa : {Isa::avx2, Isa::avx512vnni}) {
+        if (!isa_supported(isa)) continue;
+        std::vector<KernelVariant> builds;
+        for (const KernelVariant& k : kernels_for(L))
+          if (k.strategy == Strategy::broadcast && k.isa == isa) builds.push_back(k);
+        if (builds.empty()) continue;  // t2r8's 8-row blocks fill no 16-lane vector
+        REQUIRE(builds.size() == 2);
+        CHECK(builds[0].gfni == builds[1].gfni);
+        CHECK(builds[0].hardware_prefetch != builds[1].hardware_prefetch);
+        for (const KernelVariant& k : builds) {
+          CHECK(select_kernel(L, k.name()).name() == k.name());  // every spelling leads back to its build
+          CHECK(k.name().ends_with("+hw-prefetch") == k.hardware_prefetch);
+        }
+        CHECK_FALSE(select_kernel(L, kernel_name(Strategy::broadcast, isa)).hardware_prefetch);
+        ++twins;
+      }
+      if (twins > 0) CHECK(best_kernel(L).variant.hardware_prefetch == cpu_features().prefers_hardware_prefetch);
+    }
+    if (isa_supported(Isa::avx2)) {
+      CHECK(twins > 0);
+      // Only the broadcast strategy has the build: elsewhere the suffix is refused, naming it.
+      test::check_error([] { select_kernel(find_layout("t2p"), "slot-mask/avx2+hw-prefetch"); }, "slot-mask/avx2+hw-prefetch",
+                        "t2p");
+    }
+  }
+
   TEST_CASE("best_kernel_of chooses within one strategy as best_kernel does across all") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);

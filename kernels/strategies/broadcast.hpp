@@ -43,10 +43,22 @@
 
 namespace ternlab::strategies {
 
-template <class P, int R>
+// Who brings a gemv's weights in ahead of the loads: the kernel's prefetches or the hardware
+// prefetcher alone. The better one depends on the core, so both are built and the planner may
+// choose (see CpuFeatures::prefers_hardware_prefetch): t2r's AVX-512 gemv (32768 x 8192, cold, 1
+// thread) read 76-87 Gweights/s with its 2 KiB prefetches on the Zen 4 guest and 111-124 without,
+// while on Zen 3 the prefetches paid (AVX2: 41 without, 50-52 with). The gemm keeps its
+// prefetches in both builds: on the Zen 4 guest they were level or faster there (AVX2: 1.2x).
+enum class Streaming { software_prefetch, hardware_prefetch };
+inline constexpr int kNoPrefetch = -1;  // a prefetch distance that prefetches nothing
+
+template <class P, int R, Streaming S = Streaming::software_prefetch>
 struct Broadcast {
   static_assert(R % 8 == 0 && R <= 16, "row-interleaved blocks have 8 or 16 rows");
   static constexpr Strategy kStrategy = Strategy::broadcast;
+  static constexpr bool kSoftwarePrefetch = S == Streaming::software_prefetch;
+  static constexpr int kGemvPrefetch = kSoftwarePrefetch ? P::kGemvPrefetch : kNoPrefetch;
+  static constexpr const char* kBuild = kSoftwarePrefetch ? "" : "+hw-prefetch";  // as KernelVariant::name
   static constexpr int kLanes = P::kLanes;
   static constexpr int kVectors = R / kLanes;  // vectors per strip
   static constexpr int kStrips = 8;            // 128 weights per row per block, 16 per strip
@@ -57,8 +69,10 @@ struct Broadcast {
   // at run time, t2r's AVX2 gemv spent 31 instructions of 290 a block on it.
   template <int PF>
   [[gnu::always_inline]] static void prefetch_block(const std::uint8_t* blk, int bb) {
-    prefetch_ahead<PF, kBlockPrefetch>(blk);
-    if (bb + 64 > kBlockPrefetch) prefetch_ahead<PF>(blk + kBlockPrefetch, bb + 64 - kBlockPrefetch);
+    if constexpr (PF != kNoPrefetch) {
+      prefetch_ahead<PF, kBlockPrefetch>(blk);
+      if (bb + 64 > kBlockPrefetch) prefetch_ahead<PF>(blk + kBlockPrefetch, bb + 64 - kBlockPrefetch);
+    }
   }
 
   // Why this instantiation cannot run the layout ("" when it can).
@@ -71,7 +85,7 @@ struct Broadcast {
   }
   static const StripPlan& checked_plan(const LayoutInfo& L) {
     const std::string why = why_not(L);
-    if (!why.empty()) fail("broadcast/", P::name, " kernel cannot run layout '", L.name, "': ", why);
+    if (!why.empty()) fail("broadcast/", P::name, kBuild, " kernel cannot run layout '", L.name, "': ", why);
     return *L.strip_plan;
   }
 
@@ -209,7 +223,7 @@ struct Broadcast {
 
   // The row groups streamed GS at a time, the rest one by one; the scales read in place where
   // the layout stores them contiguously (a template flag keeps the gathering out of that loop).
-  template <class LP, int T, int GS, int PF = kPrefetchBytes>
+  template <class LP, int T, int GS, int PF>
   static void all_rows(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, float* y,
                        std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
     const auto run = [&]<bool kContiguous>() {
@@ -225,7 +239,7 @@ struct Broadcast {
   // The gemv in two phases (GemvPhases): the strip-ordered activations are prepared once per call.
   static const StripPlan& bound(const void* plan, const PackedMatrix& w) {
     if (plan != w.layout->strip_plan)
-      fail("broadcast/", P::name, " kernel was bound to another layout than '", w.layout->name, "'");
+      fail("broadcast/", P::name, kBuild, " kernel was bound to another layout than '", w.layout->name, "'");
     return *static_cast<const StripPlan*>(plan);
   }
   static std::size_t gemv_acts_bytes(const void*, const PackedMatrix& w) {
@@ -243,7 +257,7 @@ struct Broadcast {
   }
   static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
                         std::int64_t g1) {
-    gemv_rows_with<P::kGemvStreams, P::kGemvPrefetch>(plan, w, mem, y, g0, g1);
+    gemv_rows_with<P::kGemvStreams, kGemvPrefetch>(plan, w, mem, y, g0, g1);
   }
   template <int GS, int PF>
   static void gemv_with(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
@@ -253,7 +267,7 @@ struct Broadcast {
     gemv_rows_with<GS, PF>(&plan, w, mem, y, g0, g1);
   }
   static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
-    gemv_with<P::kGemvStreams, P::kGemvPrefetch>(w, x, y, g0, g1);
+    gemv_with<P::kGemvStreams, kGemvPrefetch>(w, x, y, g0, g1);
   }
 
   // T tokens (T / 4 tiles of q8_Kx4) starting at tile t0, in one pass over the weights, GS row
@@ -264,7 +278,7 @@ struct Broadcast {
     const StripPlan& plan = checked_plan(*w.layout);
     const SlotActs a = prepare_strip_acts_tiles(plan, x, t0, T, w.blocks_per_row(), 0);
     const int live = int(std::min<std::int64_t>(T, x.tokens - 4 * t0));
-    all_rows<LP, T, GS>(plan, w, a, y + 4 * t0 * ldy, ldy, live, g0, g1);
+    all_rows<LP, T, GS, kPrefetchBytes>(plan, w, a, y + 4 * t0 * ldy, ldy, live, g0, g1);
   }
 
   // P::kGemmTokens tokens per pass over the weights while whole groups of tiles remain, then one
@@ -283,9 +297,9 @@ struct Broadcast {
 
 // Points k at Broadcast<P, R> when it can run the layout, the strip plan bound; says why not
 // otherwise.
-template <class P, int R>
+template <class P, int R, Streaming S = Streaming::software_prefetch>
 std::string pick_broadcast(const LayoutInfo& L, KernelFns& k) {
-  using K = Broadcast<P, R>;
+  using K = Broadcast<P, R, S>;
   std::string why = K::why_not(L);
   if (why.empty()) k = {&K::gemv, &K::gemm, {L.strip_plan, &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
   return why;
