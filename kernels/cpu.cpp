@@ -81,6 +81,7 @@ CpuFeatures detect() {
   }
   // Family 25 is Zen 3 and Zen 4, and only Zen 4 has AVX-512.
   f.prefers_hardware_prefetch = f.vendor == "AuthenticAMD" && (f.family > 25 || (f.family == 25 && f.avx512f));
+  f.prefers_gfni_slots = f.gfni && f.vendor != "AuthenticAMD";
 #elif defined(__aarch64__)
   f.neon = true;  // Advanced SIMD is mandatory on AArch64
 #if defined(__linux__)
@@ -185,7 +186,7 @@ void clear_isa_ceiling() { ceiling().reset(); }
 
 std::string cpu_description() {
   const CpuFeatures& f = cpu_features();
-  return f.vendor.empty() ? f.model : cat(f.model, " (family ", f.family, " model ", f.model_number, ")");
+  return f.vendor.empty() ? f.model : cat(f.model, ", family ", f.family, " model ", f.model_number);
 }
 
 std::string feature_string() {

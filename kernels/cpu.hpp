@@ -28,6 +28,11 @@ struct CpuFeatures {
   // prefetches (the broadcast gemvs' "+hw-prefetch" builds). Measured on Zen 4 (1.3-1.5x on the
   // t2r gemv); later AMD families are assumed alike; `--plan measure` settles it per machine.
   bool prefers_hardware_prefetch = false;
+  // The estimate's guess that the broadcast gemm takes its slots faster with gf2p8affineqb than
+  // with a shift and an AND (the "+gfni" builds): so on the Sapphire Rapids-class guest (16-token
+  // gemm 345 -> 368 GMAC/s), the reverse on Zen 4, whose gf2p8affineqb shares the pipes of
+  // vpdpbusd (212 against 199; 4 tokens 174 against 152). True where GFNI runs, except on AMD.
+  bool prefers_gfni_slots = false;
 };
 
 const CpuFeatures& cpu_features();
@@ -42,7 +47,7 @@ void clear_isa_ceiling();
 bool isa_supported(Isa isa);
 
 // The model name and, on x86, the cpuid family and model, which tell apart machines that share a
-// name ("AMD EPYC" is the Zen 3 and the Zen 4 guest alike): "AMD EPYC (family 25 model 17)".
+// name ("AMD EPYC" is the Zen 3 and the Zen 4 guest alike): "AMD EPYC, family 25 model 17".
 std::string cpu_description();
 
 // Features as a short string for result records, e.g. "avx2 fma f16c".

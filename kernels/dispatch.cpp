@@ -38,18 +38,19 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
            "' on this CPU (available: ", variant_names(listed), ")");
   }
   // The fallback (permute) after every other SIMD kernel whatever their ISAs, so a layout that
-  // admits a richer strategy keeps it; then the richest ISA, then the preferred strategy, then the
-  // build with software prefetches unless this CPU is one that streams faster without them;
+  // admits a richer strategy keeps it; then the richest ISA, then the preferred strategy, then
+  // among one strategy's builds the CPU's guesses: GFNI slots or not, software prefetches or not;
   // stable keeps the catalog's order otherwise.
-  const bool hw_first = cpu_features().prefers_hardware_prefetch;
-  std::stable_sort(all.begin(), all.end(), [hw_first](const KernelVariant& a, const KernelVariant& b) {
+  const CpuFeatures& cpu = cpu_features();
+  std::stable_sort(all.begin(), all.end(), [&cpu](const KernelVariant& a, const KernelVariant& b) {
     const bool fa = a.strategy == kFallbackStrategy, fb = b.strategy == kFallbackStrategy;
     const bool ra = a.strategy == Strategy::reference, rb = b.strategy == Strategy::reference;
     if (ra != rb) return rb;
     if (fa != fb) return fb;
     if (a.isa != b.isa) return int(a.isa) > int(b.isa);
     if (a.strategy != b.strategy) return strategy_rank(a.strategy) < strategy_rank(b.strategy);
-    return a.hardware_prefetch != b.hardware_prefetch && a.hardware_prefetch == hw_first;
+    if (a.gfni != b.gfni) return a.gfni == cpu.prefers_gfni_slots;
+    return a.hardware_prefetch != b.hardware_prefetch && a.hardware_prefetch == cpu.prefers_hardware_prefetch;
   });
   KernelChoice c;
   bool chosen = false;
@@ -57,14 +58,18 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
     if (!isa_at_or_below(k.isa, ceiling)) {
       c.notes.push_back(cat(k.name(), ": passed over, above the ceiling ", isa_name(ceiling)));
     } else if (chosen) {
-      const bool twin = k.strategy == c.variant.strategy && k.isa == c.variant.isa &&
-                        k.hardware_prefetch != c.variant.hardware_prefetch;
+      const bool sibling = k.strategy == c.variant.strategy && k.isa == c.variant.isa;
+      std::vector<std::string> why;
+      if (sibling && k.gfni != c.variant.gfni)
+        why.push_back(cpu.prefers_gfni_slots ? "gf2p8affineqb takes slots faster here" : "a shift and an AND take slots faster here");
+      if (sibling && k.hardware_prefetch != c.variant.hardware_prefetch)
+        why.push_back(cpu.prefers_hardware_prefetch ? "this CPU streams faster without software prefetches"
+                                                    : "software prefetches stream faster on most CPUs");
       c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first",
                             k.strategy == kFallbackStrategy && c.variant.strategy != kFallbackStrategy
                                 ? " (permute is the fallback for layouts no richer strategy admits)"
-                            : twin ? (hw_first ? " (this CPU streams faster without software prefetches: estimated)"
-                                               : " (software prefetches stream faster on most CPUs: estimated)")
-                                   : ""));
+                            : why.empty() ? ""
+                                          : cat(" (", join(why, "; "), ": estimated)")));
     } else {
       c.variant = k;
       chosen = true;
@@ -128,9 +133,8 @@ KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
     fail("no kernel '", text, "' for layout '", layout.name, "': unknown strategy '", name, "' (strategies: ",
          strategy_names(), "; available here: ", variant_names(kernels_for(layout)), ")");
   if (slash == std::string::npos) return best_kernel_of(layout, *strategy).variant;
-  // "+gfni" names the build that also uses GFNI; where the CPU has GFNI it is the only build of
-  // its strategy and ISA, so the plain name reaches it too. "+hw-prefetch" (after it) names the
-  // build without software prefetches, and only it does.
+  // "+gfni" names the build that also uses GFNI, "+hw-prefetch" (after it) the build without the
+  // gemv's software prefetches; a name without them reaches the build without them.
   constexpr std::string_view kGfni = "+gfni", kHwPrefetch = "+hw-prefetch";
   std::string isa_text = text.substr(slash + 1);
   const bool hardware_prefetch = isa_text.ends_with(kHwPrefetch);
@@ -144,17 +148,24 @@ KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
   if (!isa_at_or_below(isa, best_isa()))
     fail("kernel '", text, "': ISA '", isa_name(isa), "' is above the ISA ceiling ", isa_name(best_isa()),
          " (--isa); name a variant at or below it");
-  const KernelVariant k = find_kernel(layout, *strategy, isa, hardware_prefetch);
-  if (gfni && !k.gfni)
-    fail("kernel '", text, "': no GFNI build of ", k.name(), " here (", cpu_features().model, ": ", feature_string(),
-         ")");
-  return k;
+  if (gfni) {
+    const KernelVariant plain = find_kernel(layout, *strategy, isa, hardware_prefetch);  // refuses what lacks both
+    const std::vector<KernelVariant> all = kernels_for(layout);
+    const auto it = std::ranges::find_if(all, [&](const KernelVariant& k) {
+      return k.strategy == *strategy && k.isa == isa && k.gfni && k.hardware_prefetch == hardware_prefetch;
+    });
+    if (it == all.end())
+      fail("kernel '", text, "': no GFNI build of ", plain.name(), " here (", cpu_features().model, ": ", feature_string(),
+           ")");
+    return *it;
+  }
+  return find_kernel(layout, *strategy, isa, hardware_prefetch);
 }
 
 KernelVariant find_kernel(const LayoutInfo& layout, Strategy strategy, Isa isa, bool hardware_prefetch) {
   const std::vector<KernelVariant> all = kernels_for(layout);
   for (const KernelVariant& k : all)
-    if (k.strategy == strategy && k.isa == isa && k.hardware_prefetch == hardware_prefetch) return k;
+    if (k.strategy == strategy && k.isa == isa && !k.gfni && k.hardware_prefetch == hardware_prefetch) return k;
   fail("no kernel '", kernel_name(strategy, isa), hardware_prefetch ? "+hw-prefetch" : "", "' for layout '",
        layout.name, "' on this CPU (available: ", variant_names(all), ")");
 }

@@ -31,8 +31,8 @@ KernelChoice best_kernel(const LayoutInfo& layout);
 KernelChoice best_kernel_of(const LayoutInfo& layout, Strategy strategy, Isa ceiling);
 KernelChoice best_kernel_of(const LayoutInfo& layout, Strategy strategy);
 
-// The variant (strategy, isa) for this layout, the build with software prefetches unless
-// hardware_prefetch; throws listing the available ones.
+// The variant (strategy, isa) for this layout, not the GFNI build, the one with software
+// prefetches unless hardware_prefetch; throws listing the available ones.
 KernelVariant find_kernel(const LayoutInfo& layout, Strategy strategy, Isa isa, bool hardware_prefetch = false);
 
 // ISAs compare only within one architecture's ladder (scalar is below all of them).

@@ -87,35 +87,39 @@ std::vector<ReadLoop> read_loops() {
 void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
   KernelFns k;
   if (L.facts.row_interleaved) {
-    // Where the CPU has GFNI the broadcast kernels come from the build that uses it (its 16-token
-    // gemm extracts slots in one op, not two); the SIMDe suite checks both builds on any CPU.
+    // Two builds of the strategy: this unit's, whose gemm takes each slot with a shift and an AND,
+    // and, where the CPU has GFNI, kernels/x86_avx512gfni.cpp's, which takes it with one
+    // gf2p8affineqb; each twice, with the gemv's software prefetches and without (Streaming).
+    // Dispatch ranks the four (CpuFeatures::prefers_gfni_slots, prefers_hardware_prefetch); the
+    // SIMDe suite checks them all on any CPU.
 #if defined(TERNLAB_AVX512_EMULATED)
-    const bool gfni = true, plain = true;
+    const bool gfni = true;
     const auto pick_gfni = &pick_broadcast_avx512gfni_emulated;
 #else
-    const bool gfni = cpu_features().gfni, plain = !gfni;
+    const bool gfni = cpu_features().gfni;
     const auto pick_gfni = &pick_broadcast_avx512gfni;
 #endif
-    // Each build twice where it runs: with the software prefetches and without (Streaming;
-    // dispatch ranks them).
     using enum strategies::Streaming;
-    const auto add = [&](const std::string& why, bool with_gfni, const KernelFns& fns, const KernelFns& hw_fns) {
-      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, fns);
-      if (!why.empty()) return;
-      out.back().gfni = with_gfni;
-      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, "", hw_fns);
-      out.back().gfni = with_gfni;
-      out.back().hardware_prefetch = true;
+    const auto add = [&](bool with_gfni, const KernelFns& fns, const KernelFns& hw_fns) {
+      for (const bool hw : {false, true}) {
+        add_or_note(out, gaps, Strategy::broadcast, P::kIsa, "", hw ? hw_fns : fns);
+        out.back().gfni = with_gfni;
+        out.back().hardware_prefetch = hw;
+      }
     };
-    if (plain) {
+    const std::string why = strategies::pick_broadcast<P, 16, software_prefetch>(L, k);  // sets k
+    if (!why.empty()) {
+      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, k);  // the GFNI build would say the same
+    } else {
       KernelFns hw;
       strategies::pick_broadcast<P, 16, hardware_prefetch>(L, hw);
-      add(strategies::pick_broadcast<P, 16, software_prefetch>(L, k), false, k, hw);
-    }
-    if (gfni) {
-      KernelFns g, hw;
-      pick_gfni(L, hw, true);
-      add(pick_gfni(L, g, false), true, g, hw);
+      add(false, k, hw);
+      if (gfni) {
+        KernelFns g, g_hw;
+        pick_gfni(L, g, false);
+        pick_gfni(L, g_hw, true);
+        add(true, g, g_hw);
+      }
     }
   }
   if (L.facts.slot_vectorizable) {

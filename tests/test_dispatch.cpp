@@ -382,7 +382,8 @@ TEST_SUITE("dispatch") {
       test::check_error([&] { select_kernel(L, gfni); }, gfni, "not supported on this CPU");
     } else if (cpu_features().gfni) {
       CHECK(select_kernel(L, gfni).gfni);
-      CHECK(select_kernel(L, plain).name() == gfni);  // the only broadcast build at this ISA here
+      CHECK(select_kernel(L, plain).name() == plain);  // both builds are listed: each name its own
+      CHECK(best_kernel(L).variant.gfni == cpu_features().prefers_gfni_slots);
     } else {
       CHECK(select_kernel(L, plain).name() == plain);
       test::check_error([&] { select_kernel(L, gfni); }, gfni, "no GFNI build of broadcast/avx512vnni");
@@ -396,6 +397,7 @@ TEST_SUITE("dispatch") {
     CHECK(cpu_features().vendor.size() == 12);
     CHECK(cpu_features().family > 0);
     if (cpu_features().prefers_hardware_prefetch) CHECK(cpu_features().vendor == "AuthenticAMD");
+    if (cpu_features().prefers_gfni_slots) CHECK(cpu_features().gfni);
 #endif
     int twins = 0;
     for (const char* name : {"t2r", "t2r8"}) {
@@ -407,14 +409,17 @@ TEST_SUITE("dispatch") {
         for (const KernelVariant& k : kernels_for(L))
           if (k.strategy == Strategy::broadcast && k.isa == isa) builds.push_back(k);
         if (builds.empty()) continue;  // t2r8's 8-row blocks fill no 16-lane vector
-        REQUIRE(builds.size() == 2);
-        CHECK(builds[0].gfni == builds[1].gfni);
-        CHECK(builds[0].hardware_prefetch != builds[1].hardware_prefetch);
+        // Each build (shift-and-AND slots; GFNI slots on AVX-512 where the CPU has GFNI) twice.
+        const bool gfni = isa == Isa::avx512vnni && cpu_features().gfni;
+        REQUIRE(builds.size() == std::size_t(gfni ? 4 : 2));
+        CHECK(std::ranges::count_if(builds, [](const KernelVariant& k) { return k.hardware_prefetch; }) == int(builds.size()) / 2);
         for (const KernelVariant& k : builds) {
           CHECK(select_kernel(L, k.name()).name() == k.name());  // every spelling leads back to its build
           CHECK(k.name().ends_with("+hw-prefetch") == k.hardware_prefetch);
         }
-        CHECK_FALSE(select_kernel(L, kernel_name(Strategy::broadcast, isa)).hardware_prefetch);
+        const KernelVariant plain = select_kernel(L, kernel_name(Strategy::broadcast, isa));
+        CHECK_FALSE(plain.hardware_prefetch);
+        CHECK_FALSE(plain.gfni);
         ++twins;
       }
       if (twins > 0) CHECK(best_kernel(L).variant.hardware_prefetch == cpu_features().prefers_hardware_prefetch);
