@@ -148,18 +148,17 @@ KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
   if (!isa_at_or_below(isa, best_isa()))
     fail("kernel '", text, "': ISA '", isa_name(isa), "' is above the ISA ceiling ", isa_name(best_isa()),
          " (--isa); name a variant at or below it");
-  if (gfni) {
-    const KernelVariant plain = find_kernel(layout, *strategy, isa, hardware_prefetch);  // refuses what lacks both
-    const std::vector<KernelVariant> all = kernels_for(layout);
-    const auto it = std::ranges::find_if(all, [&](const KernelVariant& k) {
-      return k.strategy == *strategy && k.isa == isa && k.gfni && k.hardware_prefetch == hardware_prefetch;
+  const std::vector<KernelVariant> all = kernels_for(layout);
+  const auto build = [&](bool with_gfni) {
+    return std::ranges::find_if(all, [&](const KernelVariant& k) {
+      return k.strategy == *strategy && k.isa == isa && k.gfni == with_gfni && k.hardware_prefetch == hardware_prefetch;
     });
-    if (it == all.end())
-      fail("kernel '", text, "': no GFNI build of ", plain.name(), " here (", cpu_features().model, ": ", feature_string(),
-           ")");
-    return *it;
-  }
-  return find_kernel(layout, *strategy, isa, hardware_prefetch);
+  };
+  if (const auto it = build(gfni); it != all.end()) return *it;
+  if (gfni && build(false) != all.end())
+    fail("kernel '", text, "': no GFNI build of ", build(false)->name(), " here (", cpu_features().model, ": ",
+         feature_string(), ")");
+  return find_kernel(layout, *strategy, isa, hardware_prefetch);  // refuses, listing what there is
 }
 
 KernelVariant find_kernel(const LayoutInfo& layout, Strategy strategy, Isa isa, bool hardware_prefetch) {

@@ -65,8 +65,9 @@ struct Broadcast {
   // The bytes a block's prefetch covers without a loop: the payload, fp16 scales and one line
   // past the block (see rows). A longer block prefetches the rest in a loop.
   static constexpr int kBlockPrefetch = kStrips * 4 * R + 2 * R + 64;
-  // Prefetches the lines of a block `PF` bytes ahead: through a loop over a block size known only
-  // at run time, t2r's AVX2 gemv spent 31 instructions of 290 a block on it.
+  // Prefetches the lines of a block `PF` bytes ahead (none for kNoPrefetch): through a loop over
+  // a block size known only at run time, t2r's AVX2 gemv spent 31 instructions of 290 a block on
+  // it.
   template <int PF>
   [[gnu::always_inline]] static void prefetch_block(const std::uint8_t* blk, int bb) {
     if constexpr (PF != kNoPrefetch) {
@@ -295,7 +296,7 @@ struct Broadcast {
   }
 };
 
-// Points k at Broadcast<P, R> when it can run the layout, the strip plan bound; says why not
+// Points k at Broadcast<P, R, S> when it can run the layout, the strip plan bound; says why not
 // otherwise.
 template <class P, int R, Streaming S = Streaming::software_prefetch>
 std::string pick_broadcast(const LayoutInfo& L, KernelFns& k) {
