@@ -23,7 +23,7 @@ struct CensusOptions {
 void print_census_row(const std::string& layout, const std::string& kernel, const char* op,
                       const inspect::LoopCensus& c) {
   using inspect::InsnClass;
-  std::cout << std::left << std::setw(16) << layout << std::setw(26) << kernel << std::setw(6) << op << std::right
+  std::cout << std::left << std::setw(16) << layout << std::setw(40) << kernel << std::setw(6) << op << std::right
             << std::setw(7) << c.insns.size() << std::setw(8) << c.macs << std::fixed << std::setprecision(1);
   for (InsnClass cls : inspect::kInsnClasses) std::cout << std::setw(8) << c.per64(cls);
   std::cout << "\n";
@@ -47,7 +47,7 @@ void census(const CensusOptions& o) {
 
   std::cout << "hot loop of each kernel, read from this binary's machine code (" << inspect::objdump_command()
             << "); counts are instructions per 64 int8 multiply-accumulates (for a gemv, per 64 weights)\n";
-  std::cout << std::left << std::setw(16) << "layout" << std::setw(26) << "kernel" << std::setw(6) << "op"
+  std::cout << std::left << std::setw(16) << "layout" << std::setw(40) << "kernel" << std::setw(6) << "op"
             << std::right << std::setw(7) << "insns" << std::setw(8) << "MACs";
   for (inspect::InsnClass cls : inspect::kInsnClasses) std::cout << std::setw(8) << inspect::to_string(cls);
   std::cout << "\n";
