@@ -82,6 +82,7 @@ CpuFeatures detect() {
   // Family 25 is Zen 3 and Zen 4, and only Zen 4 has AVX-512.
   f.prefers_hardware_prefetch = f.vendor == "AuthenticAMD" && (f.family > 25 || (f.family == 25 && f.avx512f));
   f.prefers_gfni_slots = f.gfni && f.vendor != "AuthenticAMD";
+  f.splits_512bit_ops = f.prefers_hardware_prefetch;  // the same cores: Zen 4 and later
 #elif defined(__aarch64__)
   f.neon = true;  // Advanced SIMD is mandatory on AArch64
 #if defined(__linux__)

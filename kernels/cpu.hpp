@@ -33,6 +33,12 @@ struct CpuFeatures {
   // gemm 345 -> 368 GMAC/s), the reverse on Zen 4, whose gf2p8affineqb shares the pipes of
   // vpdpbusd (212 against 199; 4 tokens 174 against 152). True where GFNI runs, except on AMD.
   bool prefers_gfni_slots = false;
+  // Zen 4 runs a 512-bit op as two 256-bit halves, so a slot-mask gemv, whose AVX-512 plans put
+  // fewer rows in a vector and spend more on each block's end, gains nothing from the width: on the
+  // Zen 4 guest (32768 x 8192, cold, 1 thread) t2w's AVX2 gemv read 70.4 Gweights/s against 42.6,
+  // t2x4's 59.5 against 42.8, t2p's 63.7 against 59.6. The estimate then ranks slot-mask's AVX2
+  // build above its AVX-512 one. True on AMD family 25 with AVX-512, and later families.
+  bool splits_512bit_ops = false;
 };
 
 const CpuFeatures& cpu_features();

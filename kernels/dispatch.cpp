@@ -38,17 +38,23 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
            "' on this CPU (available: ", variant_names(listed), ")");
   }
   // The fallback (permute) after every other SIMD kernel whatever their ISAs, so a layout that
-  // admits a richer strategy keeps it; then the richest ISA, then the preferred strategy, then
-  // among one strategy's builds the CPU's guesses: GFNI slots or not, software prefetches or not;
-  // stable keeps the catalog's order otherwise.
+  // admits a richer strategy keeps it; then the richest ISA (slot-mask's AVX-512 build counted as
+  // AVX2, after it, where the CPU splits 512-bit ops), then the preferred strategy, then among one
+  // strategy's builds the CPU's guesses: GFNI slots or not, software prefetches or not; stable
+  // keeps the catalog's order otherwise.
   const CpuFeatures& cpu = cpu_features();
-  std::stable_sort(all.begin(), all.end(), [&cpu](const KernelVariant& a, const KernelVariant& b) {
+  const auto demoted = [&cpu](const KernelVariant& k) {
+    return cpu.splits_512bit_ops && k.strategy == Strategy::slot_mask && k.isa == Isa::avx512vnni;
+  };
+  const auto isa_rank = [&](const KernelVariant& k) { return demoted(k) ? int(Isa::avx2) : int(k.isa); };
+  std::stable_sort(all.begin(), all.end(), [&](const KernelVariant& a, const KernelVariant& b) {
     const bool fa = a.strategy == kFallbackStrategy, fb = b.strategy == kFallbackStrategy;
     const bool ra = a.strategy == Strategy::reference, rb = b.strategy == Strategy::reference;
     if (ra != rb) return rb;
     if (fa != fb) return fb;
-    if (a.isa != b.isa) return int(a.isa) > int(b.isa);
+    if (isa_rank(a) != isa_rank(b)) return isa_rank(a) > isa_rank(b);
     if (a.strategy != b.strategy) return strategy_rank(a.strategy) < strategy_rank(b.strategy);
+    if (a.isa != b.isa) return int(a.isa) < int(b.isa);  // a demoted AVX-512 build after its AVX2 one
     if (a.gfni != b.gfni) return a.gfni == cpu.prefers_gfni_slots;
     return a.hardware_prefetch != b.hardware_prefetch && a.hardware_prefetch == cpu.prefers_hardware_prefetch;
   });
@@ -62,6 +68,8 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
       std::vector<std::string> why;
       if (sibling && k.gfni != c.variant.gfni)
         why.push_back(cpu.prefers_gfni_slots ? "gf2p8affineqb takes slots faster here" : "a shift and an AND take slots faster here");
+      if (demoted(k) && c.variant.strategy == Strategy::slot_mask && c.variant.isa == Isa::avx2)
+        why.push_back("this CPU splits 512-bit ops into halves, and slot-mask's AVX-512 plans spend more a weight");
       if (sibling && k.hardware_prefetch != c.variant.hardware_prefetch)
         why.push_back(cpu.prefers_hardware_prefetch ? "this CPU streams faster without software prefetches"
                                                     : "software prefetches stream faster on most CPUs");

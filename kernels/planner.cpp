@@ -190,7 +190,8 @@ KernelChoice plan_kernel(const PackedMatrix& w, std::int64_t tokens, ThreadPool&
     if (i != best) others << (others.tellp() > 0 ? ", " : "") << cand[i].name() << " " << med[i];
   }
   if (c.variant.name() != estimate.variant.name())
-    c.notes.push_back(cat("the estimate (", estimate.variant.name(), ", the widest ISA) would have been slower here"));
+    c.notes.push_back(cat("the estimate (", estimate.variant.name(),
+                          ", the ISA ladder and this CPU's guesses) would have been slower here"));
   if (wisdom) {
     wisdom->record({key, c.variant.name(), med[best], others.str()});
     wisdom->save();
