@@ -24,7 +24,7 @@ struct KernelVariant {
   bool hardware_prefetch = false;
   std::string name() const {
     return kernel_name(strategy, isa) + (gfni ? "+gfni" : "") + (emulated ? "-simde" : "") +
-           (hardware_prefetch ? "+hw-prefetch" : "");
+           std::string(hardware_prefetch ? kHardwarePrefetchSuffix : "");
   }
 };
 

@@ -143,7 +143,7 @@ KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
   if (slash == std::string::npos) return best_kernel_of(layout, *strategy).variant;
   // "+gfni" names the build that also uses GFNI, "+hw-prefetch" (after it) the build without the
   // gemv's software prefetches; a name without them reaches the build without them.
-  constexpr std::string_view kGfni = "+gfni", kHwPrefetch = "+hw-prefetch";
+  constexpr std::string_view kGfni = "+gfni", kHwPrefetch = kHardwarePrefetchSuffix;
   std::string isa_text = text.substr(slash + 1);
   const bool hardware_prefetch = isa_text.ends_with(kHwPrefetch);
   if (hardware_prefetch) isa_text.resize(isa_text.size() - kHwPrefetch.size());
@@ -173,8 +173,10 @@ KernelVariant find_kernel(const LayoutInfo& layout, Strategy strategy, Isa isa, 
   const std::vector<KernelVariant> all = kernels_for(layout);
   for (const KernelVariant& k : all)
     if (k.strategy == strategy && k.isa == isa && !k.gfni && k.hardware_prefetch == hardware_prefetch) return k;
-  fail("no kernel '", kernel_name(strategy, isa), hardware_prefetch ? "+hw-prefetch" : "", "' for layout '",
-       layout.name, "' on this CPU (available: ", variant_names(all), ")");
+  KernelVariant wanted{strategy, isa};
+  wanted.hardware_prefetch = hardware_prefetch;
+  fail("no kernel '", wanted.name(), "' for layout '", layout.name, "' on this CPU (available: ", variant_names(all),
+       ")");
 }
 
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,

@@ -47,5 +47,8 @@ std::string strategy_names();                      // "reference, broadcast, ...
 
 // "strategy/isa", e.g. "slot-mask/avx2".
 std::string kernel_name(Strategy strategy, Isa isa);
+// The suffix that names a broadcast build whose gemv leaves its weight streams to the hardware
+// prefetcher (KernelVariant::hardware_prefetch, strategies::Streaming).
+inline constexpr std::string_view kHardwarePrefetchSuffix = "+hw-prefetch";
 
 }  // namespace ternlab

@@ -100,25 +100,18 @@ void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vect
     const auto pick_gfni = &pick_broadcast_avx512gfni;
 #endif
     using enum strategies::Streaming;
-    const auto add = [&](bool with_gfni, const KernelFns& fns, const KernelFns& hw_fns) {
-      for (const bool hw : {false, true}) {
-        add_or_note(out, gaps, Strategy::broadcast, P::kIsa, "", hw ? hw_fns : fns);
-        out.back().gfni = with_gfni;
-        out.back().hardware_prefetch = hw;
-      }
-    };
     const std::string why = strategies::pick_broadcast<P, 16, software_prefetch>(L, k);  // sets k
     if (!why.empty()) {
       add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, k);  // the GFNI build would say the same
     } else {
       KernelFns hw;
       strategies::pick_broadcast<P, 16, hardware_prefetch>(L, hw);
-      add(false, k, hw);
+      add_streaming_builds(out, P::kIsa, k, hw);
       if (gfni) {
         KernelFns g, g_hw;
         pick_gfni(L, g, false);
         pick_gfni(L, g_hw, true);
-        add(true, g, g_hw);
+        add_streaming_builds(out, P::kIsa, g, g_hw, true);
       }
     }
   }

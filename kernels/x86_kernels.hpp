@@ -9,6 +9,17 @@
 
 namespace ternlab::detail {
 
+// Lists one broadcast build twice, with the gemv's software prefetches (fns) and without (hw_fns,
+// strategies::Streaming); dispatch ranks the two.
+inline void add_streaming_builds(std::vector<KernelVariant>& out, Isa isa, const KernelFns& fns, const KernelFns& hw_fns,
+                                 bool gfni = false) {
+  for (const bool hw : {false, true}) {
+    add_or_note(out, nullptr, Strategy::broadcast, isa, "", hw ? hw_fns : fns);
+    out.back().gfni = gfni;
+    out.back().hardware_prefetch = hw;
+  }
+}
+
 void add_avx2_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out,
                       std::vector<KernelGap>* gaps = nullptr);
 void add_avx512vnni_kernels(const LayoutInfo& layout, std::vector<KernelVariant>& out,

@@ -391,8 +391,7 @@ TEST_SUITE("dispatch") {
   }
 
   TEST_CASE("\"+hw-prefetch\" names the broadcast build without software prefetches, ranked by the CPU") {
-    INFO("cpu: ", cpu_features().model, " (", cpu_features().vendor, " family ", cpu_features().family, " model ",
-         cpu_features().model_number, "); features: ", feature_string());
+    INFO("cpu: ", cpu_description(), " (", cpu_features().vendor, "); features: ", feature_string());
 #if defined(__x86_64__)
     CHECK(cpu_features().vendor.size() == 12);
     CHECK(cpu_features().family > 0);

@@ -58,7 +58,7 @@ struct Broadcast {
   static constexpr Strategy kStrategy = Strategy::broadcast;
   static constexpr bool kSoftwarePrefetch = S == Streaming::software_prefetch;
   static constexpr int kGemvPrefetch = kSoftwarePrefetch ? P::kGemvPrefetch : kNoPrefetch;
-  static constexpr const char* kBuild = kSoftwarePrefetch ? "" : "+hw-prefetch";  // as KernelVariant::name
+  static constexpr std::string_view kBuild = kSoftwarePrefetch ? "" : kHardwarePrefetchSuffix;  // as KernelVariant::name
   static constexpr int kLanes = P::kLanes;
   static constexpr int kVectors = R / kLanes;  // vectors per strip
   static constexpr int kStrips = 8;            // 128 weights per row per block, 16 per strip
