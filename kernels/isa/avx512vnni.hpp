@@ -119,10 +119,10 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   static constexpr int kGemvPrefetch = 2048;
   static constexpr int kGemvStreams = 4;
   static constexpr int kGemmTokens = 16;  // tokens a gemm pass dots each weight vector with
-  // A single tile (4 tokens): four row groups side by side, each token with one accumulator
-  // (the kGemmTokens lane program; the in-place masks' four a token would need 64 registers). A
-  // 4-token gemm is nearly memory-bound: 17408 x 5120, cold, in one process, this read 8-10% more
-  // than one stream with in-place masks on 1 thread and 15% more on 2.
+  // A single tile (4 tokens): four row groups side by side, each token with two accumulators
+  // (TwoChains; the in-place masks' four a token would need 64 registers). A 4-token gemm is
+  // nearly memory-bound: 17408 x 5120, cold, in one process on the Sapphire Rapids-class VM, four
+  // streams read 8-10% more than one stream with in-place masks on 1 thread and 15% more on 2.
   static constexpr int kGemm4Streams = 4;
   // gemv: each slot masked in place (u * 4^s <= 192: vpdpbusd does not saturate) into its own
   // int32 accumulator, so a strip costs four ANDs and no shift; sums combines them once per block
@@ -178,6 +178,28 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     static Slots slots(V w) { return {{slot(w, 0), slot(w, 1), slot(w, 2), slot(w, 3)}}; }
   };
 #endif
+  // Codes' slots with two accumulators a token (slots 0 and 2, slots 1 and 3), added once per
+  // block. Four tokens with one accumulator each are four chains of vpdpbusd a stream, which its
+  // latency (4-5 cycles at one a cycle) leaves short of the port: 17408 x 5120 x 4, cold, in one
+  // process on the Zen 4 guest, the shift-and-AND slots read 195 against 183 GMAC/s on 1 thread
+  // and 375 against 340 on 2 (GFNI's slots level, bound by their own port there).
+  template <class Codes>
+  struct TwoChains {
+    static constexpr int kShift = 0;
+    using Slots = typename Codes::Slots;
+    struct Acc {
+      V even, odd;
+    };
+    static Slots slots(V w) { return Codes::slots(w); }
+    static Acc zero() { return {Avx512Vnni::zero(), Avx512Vnni::zero()}; }
+    static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
+      acc.even = dot4_bcst(acc.even, w.s[0], x);
+      acc.odd = dot4_bcst(acc.odd, w.s[1], x + 4);
+      acc.even = dot4_bcst(acc.even, w.s[2], x + 8);
+      acc.odd = dot4_bcst(acc.odd, w.s[3], x + 12);
+    }
+    static V sums(const Acc& a) { return add32(a.even, a.odd); }
+  };
   // One token: in-place masks, four accumulators (sixteen chains over the four streams).
   using GemvLanes = LaneMasked;
 #if defined(TERNLAB_AVX512_GFNI)
@@ -185,7 +207,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
 #else
   using GemmLanes = LaneCodesOne;  // kGemmTokens tokens
 #endif
-  using Gemm4Lanes = GemmLanes;  // one tile, kGemm4Streams row groups
+  using Gemm4Lanes = TwoChains<GemmLanes>;  // one tile, kGemm4Streams row groups
   // 16 rows of float results. SIMDe 0.7.4 lacks the 512-bit srai and int-to-float conversion, so
   // the emulated build runs the same epilogue as two native 8-lane halves (Rows8).
 #if defined(TERNLAB_AVX512_EMULATED)
