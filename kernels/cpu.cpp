@@ -119,25 +119,31 @@ const CpuFeatures& cpu_features() {
   return f;
 }
 
+std::int64_t choose_last_level_cache(std::int64_t kernel_bytes, std::int64_t libc_bytes, bool per_complex_l3) {
+  if (per_complex_l3 && kernel_bytes > 0) return kernel_bytes;
+  return std::max<std::int64_t>({kernel_bytes, libc_bytes, 0});
+}
+
 std::int64_t last_level_cache_bytes() {
-  std::int64_t best = 0;
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-  for (const int name : {_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL4_CACHE_SIZE})
-    best = std::max<std::int64_t>(best, sysconf(name));
-#endif
-  if (best > 0) return best;
-  // aarch64 glibc answers 0: read the kernel's cache description (sizes such as "2048K").
+  // The kernel's description: the largest data or unified cache of cpu0 (sizes such as "2048K").
+  std::int64_t kernel_bytes = 0;
   for (int i = 0; i < 8; ++i) {
-    std::ifstream in(cat("/sys/devices/system/cpu/cpu0/cache/index", i, "/size"));
+    const std::string dir = cat("/sys/devices/system/cpu/cpu0/cache/index", i, "/");
+    std::ifstream type_in(dir + "type"), size_in(dir + "size");
+    std::string type, unit;
     std::int64_t v = 0;
-    std::string unit;
-    if (!(in >> v)) continue;
-    in >> unit;
+    if (!(type_in >> type) || type == "Instruction" || !(size_in >> v)) continue;
+    size_in >> unit;
     if (unit == "K") v <<= 10;
     if (unit == "M") v <<= 20;
-    best = std::max(best, v);
+    kernel_bytes = std::max(kernel_bytes, v);
   }
-  return best;
+  std::int64_t libc_bytes = 0;  // aarch64 glibc answers 0
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+  for (const int name : {_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL4_CACHE_SIZE})
+    libc_bytes = std::max<std::int64_t>(libc_bytes, sysconf(name));
+#endif
+  return choose_last_level_cache(kernel_bytes, libc_bytes, cpu_features().vendor == "AuthenticAMD");
 }
 
 namespace {

@@ -59,8 +59,14 @@ std::string cpu_description();
 // Features as a short string for result records, e.g. "avx2 fma f16c".
 std::string feature_string();
 
-// The largest data cache this CPU reports (bytes; sysconf, else /sys's cache folders), 0 when
-// neither says: what a benchmark's working set must exceed to be read from memory.
+// The largest data cache this CPU reports (bytes), 0 when nothing says: what a benchmark's
+// working set must exceed to be read from memory. Of the kernel's figure (/sys's cache folders)
+// and glibc's (sysconf) the larger, so that a working set errs towards memory; except where each
+// core complex has its own L3 (AMD), which no core can fill beyond its own: there glibc counted
+// them all (320 MiB on the Zen 4 guest, 256 on the Zen 3 one, whose kernels list 32 MiB; on the
+// Zen 4 guest a 48 MiB buffer read as slowly as a 200 MiB one, 23-24 GB/s on one thread, against
+// 63 at 16 MiB).
 std::int64_t last_level_cache_bytes();
+std::int64_t choose_last_level_cache(std::int64_t kernel_bytes, std::int64_t libc_bytes, bool per_complex_l3);
 
 }  // namespace ternlab

@@ -163,6 +163,17 @@ TEST_SUITE("dispatch") {
 #endif
   }
 
+  TEST_CASE("the last-level cache: the kernel's per-complex L3 on AMD, else the larger report") {
+    constexpr std::int64_t MiB = 1 << 20;
+    CHECK(choose_last_level_cache(32 * MiB, 320 * MiB, true) == 32 * MiB);    // the Zen 4 guest
+    CHECK(choose_last_level_cache(32 * MiB, 320 * MiB, false) == 320 * MiB);  // a shared L3 errs large
+    CHECK(choose_last_level_cache(480 * MiB, 2 * MiB, false) == 480 * MiB);
+    CHECK(choose_last_level_cache(0, 256 * MiB, true) == 256 * MiB);  // no /sys: glibc's figure
+    CHECK(choose_last_level_cache(2 * MiB, 0, false) == 2 * MiB);      // aarch64 glibc answers 0
+    CHECK(choose_last_level_cache(0, -1, false) == 0);                 // sysconf's "unknown"
+    CHECK(last_level_cache_bytes() >= 0);
+  }
+
   TEST_CASE("a ceiling forces a lower path and an unsupported one is refused") {
     const IsaCeilingReset reset;
     set_isa_ceiling(Isa::scalar);
