@@ -184,7 +184,7 @@ void add_kernel_commands(CLI::App& app) {
   b->add_option("--min-seconds", o.min_seconds, "Duration of each timed sample (sample_ms in the config)");
   b->add_option("--ceiling-mib", o.ceiling_mib, "Streaming-read ceiling buffer size (MiB, >= 1024 for a real ceiling)");
   b->add_option("--weights", o.weights,
-                "cold: each arm cycles copies of its weights that together hold twice the last-level cache, so calls read "
+                "cold: each arm cycles copies of its weights that together hold twice the last-level cache (at least 256 MiB), so calls read "
                 "them from memory (default); warm: one copy, which a cache may hold")
       ->check(CLI::IsMember({"cold", "warm"}));
   b->add_option("--output", o.output, "Folder that receives the results folders")->capture_default_str();

@@ -406,6 +406,10 @@ leftover = ["pad", "gemv"]
     const Json cold = run_with("weights = \"cold\"");
     CHECK(options(cold) == std::map<std::string, std::string>{{"pq2_0", "copies=964"}, {"t2p", "copies=964"}});
     CHECK(cold["test_summary_md"].get<std::string>().find("1 MiB (TERNLAB_COLD_WEIGHTS_MIB)") != std::string::npos);
+    // Without it: twice the cache, never under the floor.
+    CHECK(cold_set_bytes(std::int64_t{32} << 20) == kColdSetFloor);
+    CHECK(cold_set_bytes(std::int64_t{480} << 20) == std::int64_t{960} << 20);
+    CHECK(cold_set_bytes(kColdSetFloor / 2) == kColdSetFloor);
     CHECK(warm["test_summary_md"].get<std::string>().find("weights = \"warm\"") != std::string::npos);
     std::ostringstream out;
     const fs::path bad = write_quick_config(dir, "gemv", 1, "weights = \"lukewarm\"\n[[arm]]\nlayout = \"t2p\"\n");
