@@ -319,12 +319,10 @@ RunMemory estimate_memory(const RunSpec& run) {
       }
     }
     const model::ModelConfig& c = *s.config;
-    std::int64_t session = 0, gdn = 0;
+    const std::int64_t gdn = c.recurrent_state_bytes();
+    std::int64_t session = 0;
     for (int l = 0; l < c.n_layer; ++l)
-      if (c.is_gdn(l))
-        gdn += 4 * (std::int64_t(c.ssm_conv - 1) * c.conv_channels() + std::int64_t(c.ssm_v_heads) * c.ssm_state * c.ssm_state);
-      else
-        session += 4 * 2 * ctx * std::int64_t(c.n_head_kv) * c.head_dim;
+      if (!c.is_gdn(l)) session += 4 * 2 * ctx * std::int64_t(c.n_head_kv) * c.head_dim;
     e.sessions = 2 * (session + gdn);
     // Speculative decoding's ring: one copy of every GDN layer's states per draft.
     if (run.kind == "speculative") e.sessions += speculative_ring_slots(run) * gdn;
@@ -1029,6 +1027,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   struct Profiled {
     model::Session snapshot;
     std::vector<model::OpProfile> calls;
+    double state_bytes = 0;  // the recurrent state a token reads, and again writes back
   };
   std::vector<std::shared_ptr<Profiled>> profiled(m.arms.size());
   const auto prepare = [&](std::size_t i, ModelArm& a) {
@@ -1046,6 +1045,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       model->forward(p->snapshot, std::span(prompt.data(), std::size_t(prompt_len)));
       const std::int32_t next = prompt.back();
       s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token());
+      p->state_bytes = double(model->config().recurrent_state_bytes());
       s.call = [model, p, next] {
         model::Session session = p->snapshot;
         model::OpProfile prof;
@@ -1079,7 +1079,8 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   md << ceilings_text(r);
   std::vector<Column> columns = {{"arm"}, {"layout"}, {"kernel"}, {"thr", Align::right}, {"greedy check"}};
   for (int op = 0; op < kOps; ++op) columns.push_back({model::OpProfile::name(op), Align::right});
-  for (const char* c : {"total ms", "tok/s", "matmul share", "spread", "matmul GB/s", "matmul of read ceiling"})
+  for (const char* c : {"total ms", "tok/s", "matmul share", "spread", "matmul GB/s", "matmul of read ceiling", "state GB/s",
+                        "token bytes of read ceiling"})
     columns.push_back({c, Align::right});
   columns.push_back({ratio_header(r), Align::right});
   Table table(std::move(columns));
@@ -1131,24 +1132,29 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       arm["ms"][model::OpProfile::name(op)] = stat_json(s);
     }
     const std::vector<double> tot = totals(i), base_totals = totals(m.ratios.of[i]);
-    std::vector<double> gbps, frac, speed, toks, share;
+    std::vector<double> gbps, frac, speed, toks, share, state_gbps, token_frac;
     const std::vector<double> ceils = r.ceiling_of(t);
+    const double state_bytes = profiled[i]->state_bytes;
     for (std::size_t k = 0; k < per_round[i].size(); ++k) {
-      const double mm = per_round[i][k][model::OpProfile::matmul];
+      const double mm = per_round[i][k][model::OpProfile::matmul], gdn = per_round[i][k][model::OpProfile::gdn];
       toks.push_back(1 / tot[k]);
       share.push_back(mm / tot[k]);
       gbps.push_back(t.setup.weight_bytes / mm / 1e9);
-      if (k < ceils.size()) frac.push_back(gbps.back() / ceils[k]);
+      if (state_bytes > 0 && gdn > 0) state_gbps.push_back(2 * state_bytes / gdn / 1e9);
+      if (k < ceils.size()) {
+        frac.push_back(gbps.back() / ceils[k]);
+        token_frac.push_back((t.setup.weight_bytes + 2 * state_bytes) / tot[k] / 1e9 / ceils[k]);
+      }
       if (k < base_totals.size()) speed.push_back(base_totals[k] / tot[k]);
       for (int op = 0; op < kOps; ++op)
         rep.rows.add({run.index, k, a.name, a.layout, a.kernel, a.threads, model::OpProfile::name(op), per_round[i][k][std::size_t(op)]});
     }
     const Stat total = stat_of(tot), g = stat_of(gbps), f = stat_of(frac), sp = stat_of(speed), ts = stat_of(toks),
-               sh = stat_of(share);
+               sh = stat_of(share), sg = stat_of(state_gbps), tf = stat_of(token_frac);
     if (t.verified && m.ratios.of[i] != i) noise.ratio(a.name, speed);
     noise.fraction(a.name, "its matmul fraction of the read ceiling", frac);
     for (std::string c : {with_range(total, "", 1e3), ts.valid ? sig(ts.median) : "—", with_range(sh, "%", 100), spread_cell(tot), g.valid ? sig(g.median) : "—", with_range(f, "%", 100),
-                          with_range(sp, "×")})
+                          sg.valid ? sig(sg.median) : "—", with_range(tf, "%", 100), with_range(sp, "×")})
       cells.push_back(std::move(c));
     table.add(std::move(cells));
     arm["total_ms"] = stat_json(Stat{total.median * 1e3, total.min * 1e3, total.max * 1e3, total.valid});
@@ -1159,6 +1165,9 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     arm["pin_workers"] = arm_pins_workers(run.arms[i]);
     arm["matmul_gbps"] = stat_json(g);
     arm["matmul_fraction_of_read_ceiling"] = stat_json(f);
+    arm["state_bytes_per_token"] = json_number(state_bytes);
+    arm["state_gbps"] = stat_json(sg);
+    arm["token_bytes_fraction_of_read_ceiling"] = stat_json(tf);
     arm["speedup_vs_baseline"] = stat_json(sp);
     js["arms"].push_back(std::move(arm));
   }
@@ -1174,7 +1183,9 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   }
   md << table.markdown() << arms_footer(m);
   md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
-        "arm's thread count; "
+        "arm's thread count; state GB/s = the Gated DeltaNet state a token reads and writes back (twice its size) / the Gated "
+        "DeltaNet time; token bytes of read ceiling = (weight bytes + twice the state) per token / total time, against the same "
+        "ceiling: what a decode token must move, where the decode bandwidth fraction bills the weights alone; "
      << spread_note() << " of the totals; " << ratio_note(r) << ", of the totals.\n";
   if (!bars.empty())
     rep.svgs.emplace_back("decode_ms.svg", svg_stacked_bars(rep.title + ": one decode token by op", "ms", op_names, bars,

@@ -42,6 +42,15 @@ struct ModelConfig {
   int conv_channels() const { return 2 * ssm_key_dim() + ssm_value_dim(); }
   int attn_dim() const { return n_head * head_dim; }
   bool is_gdn(int layer) const { return recurrent[std::size_t(layer)]; }
+  // One session's Gated DeltaNet state in bytes, every recurrent layer's conv window and fp32
+  // state matrices: what a decode token reads and writes back besides the weights.
+  std::int64_t recurrent_state_bytes() const {
+    std::int64_t b = 0;
+    for (int l = 0; l < n_layer; ++l)
+      if (is_gdn(l))
+        b += 4 * (std::int64_t(ssm_conv - 1) * conv_channels() + std::int64_t(ssm_v_heads) * ssm_state * ssm_state);
+    return b;
+  }
 
   // Reads and validates every key and every tensor's presence, type and shape.
   static ModelConfig from_gguf(const gguf::File& f);

@@ -164,11 +164,28 @@ TEST_SUITE("model-kinds") {
       CHECK(csv_text(rep.rows).find(cat(",1,", model::OpProfile::name(op), ",")) != std::string::npos);  // t2p's row, 1 thread
     }
     REQUIRE(rep.json["arms"].size() == 2);
+    // The state billed beside the weights: each recurrent layer's value heads' fp32 matrices and
+    // its conv window of the last ssm_conv - 1 inputs.
+    const model::ModelConfig& c = model::find_preset("micro").config;
+    int recurrent = 0;
+    for (int l = 0; l < c.n_layer; ++l) recurrent += c.is_gdn(l);
+    REQUIRE(recurrent > 0);
+    const double state = 4.0 * recurrent * (double(c.ssm_v_heads) * c.ssm_state * c.ssm_state + double(c.ssm_conv - 1) * c.conv_channels());
     for (const Json& arm : rep.json["arms"]) {
       const double matmul = arm["ms"]["ternary matmul"]["median"], total = arm["total_ms"]["median"];
       CHECK(matmul > 0);
       CHECK(matmul <= total);
+      CHECK(arm["state_bytes_per_token"].get<double>() == state);
+      // One round: the medians are that round's figures.
+      const double gdn_ms = arm["ms"]["Gated DeltaNet"]["median"];
+      CHECK(arm["state_gbps"]["median"].get<double>() == doctest::Approx(2 * state / gdn_ms / 1e6).epsilon(1e-9));
+      const double matmul_gbs = arm["matmul_gbps"]["median"];
+      const double ceiling_gbs = matmul_gbs / arm["matmul_fraction_of_read_ceiling"]["median"].get<double>();
+      const double token_bytes = matmul_gbs * matmul * 1e6 + 2 * state;  // GB/s x ms = 1e6 bytes
+      CHECK(arm["token_bytes_fraction_of_read_ceiling"]["median"].get<double>() ==
+            doctest::Approx(token_bytes / (total * 1e6) / ceiling_gbs).epsilon(1e-9));
     }
+    CHECK(rep.markdown.find("token bytes of read ceiling") != std::string::npos);
   }
 
   TEST_CASE("configs/model-*.toml validate, and model-tiny.toml runs on the micro preset") {
