@@ -140,10 +140,12 @@ WeightCopies weight_copies(const RunSpec& run) {
       fail("TERNLAB_COLD_WEIGHTS_MIB=", env, " is not a whole number of MiB from 1 to 1048576");
     return {std::int64_t(mib) << 20, 0, cat(mib, " MiB (TERNLAB_COLD_WEIGHTS_MIB)")};
   }
-  if (const std::int64_t llc = last_level_cache_bytes(); llc > 0)
-    return {cold_set_bytes(llc), 0,
-            cold_set_bytes(llc) == 2 * llc ? cat("2 x the ", llc >> 20, " MiB last-level cache")
-                                           : cat(kColdSetFloor >> 20, " MiB, over 2 x the ", llc >> 20, " MiB last-level cache")};
+  if (const std::int64_t llc = last_level_cache_bytes(); llc > 0) {
+    const std::int64_t set = cold_set_bytes(llc);
+    return {set, 0,
+            set == 2 * llc ? cat("2 x the ", llc >> 20, " MiB last-level cache")
+                           : cat(set >> 20, " MiB, over 2 x the ", llc >> 20, " MiB last-level cache")};
+  }
   const std::int64_t ceiling = run.integer("ceiling_mib", 1024, 1, 1 << 20) << 20;
   return {ceiling, 0, cat("the ", ceiling >> 20, " MiB ceiling buffer (this CPU reports no cache size)")};
 }
