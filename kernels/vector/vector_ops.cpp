@@ -11,6 +11,11 @@ namespace ternlab {
 namespace {
 struct BaselineTag {
   static constexpr int kRegisterFloats = 4;  // floats in one of this build's vector registers
+#if defined(__aarch64__)
+  static constexpr int kRegisters = 32;  // vector registers
+#else
+  static constexpr int kRegisters = 16;
+#endif
 };
 constexpr VectorOps kBaseline = vector_ops_detail::Impl<BaselineTag>::ops("baseline");
 

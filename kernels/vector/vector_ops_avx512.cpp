@@ -18,6 +18,7 @@ namespace ternlab::detail {
 namespace {
 struct Tag {
   static constexpr int kRegisterFloats = 16;  // floats in one of this build's vector registers
+  static constexpr int kRegisters = 32;       // vector registers
 };
 constexpr VectorOps kOps = vector_ops_detail::Impl<Tag>::ops("avx512");
 }  // namespace
