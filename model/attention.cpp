@@ -1,6 +1,7 @@
 // Gated full attention (spec §7.5): per head 256 query rows then 256 gate rows in attn_q, q/k
 // RMSNorm, partial NeoX RoPE, GQA with query head h on KV head h / (H / Hkv), a growing KV cache, a
 // sigmoid output gate, then attn_output behind the attn-width rotation.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -36,9 +37,36 @@ void rope_neox(float* x, const RopeAngles& r) {
 
 }  // namespace
 
+void KeyTiles::sync(const std::vector<float>& k_cache, int kv_heads, int head_dim) {
+  constexpr int T = VectorOps::kLaneTile;
+  const std::int64_t kv_dim = std::int64_t(kv_heads) * head_dim, n = std::int64_t(k_cache.size()) / kv_dim;
+  const auto tile_floats = std::size_t(head_dim) * T;
+  heads.resize(std::size_t(kv_heads));
+  for (std::int64_t p = std::min(positions, n); p < n; ++p) {
+    const auto tile = std::size_t(p / T), lane = std::size_t(p % T);
+    for (int m = 0; m < kv_heads; ++m) {
+      std::vector<float>& head = heads[std::size_t(m)];
+      if (head.size() < (tile + 1) * tile_floats) head.resize((tile + 1) * tile_floats, 0.0f);
+      const float* key = k_cache.data() + p * kv_dim + std::int64_t(m) * head_dim;
+      float* to = head.data() + tile * tile_floats + lane;
+      for (int i = 0; i < head_dim; ++i) to[std::size_t(i) * T] = key[i];
+    }
+  }
+  positions = n;
+}
+
+std::int64_t KeyTiles::padded(std::int64_t n) {
+  constexpr int T = VectorOps::kLaneTile;
+  return (n + T - 1) / T * T;
+}
+
+void KeyTiles::dots(int m, int head_dim, const float* q, float* out) const {
+  vector_ops().tiles_dot_f32(heads[std::size_t(m)].data(), int(padded(positions) / VectorOps::kLaneTile), head_dim, q, out);
+}
+
 void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,
-               std::vector<float>& k_cache, std::vector<float>& v_cache, float* out, ThreadPool& pool,
-               OpProfile* profile) {
+               std::vector<float>& k_cache, KeyTiles& k_tiles, std::vector<float>& v_cache, float* out,
+               ThreadPool& pool, OpProfile* profile) {
   const int H = c.n_head, Hkv = c.n_head_kv, hd = c.head_dim;
   const std::int64_t qg_dim = 2 * std::int64_t(H) * hd, kv_dim = std::int64_t(Hkv) * hd;
   std::vector<float> qg(static_cast<std::size_t>(tokens * qg_dim)), k(static_cast<std::size_t>(tokens * kv_dim)), v(k.size());
@@ -47,6 +75,7 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
   matmul(w.v, xr, v.data(), pool, profile);
 
   std::vector<float> o(std::size_t(tokens) * std::size_t(H * hd));
+  k_tiles.sync(k_cache, Hkv, hd);
   {
     OpTimer timer(profile, OpProfile::attention);
     const float scale = 1.0f / std::sqrt(float(hd));
@@ -60,26 +89,25 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
       }
       k_cache.insert(k_cache.end(), k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim);
       v_cache.insert(v_cache.end(), v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim);
+      k_tiles.sync(k_cache, Hkv, hd);
       const int n_ctx = pos + 1;
       pool.run([&](int th) {
         const auto [h0, h1] = ThreadPool::split(H, th, pool.size());
-        std::vector<float> q(static_cast<std::size_t>(hd)), p(static_cast<std::size_t>(n_ctx));
+        std::vector<float> q(static_cast<std::size_t>(hd)), p(static_cast<std::size_t>(KeyTiles::padded(n_ctx)));
         for (std::int64_t h = h0; h < h1; ++h) {
           const float* qh = qg.data() + t * qg_dim + h * 2 * hd;
           const float* gate = qh + hd;
           rms_norm(qh, w.q_norm.data(), q.data(), hd, c.eps);
           rope_neox(q.data(), angles);
           const std::int64_t m = h / (H / Hkv);
+          k_tiles.dots(int(m), hd, q.data(), p.data());
           float mx = -INFINITY;
           for (int s = 0; s < n_ctx; ++s) {
-            const float* ks = k_cache.data() + s * kv_dim + m * hd;
-            float dot = 0;
-            for (int i = 0; i < hd; ++i) dot += q[std::size_t(i)] * ks[i];
-            p[std::size_t(s)] = dot * scale;
+            p[std::size_t(s)] *= scale;
             mx = std::max(mx, p[std::size_t(s)]);
           }
           float sum = 0;
-          for (auto& x : p) sum += (x = std::exp(x - mx));
+          for (int s = 0; s < n_ctx; ++s) sum += (p[std::size_t(s)] = std::exp(p[std::size_t(s)] - mx));
           float* oh = o.data() + t * std::int64_t(H * hd) + h * hd;
           std::fill(oh, oh + hd, 0.0f);
           for (int s = 0; s < n_ctx; ++s) {

@@ -303,6 +303,7 @@ Session Model::new_session() const {
   s.state.resize(std::size_t(c.n_layer));
   s.k_cache.resize(std::size_t(c.n_layer));
   s.v_cache.resize(std::size_t(c.n_layer));
+  s.k_tiles.resize(std::size_t(c.n_layer));
   for (int l = 0; l < c.n_layer; ++l)
     if (c.is_gdn(l)) {
       s.conv[std::size_t(l)].assign(std::size_t(c.ssm_conv - 1) * std::size_t(c.conv_channels()), 0.0f);
@@ -313,7 +314,8 @@ Session Model::new_session() const {
 
 void Model::reset_session(Session& s) const {
   const auto layers = std::size_t(cfg_.n_layer);
-  if (s.conv.size() != layers || s.state.size() != layers || s.k_cache.size() != layers || s.v_cache.size() != layers)
+  if (s.conv.size() != layers || s.state.size() != layers || s.k_cache.size() != layers || s.v_cache.size() != layers ||
+      s.k_tiles.size() != layers)
     fail(file_.source, ": reset_session was given a session of another model (", s.state.size(), " layers, the model has ",
          layers, ")");
   s.pos = 0;
@@ -447,8 +449,8 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
       gated_deltanet(c, w.linear, a, ar, T, s.conv[std::size_t(l)], s.state[std::size_t(l)], m.data(), *pool_,
                      profile, ring, l);
     else
-      attention(c, w.attn, ar, T, s.pos, s.k_cache[std::size_t(l)], s.v_cache[std::size_t(l)], m.data(), *pool_,
-                profile);
+      attention(c, w.attn, ar, T, s.pos, s.k_cache[std::size_t(l)], s.k_tiles[std::size_t(l)], s.v_cache[std::size_t(l)],
+                m.data(), *pool_, profile);
     for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
     {
       OpTimer t(profile, OpProfile::norm);

@@ -97,6 +97,58 @@ TEST_SUITE("model") {
     for (int i = 0; i < 6; ++i) CHECK(grouped[i] == want[i]);
   }
 
+  TEST_CASE("attention's key tiles give the bits of one dot a position, across tiles and after a cut") {
+    const int kv_heads = 2, head_dim = 40;
+    const std::int64_t kv = kv_heads * head_dim;
+    unsigned x = 7;
+    const auto rnd = [&] { x = x * 1664525u + 1013904223u; return float(int(x >> 9) % 4001 - 2000) / 997.0f; };
+    std::vector<float> k_cache;
+    const auto append = [&](int n) {
+      for (std::int64_t i = 0; i < n * kv; ++i) k_cache.push_back(rnd());
+    };
+    std::vector<float> q(head_dim);
+    for (auto& v : q) v = rnd();
+    KeyTiles tiles;
+    const auto check = [&](const char* when) {
+      const std::int64_t n = std::int64_t(k_cache.size()) / kv;
+      REQUIRE(tiles.positions == n);
+      std::vector<float> got(std::size_t(KeyTiles::padded(n)));
+      for (int m = 0; m < kv_heads; ++m) {
+        tiles.dots(m, head_dim, q.data(), got.data());
+        int same = 0;
+        for (std::int64_t s = 0; s < n; ++s) {
+          float want = 0;
+          for (int i = 0; i < head_dim; ++i) want += q[std::size_t(i)] * k_cache[std::size_t(s * kv + m * head_dim + i)];
+          same += std::memcmp(&want, &got[std::size_t(s)], sizeof want) == 0;
+        }
+        INFO(when, ", KV head ", m);
+        CHECK(same == n);
+      }
+    };
+    append(37);  // three tiles, the last partial
+    tiles.sync(k_cache, kv_heads, head_dim);
+    check("37 keys");
+    // A rollback cuts the cache to 20 keys; the next call syncs before and after its appends.
+    k_cache.resize(std::size_t(20 * kv));
+    tiles.sync(k_cache, kv_heads, head_dim);
+    CHECK(tiles.positions == 20);
+    append(1);
+    tiles.sync(k_cache, kv_heads, head_dim);
+    append(4);
+    tiles.sync(k_cache, kv_heads, head_dim);
+    check("cut to 20, then 5 new keys");
+    // Without the sync before appending, the cut is not seen and the first new key is missed:
+    // the order of the calls matters, and the check above sees the difference.
+    k_cache.resize(std::size_t(10 * kv));
+    append(2);
+    tiles.sync(k_cache, kv_heads, head_dim);
+    std::vector<float> got(std::size_t(KeyTiles::padded(12)));
+    tiles.dots(0, head_dim, q.data(), got.data());
+    float want10 = 0;
+    for (int i = 0; i < head_dim; ++i) want10 += q[std::size_t(i)] * k_cache[std::size_t(10 * kv + i)];
+    CHECK(std::memcmp(&want10, &got[10], sizeof want10) != 0);
+  }
+
   TEST_CASE("the engine matches the reference forward pass on the tiny preset") {
     auto m = Model::load(tiny_path());
     Session s = m->new_session();
