@@ -108,13 +108,9 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
           }
           float sum = 0;
           for (int s = 0; s < n_ctx; ++s) sum += (p[std::size_t(s)] = std::exp(p[std::size_t(s)] - mx));
+          for (int s = 0; s < n_ctx; ++s) p[std::size_t(s)] /= sum;
           float* oh = o.data() + t * std::int64_t(H * hd) + h * hd;
-          std::fill(oh, oh + hd, 0.0f);
-          for (int s = 0; s < n_ctx; ++s) {
-            const float* vs = v_cache.data() + s * kv_dim + m * hd;
-            const float ps = p[std::size_t(s)] / sum;
-            for (int i = 0; i < hd; ++i) oh[i] += ps * vs[i];
-          }
+          vector_ops().weighted_sum(v_cache.data() + m * hd, kv_dim, n_ctx, p.data(), oh, hd);
           vector_ops().sigmoid_mul(gate, oh, hd);
         }
       });

@@ -196,6 +196,30 @@ TEST_SUITE("vector-ops") {
     }
   }
 
+  TEST_CASE("weighted_sum: each element the in-order sum of its weighted rows") {
+    // Widths around every build's run of eight registers (32, 64, 128 floats) and a single
+    // register, with remainders; rows from one to past a tile of positions; a stride wider than n.
+    for (const int n : {1, 7, 16, 40, 64, 100, 128, 256, 300}) {
+      for (const int rows : {1, 2, 17, 45}) {
+        CAPTURE(n);
+        CAPTURE(rows);
+        const std::int64_t stride = n + 13;
+        const std::vector<float> x = normal_floats(std::size_t(rows * stride), 40 + std::uint32_t(n));
+        const std::vector<float> w = normal_floats(std::size_t(rows), 41 + std::uint32_t(rows), 0.3f);
+        std::vector<float> want(std::size_t(n), 0.0f);
+        for (int r = 0; r < rows; ++r)
+          for (int i = 0; i < n; ++i) want[std::size_t(i)] += w[std::size_t(r)] * x[std::size_t(r * stride + i)];
+        for (const VectorOps* o : vector_ops_variants()) {
+          CAPTURE(o->name);
+          std::vector<float> got(std::size_t(n) + 1, -1.0f);
+          o->weighted_sum(x.data(), stride, rows, w.data(), got.data(), n);
+          CHECK(same_bits(got.data(), want.data(), 4 * want.size()));
+          CHECK(got.back() == -1.0f);  // nothing written past n
+        }
+      }
+    }
+  }
+
   TEST_CASE("SiLU: every build gives the baseline's bits, within 2.5 ulp of the true SiLU") {
     // A sweep over [-100, 100] (past both ends of the exponential's range), the ends themselves,
     // tiny and signed zeros; then NaN, which must stay NaN.
