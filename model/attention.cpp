@@ -60,8 +60,9 @@ std::int64_t KeyTiles::padded(std::int64_t n) {
   return (n + T - 1) / T * T;
 }
 
-void KeyTiles::dots(int m, int head_dim, const float* q, float* out) const {
-  vector_ops().tiles_dot_f32(heads[std::size_t(m)].data(), int(padded(positions) / VectorOps::kLaneTile), head_dim, q, out);
+void KeyTiles::dots(int m, int head_dim, const float* q, int queries, float* out) const {
+  vector_ops().tiles_dot_queries(heads[std::size_t(m)].data(), int(padded(positions) / VectorOps::kLaneTile), head_dim,
+                                 q, queries, out);
 }
 
 void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,
@@ -91,27 +92,38 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
       v_cache.insert(v_cache.end(), v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim);
       k_tiles.sync(k_cache, Hkv, hd);
       const int n_ctx = pos + 1;
+      // A thread's query heads in runs that share a KV head: the run's dots read each key tile
+      // once, its weighted sums each cached value once.
       pool.run([&](int th) {
         const auto [h0, h1] = ThreadPool::split(H, th, pool.size());
-        std::vector<float> q(static_cast<std::size_t>(hd)), p(static_cast<std::size_t>(KeyTiles::padded(n_ctx)));
-        for (std::int64_t h = h0; h < h1; ++h) {
-          const float* qh = qg.data() + t * qg_dim + h * 2 * hd;
-          const float* gate = qh + hd;
-          rms_norm(qh, w.q_norm.data(), q.data(), hd, c.eps);
-          rope_neox(q.data(), angles);
-          const std::int64_t m = h / (H / Hkv);
-          k_tiles.dots(int(m), hd, q.data(), p.data());
-          float mx = -INFINITY;
-          for (int s = 0; s < n_ctx; ++s) {
-            p[std::size_t(s)] *= scale;
-            mx = std::max(mx, p[std::size_t(s)]);
+        const int group = H / Hkv;
+        const std::int64_t width = KeyTiles::padded(n_ctx);
+        std::vector<float> q(static_cast<std::size_t>(group * hd)), p(static_cast<std::size_t>(group * width));
+        for (std::int64_t ha = h0; ha < h1;) {
+          const std::int64_t m = ha / group, hb = std::min(h1, (m + 1) * group);
+          const int run = int(hb - ha);
+          for (int r = 0; r < run; ++r) {
+            float* qr = q.data() + r * hd;
+            rms_norm(qg.data() + t * qg_dim + (ha + r) * 2 * hd, w.q_norm.data(), qr, hd, c.eps);
+            rope_neox(qr, angles);
           }
-          float sum = 0;
-          for (int s = 0; s < n_ctx; ++s) sum += (p[std::size_t(s)] = std::exp(p[std::size_t(s)] - mx));
-          for (int s = 0; s < n_ctx; ++s) p[std::size_t(s)] /= sum;
-          float* oh = o.data() + t * std::int64_t(H * hd) + h * hd;
-          vector_ops().weighted_sum(v_cache.data() + m * hd, kv_dim, n_ctx, p.data(), oh, hd);
-          vector_ops().sigmoid_mul(gate, oh, hd);
+          k_tiles.dots(int(m), hd, q.data(), run, p.data());
+          for (int r = 0; r < run; ++r) {
+            float* pr = p.data() + r * width;
+            float mx = -INFINITY;
+            for (int s = 0; s < n_ctx; ++s) {
+              pr[s] *= scale;
+              mx = std::max(mx, pr[s]);
+            }
+            float sum = 0;
+            for (int s = 0; s < n_ctx; ++s) sum += (pr[s] = std::exp(pr[s] - mx));
+            for (int s = 0; s < n_ctx; ++s) pr[s] /= sum;
+          }
+          float* oa = o.data() + t * std::int64_t(H * hd) + ha * hd;
+          vector_ops().weighted_sums(v_cache.data() + m * hd, kv_dim, n_ctx, p.data(), width, run, oa, hd);
+          for (int r = 0; r < run; ++r)
+            vector_ops().sigmoid_mul(qg.data() + t * qg_dim + (ha + r) * 2 * hd + hd, oa + r * hd, hd);  // the gate rows
+          ha = hb;
         }
       });
     }

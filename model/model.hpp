@@ -97,8 +97,9 @@ using GdnState = AlignedVector<float>;
 
 // Attention's cached keys again, per KV head transposed in tiles of VectorOps::kLaneTile
 // positions ([tile][head_dim][lane]), so that a query's dots with 16 keys run as vector lanes,
-// each lane still its own in-order sum (VectorOps::tiles_dot_f32): one position at a time, each
-// dot was a chain of head_dim dependent adds. A copy of k_cache's first `positions` keys; a
+// each lane still its own in-order sum, and the query heads sharing the KV head read each tile
+// once (VectorOps::tiles_dot_queries): one position at a time, each dot was a chain of head_dim
+// dependent adds. A copy of k_cache's first `positions` keys; a
 // rollback cuts only k_cache, and the next sync cuts the copy back to it.
 struct KeyTiles {
   std::int64_t positions = 0;
@@ -107,9 +108,10 @@ struct KeyTiles {
   // Cuts `positions` back to k_cache's length if that is shorter, then copies in the keys it
   // lacks. Run it before appending to k_cache (a cut is seen only then) and after.
   void sync(const std::vector<float>& k_cache, int kv_heads, int head_dim);
-  // out[s] = the in-order sum over i of q[i] * key s of KV head m [i], for s < positions; out
-  // holds whole tiles (lanes past `positions` are left unspecified).
-  void dots(int m, int head_dim, const float* q, float* out) const;
+  // For `queries` query vectors q + r * head_dim: out[r * padded(positions) + s] = the in-order
+  // sum over i of q[r * head_dim + i] * key s of KV head m [i], for s < positions (the lanes past
+  // `positions` in the last tile are left unspecified).
+  void dots(int m, int head_dim, const float* q, int queries, float* out) const;
   static std::int64_t padded(std::int64_t positions);  // out's length for `positions` keys
 };
 

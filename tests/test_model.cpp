@@ -98,7 +98,7 @@ TEST_SUITE("model") {
   }
 
   TEST_CASE("attention's key tiles give the bits of one dot a position, across tiles and after a cut") {
-    const int kv_heads = 2, head_dim = 40;
+    const int kv_heads = 2, head_dim = 40, queries = 3;
     const std::int64_t kv = kv_heads * head_dim;
     unsigned x = 7;
     const auto rnd = [&] { x = x * 1664525u + 1013904223u; return float(int(x >> 9) % 4001 - 2000) / 997.0f; };
@@ -106,23 +106,28 @@ TEST_SUITE("model") {
     const auto append = [&](int n) {
       for (std::int64_t i = 0; i < n * kv; ++i) k_cache.push_back(rnd());
     };
-    std::vector<float> q(head_dim);
+    std::vector<float> q(queries * head_dim);
     for (auto& v : q) v = rnd();
+    const auto dot = [&](int r, int m, std::int64_t s) {
+      float d = 0;
+      for (int i = 0; i < head_dim; ++i) d += q[std::size_t(r * head_dim + i)] * k_cache[std::size_t(s * kv + m * head_dim + i)];
+      return d;
+    };
     KeyTiles tiles;
     const auto check = [&](const char* when) {
-      const std::int64_t n = std::int64_t(k_cache.size()) / kv;
+      const std::int64_t n = std::int64_t(k_cache.size()) / kv, width = KeyTiles::padded(n);
       REQUIRE(tiles.positions == n);
-      std::vector<float> got(std::size_t(KeyTiles::padded(n)));
+      std::vector<float> got(std::size_t(queries * width));
       for (int m = 0; m < kv_heads; ++m) {
-        tiles.dots(m, head_dim, q.data(), got.data());
+        tiles.dots(m, head_dim, q.data(), queries, got.data());
         int same = 0;
-        for (std::int64_t s = 0; s < n; ++s) {
-          float want = 0;
-          for (int i = 0; i < head_dim; ++i) want += q[std::size_t(i)] * k_cache[std::size_t(s * kv + m * head_dim + i)];
-          same += std::memcmp(&want, &got[std::size_t(s)], sizeof want) == 0;
-        }
+        for (int r = 0; r < queries; ++r)
+          for (std::int64_t s = 0; s < n; ++s) {
+            const float want = dot(r, m, s);
+            same += std::memcmp(&want, &got[std::size_t(r * width + s)], sizeof want) == 0;
+          }
         INFO(when, ", KV head ", m);
-        CHECK(same == n);
+        CHECK(same == queries * n);
       }
     };
     append(37);  // three tiles, the last partial
@@ -142,10 +147,9 @@ TEST_SUITE("model") {
     k_cache.resize(std::size_t(10 * kv));
     append(2);
     tiles.sync(k_cache, kv_heads, head_dim);
-    std::vector<float> got(std::size_t(KeyTiles::padded(12)));
-    tiles.dots(0, head_dim, q.data(), got.data());
-    float want10 = 0;
-    for (int i = 0; i < head_dim; ++i) want10 += q[std::size_t(i)] * k_cache[std::size_t(10 * kv + i)];
+    std::vector<float> got(std::size_t(queries * KeyTiles::padded(12)));
+    tiles.dots(0, head_dim, q.data(), queries, got.data());
+    const float want10 = dot(0, 0, 10);
     CHECK(std::memcmp(&want10, &got[10], sizeof want10) != 0);
   }
 

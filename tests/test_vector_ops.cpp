@@ -196,25 +196,58 @@ TEST_SUITE("vector-ops") {
     }
   }
 
-  TEST_CASE("weighted_sum: each element the in-order sum of its weighted rows") {
-    // Widths around every build's run of eight registers (32, 64, 128 floats) and a single
-    // register, with remainders; rows from one to past a tile of positions; a stride wider than n.
-    for (const int n : {1, 7, 16, 40, 64, 100, 128, 256, 300}) {
-      for (const int rows : {1, 2, 17, 45}) {
-        CAPTURE(n);
-        CAPTURE(rows);
-        const std::int64_t stride = n + 13;
-        const std::vector<float> x = normal_floats(std::size_t(rows * stride), 40 + std::uint32_t(n));
-        const std::vector<float> w = normal_floats(std::size_t(rows), 41 + std::uint32_t(rows), 0.3f);
-        std::vector<float> want(std::size_t(n), 0.0f);
-        for (int r = 0; r < rows; ++r)
-          for (int i = 0; i < n; ++i) want[std::size_t(i)] += w[std::size_t(r)] * x[std::size_t(r * stride + i)];
+  TEST_CASE("tiles_dot_queries: each query's lanes the bits of tiles_dot_f32 alone") {
+    constexpr int T = VectorOps::kLaneTile;
+    const int n = 96;
+    // Query counts below, at and past every build's group (2 to 8); one tile and several.
+    for (const int tiles : {1, 3, 5}) {
+      for (const int queries : {1, 2, 5, 8, 13}) {
+        CAPTURE(tiles);
+        CAPTURE(queries);
+        const std::vector<float> w = normal_floats(std::size_t(tiles * n * T), 50 + std::uint32_t(tiles));
+        const std::vector<float> x = normal_floats(std::size_t(queries * n), 51 + std::uint32_t(queries));
+        std::vector<float> want(std::size_t(queries * tiles * T), 0.0f);
+        for (int r = 0; r < queries; ++r)
+          for (int j = 0; j < tiles; ++j)
+            for (int l = 0; l < T; ++l)
+              for (int i = 0; i < n; ++i)
+                want[std::size_t((r * tiles + j) * T + l)] += w[std::size_t((j * n + i) * T + l)] * x[std::size_t(r * n + i)];
         for (const VectorOps* o : vector_ops_variants()) {
           CAPTURE(o->name);
-          std::vector<float> got(std::size_t(n) + 1, -1.0f);
-          o->weighted_sum(x.data(), stride, rows, w.data(), got.data(), n);
+          std::vector<float> got(want.size() + 1, -1.0f);
+          o->tiles_dot_queries(w.data(), tiles, n, x.data(), queries, got.data());
           CHECK(same_bits(got.data(), want.data(), 4 * want.size()));
-          CHECK(got.back() == -1.0f);  // nothing written past n
+          CHECK(got.back() == -1.0f);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("weighted_sums: each element of each query the in-order sum of its weighted rows") {
+    // Widths around the builds' runs (one to eight registers of 4, 8 or 16 floats) with
+    // remainders; rows from one to past a tile of positions; query counts below, at and past
+    // every build's group (2 to 8), so each group size and remainder runs; strides wider than n.
+    for (const int n : {1, 7, 16, 40, 64, 100, 128, 256, 300}) {
+      for (const int rows : {1, 2, 17, 45}) {
+        for (const int queries : {1, 3, 8, 11}) {
+          CAPTURE(n);
+          CAPTURE(rows);
+          CAPTURE(queries);
+          const std::int64_t stride = n + 13, w_stride = rows + 5;
+          const std::vector<float> x = normal_floats(std::size_t(rows * stride), 40 + std::uint32_t(n));
+          const std::vector<float> w = normal_floats(std::size_t(queries * w_stride), 41 + std::uint32_t(rows), 0.3f);
+          std::vector<float> want(std::size_t(queries * n), 0.0f);
+          for (int q = 0; q < queries; ++q)
+            for (int r = 0; r < rows; ++r)
+              for (int i = 0; i < n; ++i)
+                want[std::size_t(q * n + i)] += w[std::size_t(q * w_stride + r)] * x[std::size_t(r * stride + i)];
+          for (const VectorOps* o : vector_ops_variants()) {
+            CAPTURE(o->name);
+            std::vector<float> got(want.size() + 1, -1.0f);
+            o->weighted_sums(x.data(), stride, rows, w.data(), w_stride, queries, got.data(), n);
+            CHECK(same_bits(got.data(), want.data(), 4 * want.size()));
+            CHECK(got.back() == -1.0f);  // nothing written past the last query's n
+          }
         }
       }
     }

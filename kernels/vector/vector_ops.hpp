@@ -43,10 +43,16 @@ struct VectorOps {
   static constexpr int kLaneTile = 16;
   void (*tiles_dot_f32)(const float* w, int tiles, std::int64_t n, const float* x, float* out);
   void (*tiles_dot_bf16)(const std::uint16_t* w, int tiles, std::int64_t n, const float* x, float* out);
-  // out[i] = the in-order sum over r < rows of w[r] * x[r * stride + i], from zero, for i < n
-  // (attention's probability-weighted sum of cached values): each element its own sequential sum,
-  // a run of elements kept in registers while the rows stream past.
-  void (*weighted_sum)(const float* x, std::int64_t stride, int rows, const float* w, float* out, std::int64_t n);
+  // tiles_dot_f32 for `queries` vectors at once: query r's x at x + r * n, its dots at out + r *
+  // tiles * kLaneTile, the same bits as one call each; each tile row loaded serves them all
+  // (attention's query heads that share a KV head).
+  void (*tiles_dot_queries)(const float* w, int tiles, std::int64_t n, const float* x, int queries, float* out);
+  // For each query r < queries: out[r * n + i] = the in-order sum over rows k of w[r * w_stride + k]
+  // * x[k * stride + i], from zero, for i < n (attention's probability-weighted sums of cached
+  // values, one a query head): each element its own sequential sum; each row's run of elements
+  // loaded once for every query while their sums stay in registers.
+  void (*weighted_sums)(const float* x, std::int64_t stride, int rows, const float* w, std::int64_t w_stride,
+                        int queries, float* out, std::int64_t n);
   // y[i] = SiLU(x[i]) = x / (1 + e^-x), and y[i] = SiLU(a[i]) * b[i] (y may be x or a). e^-x is
   // the project's own single-precision exponential (exp_f32 in vector_ops_impl.hpp: a range
   // reduction and a polynomial, no library call), so that every build vectorises it and returns

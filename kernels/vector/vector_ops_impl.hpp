@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -299,26 +300,140 @@ struct Impl {
     }
   }
 
-  // Eight registers of sums at a time: the rows' loads and products then have eight independent
-  // adds to overlap, and the sums never leave the register file (a sixteenth of AVX2's, a quarter
-  // of AVX-512's).
-  template <int C>
-  static void weighted_run(const float* __restrict x, std::int64_t stride, int rows, const float* __restrict w,
-                           float* __restrict out) {
-    float acc[C] = {};
-    for (int r = 0; r < rows; ++r) {
-      const float wr = w[r];
-      const float* __restrict xr = x + r * stride;
-      for (int j = 0; j < C; ++j) acc[j] += wr * xr[j];
+  // Several queries against the same tiles (or rows), in groups whose sums take at most half the
+  // register file: kQueryGroup at a time, then one call for the rest (functions for 1 ..
+  // kQueryGroup - 1 queries in a table).
+  static constexpr int kQueryGroup = std::min(8, Tag::kRegisters / 2 / (VectorOps::kLaneTile / kRegisterFloats));
+  template <template <int> class Fixed, class... Args>
+  static void by_query_groups(int queries, Args... args) {
+    constexpr auto table = []<std::size_t... I>(std::index_sequence<I...>) {
+      return std::array{&Fixed<int(I) + 1>::run...};
+    }(std::make_index_sequence<kQueryGroup>());
+    for (int r = 0; r < queries;) {
+      const int q = std::min(kQueryGroup, queries - r);
+      table[std::size_t(q - 1)](r, args...);
+      r += q;
     }
-    for (int j = 0; j < C; ++j) out[j] = acc[j];
   }
-  static void weighted_sum(const float* x, std::int64_t stride, int rows, const float* w, float* out, std::int64_t n) {
-    constexpr int C = 8 * kRegisterFloats;
-    std::int64_t i = 0;
-    for (; i + C <= n; i += C) weighted_run<C>(x + i, stride, rows, w, out + i);
-    for (; i + kRegisterFloats <= n; i += kRegisterFloats) weighted_run<kRegisterFloats>(x + i, stride, rows, w, out + i);
-    for (; i < n; ++i) weighted_run<1>(x + i, stride, rows, w, out + i);
+  // One register to memory, by value: a memcpy from the array of sums itself made GCC keep that
+  // array in memory too, storing every sum at every step.
+  static void store(float* to, Register v) { std::memcpy(to, &v, sizeof v); }
+  static Register load(const float* from) {
+    Register v;
+    std::memcpy(&v, from, sizeof v);
+    return v;
+  }
+  // The sums in this build's registers, written out (a generic array of Q x 16 sums was left in
+  // memory by GCC and ran at a third of one query at a time).
+  template <int Q>
+  struct TilesDotQueries {
+    static void run(int r0, const float* w, int tiles, std::int64_t n, const float* x, float* out) {
+      constexpr int T = VectorOps::kLaneTile, R = T / kRegisterFloats;
+      x += r0 * n;
+      out += std::int64_t(r0) * tiles * T;
+      for (int j = 0; j < tiles; ++j) {
+        const float* __restrict wj = w + j * n * T;
+        Register acc[Q][R] = {};
+        for (std::int64_t i = 0; i < n; ++i) {
+          __builtin_prefetch(wj + i * T + kPrefetchBytes / int(sizeof(float)));  // the tile's line a step, ahead
+          Register wi[R];
+#pragma GCC unroll 16
+          for (int k = 0; k < R; ++k) wi[k] = load(wj + i * T + k * kRegisterFloats);
+#pragma GCC unroll 16
+          for (int q = 0; q < Q; ++q) {
+            const float xq = x[q * n + i];
+#pragma GCC unroll 16
+            for (int k = 0; k < R; ++k) acc[q][k] += wi[k] * xq;
+          }
+        }
+#pragma GCC unroll 16
+        for (int q = 0; q < Q; ++q)
+#pragma GCC unroll 16
+          for (int k = 0; k < R; ++k) store(out + q * std::int64_t(tiles) * T + j * T + k * kRegisterFloats, acc[q][k]);
+      }
+    }
+  };
+  static void tiles_dot_queries(const float* w, int tiles, std::int64_t n, const float* x, int queries, float* out) {
+    by_query_groups<TilesDotQueries>(queries, w, tiles, n, x, out);
+  }
+
+  // Q queries' weighted sums over a run of C elements (whole registers, or one float) and a block
+  // of rows, continuing the sums in out unless `first`: each row's run loaded once for all of them.
+  // With `Fetch`, each row also prefetches the row kRowBlock below it, all n floats of it.
+  template <int Q, int C, bool Fetch>
+  static void weighted_run(const float* __restrict x, std::int64_t stride, int rows, const float* __restrict w,
+                           std::int64_t w_stride, float* __restrict out, std::int64_t out_stride, bool first,
+                           std::int64_t n) {
+    if constexpr (C % kRegisterFloats == 0) {
+      constexpr int R = C / kRegisterFloats;
+      Register acc[Q][R] = {};
+      if (!first)
+#pragma GCC unroll 16
+        for (int q = 0; q < Q; ++q)
+#pragma GCC unroll 16
+          for (int k = 0; k < R; ++k) acc[q][k] = load(out + q * out_stride + k * kRegisterFloats);
+      for (int r = 0; r < rows; ++r) {
+        if constexpr (Fetch)
+          for (std::int64_t b = 0; b < n; b += 64 / int(sizeof(float))) __builtin_prefetch(x + (r + kRowBlock) * stride + b);
+        Register xr[R];
+#pragma GCC unroll 16
+        for (int k = 0; k < R; ++k) xr[k] = load(x + r * stride + k * kRegisterFloats);
+#pragma GCC unroll 16
+        for (int q = 0; q < Q; ++q) {
+          const float wr = w[q * w_stride + r];
+#pragma GCC unroll 16
+          for (int k = 0; k < R; ++k) acc[q][k] += wr * xr[k];
+        }
+      }
+#pragma GCC unroll 16
+      for (int q = 0; q < Q; ++q)
+#pragma GCC unroll 16
+        for (int k = 0; k < R; ++k) store(out + q * out_stride + k * kRegisterFloats, acc[q][k]);
+    } else {
+      float acc[Q][C] = {};
+      if (!first)
+        for (int q = 0; q < Q; ++q)
+          for (int j = 0; j < C; ++j) acc[q][j] = out[q * out_stride + j];
+      for (int r = 0; r < rows; ++r)
+        for (int q = 0; q < Q; ++q)
+          for (int j = 0; j < C; ++j) acc[q][j] += w[q * w_stride + r] * x[r * stride + j];
+      for (int q = 0; q < Q; ++q)
+        for (int j = 0; j < C; ++j) out[q * out_stride + j] = acc[q][j];
+    }
+  }
+  // The rows in blocks, each block's runs in turn: a run reads only a line or two of every row,
+  // so over all the rows at once (a KV head's values at a long context: megabytes, rows a KB apart)
+  // each run went back to memory for its lines; a block's rows stay in L1 across its runs, and
+  // the first run fetches the next block's rows whole.
+  static constexpr int kRowBlock = 16;
+  template <int Q>
+  struct WeightedSums {
+    // Up to eight registers of sums a query, together within half the register file.
+    static constexpr int C = std::min(8, Tag::kRegisters / (2 * Q)) * kRegisterFloats;
+    static void run(int q0, const float* x, std::int64_t stride, int rows, const float* w, std::int64_t w_stride,
+                    float* out, std::int64_t n) {
+      w += q0 * w_stride;
+      out += q0 * n;
+      for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
+        const int block = std::min(kRowBlock, rows - r0);
+        const float* xb = x + r0 * stride;
+        const float* wb = w + r0;
+        const bool first = r0 == 0;
+        std::int64_t i = 0;
+        if (i + C <= n) {
+          weighted_run<Q, C, true>(xb, stride, block, wb, w_stride, out, n, first, n);
+          i += C;
+        }
+        for (; i + C <= n; i += C) weighted_run<Q, C, false>(xb + i, stride, block, wb, w_stride, out + i, n, first, n);
+        for (; i + kRegisterFloats <= n; i += kRegisterFloats)
+          weighted_run<Q, kRegisterFloats, false>(xb + i, stride, block, wb, w_stride, out + i, n, first, n);
+        for (; i < n; ++i) weighted_run<Q, 1, false>(xb + i, stride, block, wb, w_stride, out + i, n, first, n);
+      }
+    }
+  };
+  static void weighted_sums(const float* x, std::int64_t stride, int rows, const float* w, std::int64_t w_stride,
+                            int queries, float* out, std::int64_t n) {
+    by_query_groups<WeightedSums>(queries, x, stride, rows, w, w_stride, out, n);
   }
 
   // e^x for the SiLU and the sigmoid gate, branch-free so that it vectorises (its clamps are selects,
@@ -361,7 +476,7 @@ struct Impl {
 
   static constexpr VectorOps ops(const char* name) {
     return {name,  &quantize_q8k, &fwht,     &multiply,   &gdn_heads, &tiles_dot<float>, &tiles_dot<std::uint16_t>,
-            &weighted_sum, &silu, &silu_mul,     &sigmoid_mul};
+            &tiles_dot_queries, &weighted_sums, &silu, &silu_mul,     &sigmoid_mul};
   }
 };
 
