@@ -223,6 +223,42 @@ void run_gemm(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, c
   });
 }
 
+bool gemv_shares_activations(const MatmulOutput& a, const MatmulOutput& b) {
+  const GemvPhases &pa = a.kernel->phases, &pb = b.kernel->phases;
+  return pa.plan == pb.plan && pa.prepare == pb.prepare && pa.acts_bytes == pb.acts_bytes &&
+         a.w->layout == b.w->layout && a.w->cols == b.w->cols;
+}
+
+void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const Q8KBatch& x) {
+  if (outputs.empty()) return;
+  if (x.tokens == 1) {
+    bool shared = true;
+    for (const MatmulOutput& o : outputs) {
+      check_gemv_args(*o.w, x.row(0), x.cols, o.y, o.w->rows);
+      shared = shared && gemv_shares_activations(outputs.front(), o);
+    }
+    if (!shared) {
+      for (const MatmulOutput& o : outputs) run_gemv(pool, *o.kernel, *o.w, x, std::span(o.y, std::size_t(o.w->rows)));
+      return;
+    }
+    const std::uint8_t* acts = prepare_gemv(*outputs.front().kernel, *outputs.front().w, x.row(0));
+    pool.run([&](int t) {
+      for (const MatmulOutput& o : outputs) {
+        const auto [g0, g1] = ThreadPool::split(o.w->row_groups(), t, pool.size());
+        if (g0 < g1) gemv_rows(*o.kernel, *o.w, x.row(0), acts, o.y, g0, g1);
+      }
+    });
+    return;
+  }
+  for (const MatmulOutput& o : outputs) check_gemm_args(*o.w, x, o.y, o.w->rows, x.tokens * o.w->rows);
+  pool.run([&](int t) {
+    for (const MatmulOutput& o : outputs) {
+      const auto [g0, g1] = ThreadPool::split(o.w->row_groups(), t, pool.size());
+      if (g0 < g1) o.kernel->gemm(*o.w, x, o.y, o.w->rows, g0, g1);
+    }
+  });
+}
+
 void check_against_reference(const PackedMatrix& w, const KernelVariant& k, std::span<const float> y,
                              const Q8KBatch& x, std::int64_t ldy) {
   const std::int64_t groups = w.row_groups(), n = std::min<std::int64_t>(groups, 8);

@@ -62,6 +62,22 @@ const std::uint8_t* prepare_gemv(const KernelVariant& k, const PackedMatrix& w, 
 void gemv_rows(const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x, const std::uint8_t* acts, float* y,
                std::int64_t g0, std::int64_t g1);
 
+// Several matrices of one input (a layer's projections that share their rotated input) in one pool
+// job: each thread runs its row groups of every matrix in turn, so the matrices stream back to back
+// with no barrier between them. For one token the activations are prepared once when every kernel
+// reads the same bytes (gemv_shares_activations), else one run_gemv each. Each y is x.tokens x
+// w.rows; the bits are those of one run_gemv / run_gemm each (a row's result does not depend on
+// the split).
+struct MatmulOutput {
+  const KernelVariant* kernel;
+  const PackedMatrix* w;
+  float* y;
+};
+void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const Q8KBatch& x);
+// Whether b's gemv reads the activations a's prepares: one plan, one prepare step, one layout and
+// input width.
+bool gemv_shares_activations(const MatmulOutput& a, const MatmulOutput& b);
+
 // Y[t * ldy + row] for every token of x.
 void run_gemm(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
               std::span<float> y, std::int64_t ldy);

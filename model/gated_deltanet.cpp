@@ -16,8 +16,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
   const std::int64_t key_dim = c.ssm_key_dim();
 
   std::vector<float> mixed(static_cast<std::size_t>(tokens * ch)), z(static_cast<std::size_t>(tokens * vdim));
-  matmul(w.qkv, xr, mixed.data(), pool, profile);
-  matmul(w.gate, xr, z.data(), pool, profile);
+  matmuls({{&w.qkv, mixed.data()}, {&w.gate, z.data()}}, xr, pool, profile);
 
   std::vector<float> y(static_cast<std::size_t>(tokens * vdim));
   {

@@ -48,6 +48,17 @@ void TernaryLinear::apply_float(const Q8KBatch& x, float* y, ThreadPool& pool) c
   });
 }
 
+void apply_all(std::span<const LinearOutput> outputs, const Q8KBatch& x, ThreadPool& pool) {
+  std::vector<MatmulOutput> ternary;
+  for (const auto& o : outputs) {
+    const TernaryLinear& l = *o.linear;
+    if (x.cols != l.w.cols) fail(l.name, ": activation has ", x.cols, " columns, the weight ", l.w.cols);
+    if (!l.dense && !l.records) ternary.push_back({&l.kernel, &l.w, o.y});
+  }
+  if (ternary.size() == outputs.size()) return run_matmuls(pool, ternary, x);
+  for (const auto& o : outputs) o.linear->apply(x, o.y, pool);
+}
+
 KernelVariant choose_kernel(const LayoutInfo& layout, const std::string& kernel) {
   return select_kernel(layout, kernel);  // the same selector as everywhere else, under the ISA ceiling
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 
 #include "kernels/catalog.hpp"
@@ -34,6 +35,15 @@ struct TernaryLinear {
  private:
   void apply_float(const Q8KBatch& x, float* y, ThreadPool& pool) const;
 };
+
+// Several matmuls of one input, each y tokens x out() (a layer's projections that share their
+// rotated input): one pool job for the ternary ones (run_matmuls, kernels/dispatch.hpp); where a
+// weight is dense or records, one apply each.
+struct LinearOutput {
+  const TernaryLinear* linear;
+  float* y;
+};
+void apply_all(std::span<const LinearOutput> outputs, const Q8KBatch& x, ThreadPool& pool);
 
 // The kernel for `layout`: the one named `kernel` ("strategy/isa" or just "strategy") if given,
 // otherwise best_kernel(layout) (kernels/dispatch.hpp: the richest ISA under the ceiling).

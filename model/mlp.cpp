@@ -10,8 +10,7 @@ void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& 
   const std::int64_t ff = c.n_ff;
   const Q8KBatch fr = rotate_and_quantize(c, f, tokens, c.n_embd, pool, profile);
   std::vector<float> gate(static_cast<std::size_t>(tokens * ff)), up(gate.size());
-  matmul(w.ffn_gate, fr, gate.data(), pool, profile);
-  matmul(w.ffn_up, fr, up.data(), pool, profile);
+  matmuls({{&w.ffn_gate, gate.data()}, {&w.ffn_up, up.data()}}, fr, pool, profile);
   {
     OpTimer timer(profile, OpProfile::other);
     pool.run([&](int th) {  // 17408 SiLUs a token at full size: elementwise, so split

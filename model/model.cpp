@@ -75,6 +75,11 @@ void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& poo
   w.apply(x, y, pool);
 }
 
+void matmuls(std::initializer_list<LinearOutput> outputs, const Q8KBatch& x, ThreadPool& pool, OpProfile* profile) {
+  OpTimer t(profile, OpProfile::matmul);
+  apply_all(std::span(outputs.begin(), outputs.size()), x, pool);
+}
+
 // --- loading ------------------------------------------------------------------------------------
 
 namespace {

@@ -233,6 +233,8 @@ Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tok
                              OpProfile* profile);
 // A ternary matmul with time accounted to OpProfile::matmul.
 void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& pool, OpProfile* profile);
+// Matmuls of one input together (apply_all), the same accounting.
+void matmuls(std::initializer_list<LinearOutput> outputs, const Q8KBatch& x, ThreadPool& pool, OpProfile* profile);
 
 // Scoped timer adding to one profile slot (no-op without a profile).
 class OpTimer {

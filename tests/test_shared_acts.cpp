@@ -42,6 +42,53 @@ TEST_SUITE("shared-acts") {
 #endif
   }
 
+  TEST_CASE("matmuls of one input together: every matrix its own run's bits, one token and a batch") {
+    const std::int64_t cols = 1024;
+    int shared = 0;
+    for (const char* name : {"pq2_0", "t2p", "t2r"}) {
+      const LayoutInfo& L = find_layout(name);
+      const KernelVariant best = select_kernel(L, "");
+      // Three matrices on the chosen kernel (whose prepared activations they share), the last one
+      // again on every kernel of the layout (one that may not share them: then one run each).
+      for (const KernelVariant& other : kernels_for(L)) {
+        CAPTURE(name);
+        CAPTURE(other.name());
+        std::vector<PackedMatrix> w;
+        for (int i = 0; i < 3; ++i) w.push_back(pack(make_weights(test::whole_rows(L, 32 * (i + 1)), cols, 7 + unsigned(i)), L));
+        const KernelVariant* kernel[3] = {&best, &best, &other};
+        for (const std::int64_t tokens : {1, 5}) {
+          CAPTURE(tokens);
+          const Q8KBatch x = quantize_batch(make_float_activations(tokens, cols, 8).data(), tokens, cols);
+          ThreadPool pool(3);
+          std::vector<std::vector<float>> want(3), got(3);
+          std::vector<MatmulOutput> outs;
+          for (std::size_t i = 0; i < 3; ++i) {
+            want[i].assign(std::size_t(tokens * w[i].rows), NAN);
+            got[i].assign(want[i].size(), NAN);
+            if (tokens == 1)
+              run_gemv(pool, *kernel[i], w[i], x, want[i]);
+            else
+              run_gemm(pool, *kernel[i], w[i], x, want[i], w[i].rows);
+            outs.push_back({kernel[i], &w[i], got[i].data()});
+          }
+          run_matmuls(pool, outs, x);
+          for (std::size_t i = 0; i < 3; ++i)
+            CHECK(std::memcmp(got[i].data(), want[i].data(), got[i].size() * sizeof(float)) == 0);
+          shared += tokens == 1 && gemv_shares_activations(outs[0], outs[2]);
+        }
+      }
+    }
+    CHECK(shared >= 3);  // at least each layout's chosen kernel with itself
+    // A matrix that another input width does not fit is refused before anything runs.
+    const PackedMatrix a = pack(make_weights(32, 512, 1), find_layout("t2r"));
+    const KernelVariant k = select_kernel(find_layout("t2r"), "");
+    const Q8KBatch x = quantize_batch(make_float_activations(1, 256, 1).data(), 1, 256);
+    std::vector<float> y(32);
+    ThreadPool pool(2);
+    const MatmulOutput outs[] = {{&k, &a, y.data()}, {&k, &a, y.data()}};
+    test::check_error([&] { run_matmuls(pool, outs, x); }, "512", "256");
+  }
+
   TEST_CASE("a bound kernel handed another layout's matrix refuses it, naming both layouts") {
     const LayoutInfo& t2p = find_layout("t2p");
     const LayoutInfo& t2x4 = find_layout("t2x4");
