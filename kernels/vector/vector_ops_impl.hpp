@@ -323,88 +323,61 @@ struct Impl {
     std::memcpy(&v, from, sizeof v);
     return v;
   }
-  // The sums in this build's registers, written out (a generic array of Q x 16 sums was left in
-  // memory by GCC and ran at a third of one query at a time).
+  // Q sums of R registers each, continued from out (or from zero when `first`): sum q gains
+  // a[q * a_stride + s] * (the R registers at v + s * v_stride) for each step s < steps in order, so
+  // each element is its own in-order sum; each step's registers are loaded once for all Q. Each
+  // step also prefetches fetch_floats floats from v + s * v_stride + fetch_offset. The sums stay in
+  // this build's registers, written out one by one (a generic array of them, or a memcpy from the
+  // array, left them in memory: GCC then stored every sum at every step).
+  template <int Q, int R>
+  static void rank1_sums(const float* __restrict v, std::int64_t v_stride, std::int64_t steps,
+                         const float* __restrict a, std::int64_t a_stride, float* __restrict out,
+                         std::int64_t out_stride, bool first, std::int64_t fetch_offset, std::int64_t fetch_floats) {
+    Register acc[Q][R] = {};
+    if (!first)
+#pragma GCC unroll 16
+      for (int q = 0; q < Q; ++q)
+#pragma GCC unroll 16
+        for (int k = 0; k < R; ++k) acc[q][k] = load(out + q * out_stride + k * kRegisterFloats);
+    for (std::int64_t s = 0; s < steps; ++s) {
+      const float* vs = v + s * v_stride;
+      for (std::int64_t b = 0; b < fetch_floats; b += 64 / int(sizeof(float))) __builtin_prefetch(vs + fetch_offset + b);
+      Register vr[R];
+#pragma GCC unroll 16
+      for (int k = 0; k < R; ++k) vr[k] = load(vs + k * kRegisterFloats);
+#pragma GCC unroll 16
+      for (int q = 0; q < Q; ++q) {
+        const float aq = a[q * a_stride + s];
+#pragma GCC unroll 16
+        for (int k = 0; k < R; ++k) acc[q][k] += aq * vr[k];
+      }
+    }
+#pragma GCC unroll 16
+    for (int q = 0; q < Q; ++q)
+#pragma GCC unroll 16
+      for (int k = 0; k < R; ++k) store(out + q * out_stride + k * kRegisterFloats, acc[q][k]);
+  }
+
+  // A tile's lanes are one step's registers; query q's x is its a. Each tile streams in once, a
+  // line a step prefetched kPrefetchBytes ahead.
   template <int Q>
   struct TilesDotQueries {
     static void run(int r0, const float* w, int tiles, std::int64_t n, const float* x, float* out) {
-      constexpr int T = VectorOps::kLaneTile, R = T / kRegisterFloats;
-      x += r0 * n;
-      out += std::int64_t(r0) * tiles * T;
-      for (int j = 0; j < tiles; ++j) {
-        const float* __restrict wj = w + j * n * T;
-        Register acc[Q][R] = {};
-        for (std::int64_t i = 0; i < n; ++i) {
-          __builtin_prefetch(wj + i * T + kPrefetchBytes / int(sizeof(float)));  // the tile's line a step, ahead
-          Register wi[R];
-#pragma GCC unroll 16
-          for (int k = 0; k < R; ++k) wi[k] = load(wj + i * T + k * kRegisterFloats);
-#pragma GCC unroll 16
-          for (int q = 0; q < Q; ++q) {
-            const float xq = x[q * n + i];
-#pragma GCC unroll 16
-            for (int k = 0; k < R; ++k) acc[q][k] += wi[k] * xq;
-          }
-        }
-#pragma GCC unroll 16
-        for (int q = 0; q < Q; ++q)
-#pragma GCC unroll 16
-          for (int k = 0; k < R; ++k) store(out + q * std::int64_t(tiles) * T + j * T + k * kRegisterFloats, acc[q][k]);
-      }
+      constexpr int T = VectorOps::kLaneTile;
+      for (int j = 0; j < tiles; ++j)
+        rank1_sums<Q, T / kRegisterFloats>(w + j * n * T, T, n, x + r0 * n, n, out + std::int64_t(r0) * tiles * T + j * T,
+                                           std::int64_t(tiles) * T, true, kPrefetchBytes / int(sizeof(float)), T);
     }
   };
   static void tiles_dot_queries(const float* w, int tiles, std::int64_t n, const float* x, int queries, float* out) {
     by_query_groups<TilesDotQueries>(queries, w, tiles, n, x, out);
   }
 
-  // Q queries' weighted sums over a run of C elements (whole registers, or one float) and a block
-  // of rows, continuing the sums in out unless `first`: each row's run loaded once for all of them.
-  // With `Fetch`, each row also prefetches the row kRowBlock below it, all n floats of it.
-  template <int Q, int C, bool Fetch>
-  static void weighted_run(const float* __restrict x, std::int64_t stride, int rows, const float* __restrict w,
-                           std::int64_t w_stride, float* __restrict out, std::int64_t out_stride, bool first,
-                           std::int64_t n) {
-    if constexpr (C % kRegisterFloats == 0) {
-      constexpr int R = C / kRegisterFloats;
-      Register acc[Q][R] = {};
-      if (!first)
-#pragma GCC unroll 16
-        for (int q = 0; q < Q; ++q)
-#pragma GCC unroll 16
-          for (int k = 0; k < R; ++k) acc[q][k] = load(out + q * out_stride + k * kRegisterFloats);
-      for (int r = 0; r < rows; ++r) {
-        if constexpr (Fetch)
-          for (std::int64_t b = 0; b < n; b += 64 / int(sizeof(float))) __builtin_prefetch(x + (r + kRowBlock) * stride + b);
-        Register xr[R];
-#pragma GCC unroll 16
-        for (int k = 0; k < R; ++k) xr[k] = load(x + r * stride + k * kRegisterFloats);
-#pragma GCC unroll 16
-        for (int q = 0; q < Q; ++q) {
-          const float wr = w[q * w_stride + r];
-#pragma GCC unroll 16
-          for (int k = 0; k < R; ++k) acc[q][k] += wr * xr[k];
-        }
-      }
-#pragma GCC unroll 16
-      for (int q = 0; q < Q; ++q)
-#pragma GCC unroll 16
-        for (int k = 0; k < R; ++k) store(out + q * out_stride + k * kRegisterFloats, acc[q][k]);
-    } else {
-      float acc[Q][C] = {};
-      if (!first)
-        for (int q = 0; q < Q; ++q)
-          for (int j = 0; j < C; ++j) acc[q][j] = out[q * out_stride + j];
-      for (int r = 0; r < rows; ++r)
-        for (int q = 0; q < Q; ++q)
-          for (int j = 0; j < C; ++j) acc[q][j] += w[q * w_stride + r] * x[r * stride + j];
-      for (int q = 0; q < Q; ++q)
-        for (int j = 0; j < C; ++j) out[q * out_stride + j] = acc[q][j];
-    }
-  }
-  // The rows in blocks, each block's runs in turn: a run reads only a line or two of every row,
-  // so over all the rows at once (a KV head's values at a long context: megabytes, rows a KB apart)
-  // each run went back to memory for its lines; a block's rows stay in L1 across its runs, and
-  // the first run fetches the next block's rows whole.
+  // The rows in blocks, each block's runs of C elements in turn (a row's run is one step's
+  // registers): a run reads only a line or two of every row, so over all the rows at once (a KV
+  // head's values at a long context: megabytes, rows a KB apart) each run went back to memory for
+  // its lines; a block's rows stay in L1 across its runs, and the first run fetches the next
+  // block's rows whole.
   static constexpr int kRowBlock = 16;
   template <int Q>
   struct WeightedSums {
@@ -419,15 +392,18 @@ struct Impl {
         const float* xb = x + r0 * stride;
         const float* wb = w + r0;
         const bool first = r0 == 0;
+        const std::int64_t ahead = kRowBlock * stride;
         std::int64_t i = 0;
-        if (i + C <= n) {
-          weighted_run<Q, C, true>(xb, stride, block, wb, w_stride, out, n, first, n);
-          i += C;
-        }
-        for (; i + C <= n; i += C) weighted_run<Q, C, false>(xb + i, stride, block, wb, w_stride, out + i, n, first, n);
+        for (; i + C <= n; i += C)
+          rank1_sums<Q, C / kRegisterFloats>(xb + i, stride, block, wb, w_stride, out + i, n, first, ahead, i == 0 ? n : 0);
         for (; i + kRegisterFloats <= n; i += kRegisterFloats)
-          weighted_run<Q, kRegisterFloats, false>(xb + i, stride, block, wb, w_stride, out + i, n, first, n);
-        for (; i < n; ++i) weighted_run<Q, 1, false>(xb + i, stride, block, wb, w_stride, out + i, n, first, n);
+          rank1_sums<Q, 1>(xb + i, stride, block, wb, w_stride, out + i, n, first, ahead, i == 0 ? n : 0);
+        for (; i < n; ++i)  // the last few elements, a float each
+          for (int q = 0; q < Q; ++q) {
+            float acc = first ? 0.0f : out[q * n + i];
+            for (int r = 0; r < block; ++r) acc += wb[q * w_stride + r] * xb[r * stride + i];
+            out[q * n + i] = acc;
+          }
       }
     }
   };
