@@ -37,44 +37,49 @@ void rope_neox(float* x, const RopeAngles& r) {
 
 }  // namespace
 
-void KeyTiles::sync(const std::vector<float>& k_cache, int kv_heads, int head_dim) {
+void KeyCache::append(const float* keys) {
   constexpr int T = VectorOps::kLaneTile;
-  const std::int64_t kv_dim = std::int64_t(kv_heads) * head_dim, n = std::int64_t(k_cache.size()) / kv_dim;
-  const auto tile_floats = std::size_t(head_dim) * T;
-  heads.resize(std::size_t(kv_heads));
-  for (std::int64_t p = std::min(positions, n); p < n; ++p) {
-    const auto tile = std::size_t(p / T), lane = std::size_t(p % T);
-    for (int m = 0; m < kv_heads; ++m) {
-      std::vector<float>& head = heads[std::size_t(m)];
-      if (head.size() < (tile + 1) * tile_floats) head.resize((tile + 1) * tile_floats, 0.0f);
-      const float* key = k_cache.data() + p * kv_dim + std::int64_t(m) * head_dim;
-      float* to = head.data() + tile * tile_floats + lane;
-      for (int i = 0; i < head_dim; ++i) to[std::size_t(i) * T] = key[i];
-    }
+  const auto tile = std::size_t(positions / T), lane = std::size_t(positions % T), tile_floats = std::size_t(head_dim) * T;
+  for (int m = 0; m < kv_heads; ++m) {
+    std::vector<float>& head = heads[std::size_t(m)];
+    if (head.size() < (tile + 1) * tile_floats) head.resize((tile + 1) * tile_floats, 0.0f);
+    const float* key = keys + std::int64_t(m) * head_dim;
+    float* to = head.data() + tile * tile_floats + lane;
+    for (int i = 0; i < head_dim; ++i) to[std::size_t(i) * T] = key[i];
   }
-  positions = n;
+  ++positions;
 }
 
-std::int64_t KeyTiles::padded(std::int64_t n) {
+std::vector<float> KeyCache::rows() const {
+  constexpr int T = VectorOps::kLaneTile;
+  std::vector<float> out(std::size_t(positions * kv_heads * head_dim));
+  for (std::int64_t p = 0; p < positions; ++p)
+    for (int m = 0; m < kv_heads; ++m)
+      for (int i = 0; i < head_dim; ++i)
+        out[std::size_t((p * kv_heads + m) * head_dim + i)] =
+            heads[std::size_t(m)][std::size_t(((p / T) * head_dim + i) * T + p % T)];
+  return out;
+}
+
+std::int64_t KeyCache::padded(std::int64_t n) {
   constexpr int T = VectorOps::kLaneTile;
   return (n + T - 1) / T * T;
 }
 
-void KeyTiles::dots(int m, int head_dim, const float* q, int queries, float* out) const {
-  vector_ops().tiles_dot_queries(heads[std::size_t(m)].data(), int(padded(positions) / VectorOps::kLaneTile), head_dim,
-                                 q, queries, out);
+void KeyCache::dots(int m, const float* q, int queries, float* out) const {
+  vector_ops().tiles_dot_queries(heads[std::size_t(m)].data(), int(padded(positions) / VectorOps::kLaneTile), head_dim, q,
+                                 queries, out);
 }
 
 void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,
-               std::vector<float>& k_cache, KeyTiles& k_tiles, std::vector<float>& v_cache, float* out,
-               ThreadPool& pool, OpProfile* profile) {
+               KeyCache& k_cache, std::vector<float>& v_cache, float* out, ThreadPool& pool,
+               OpProfile* profile) {
   const int H = c.n_head, Hkv = c.n_head_kv, hd = c.head_dim;
   const std::int64_t qg_dim = 2 * std::int64_t(H) * hd, kv_dim = std::int64_t(Hkv) * hd;
   std::vector<float> qg(static_cast<std::size_t>(tokens * qg_dim)), k(static_cast<std::size_t>(tokens * kv_dim)), v(k.size());
   matmuls({{&w.q, qg.data()}, {&w.k, k.data()}, {&w.v, v.data()}}, xr, pool, profile);
 
   std::vector<float> o(std::size_t(tokens) * std::size_t(H * hd));
-  k_tiles.sync(k_cache, Hkv, hd);
   {
     OpTimer timer(profile, OpProfile::attention);
     const float scale = 1.0f / std::sqrt(float(hd));
@@ -86,16 +91,15 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
         rms_norm(km, w.k_norm.data(), km, hd, c.eps);
         rope_neox(km, angles);
       }
-      k_cache.insert(k_cache.end(), k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim);
+      k_cache.append(k.data() + t * kv_dim);
       v_cache.insert(v_cache.end(), v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim);
-      k_tiles.sync(k_cache, Hkv, hd);
       const int n_ctx = pos + 1;
       // A thread's query heads in runs that share a KV head: the run's dots read each key tile
       // once, its weighted sums each cached value once.
       pool.run([&](int th) {
         const auto [h0, h1] = ThreadPool::split(H, th, pool.size());
         const int group = H / Hkv;
-        const std::int64_t width = KeyTiles::padded(n_ctx);
+        const std::int64_t width = KeyCache::padded(n_ctx);
         std::vector<float> q(static_cast<std::size_t>(group * hd)), p(static_cast<std::size_t>(group * width));
         for (std::int64_t ha = h0; ha < h1;) {
           const std::int64_t m = ha / group, hb = std::min(h1, (m + 1) * group);
@@ -105,7 +109,7 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
             rms_norm(qg.data() + t * qg_dim + (ha + r) * 2 * hd, w.q_norm.data(), qr, hd, c.eps);
             rope_neox(qr, angles);
           }
-          k_tiles.dots(int(m), hd, q.data(), run, p.data());
+          k_cache.dots(int(m), q.data(), run, p.data());
           for (int r = 0; r < run; ++r) {
             float* pr = p.data() + r * width;
             float mx = -INFINITY;

@@ -308,25 +308,25 @@ Session Model::new_session() const {
   s.state.resize(std::size_t(c.n_layer));
   s.k_cache.resize(std::size_t(c.n_layer));
   s.v_cache.resize(std::size_t(c.n_layer));
-  s.k_tiles.resize(std::size_t(c.n_layer));
   for (int l = 0; l < c.n_layer; ++l)
     if (c.is_gdn(l)) {
       s.conv[std::size_t(l)].assign(std::size_t(c.ssm_conv - 1) * std::size_t(c.conv_channels()), 0.0f);
       s.state[std::size_t(l)].assign(std::size_t(c.ssm_v_heads) * std::size_t(c.ssm_state * c.ssm_state), 0.0f);
+    } else {
+      s.k_cache[std::size_t(l)] = KeyCache(c.n_head_kv, c.head_dim);
     }
   return s;
 }
 
 void Model::reset_session(Session& s) const {
   const auto layers = std::size_t(cfg_.n_layer);
-  if (s.conv.size() != layers || s.state.size() != layers || s.k_cache.size() != layers || s.v_cache.size() != layers ||
-      s.k_tiles.size() != layers)
+  if (s.conv.size() != layers || s.state.size() != layers || s.k_cache.size() != layers || s.v_cache.size() != layers)
     fail(file_.source, ": reset_session was given a session of another model (", s.state.size(), " layers, the model has ",
          layers, ")");
   s.pos = 0;
   for (auto& c : s.conv) std::fill(c.begin(), c.end(), 0.0f);
   for (auto& st : s.state) std::fill(st.begin(), st.end(), 0.0f);
-  for (auto& k : s.k_cache) k.clear();
+  for (auto& k : s.k_cache) k.cut(0);
   for (auto& v : s.v_cache) v.clear();
 }
 
@@ -391,7 +391,7 @@ void Model::rollback(Session& s, StateRing& ring, int keep) const {
       s.conv[L].swap(ring.conv[L][std::size_t(keep - 1)]);
       s.state[L].swap(ring.state[L][std::size_t(keep - 1)]);
     } else {
-      s.k_cache[L].resize(std::size_t(s.pos) * kv);
+      s.k_cache[L].cut(s.pos);
       s.v_cache[L].resize(std::size_t(s.pos) * kv);
     }
   }
@@ -454,8 +454,8 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
       gated_deltanet(c, w.linear, a, ar, T, s.conv[std::size_t(l)], s.state[std::size_t(l)], m.data(), *pool_,
                      profile, ring, l);
     else
-      attention(c, w.attn, ar, T, s.pos, s.k_cache[std::size_t(l)], s.k_tiles[std::size_t(l)], s.v_cache[std::size_t(l)],
-                m.data(), *pool_, profile);
+      attention(c, w.attn, ar, T, s.pos, s.k_cache[std::size_t(l)], s.v_cache[std::size_t(l)], m.data(), *pool_,
+                profile);
     for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
     {
       OpTimer t(profile, OpProfile::norm);

@@ -5,6 +5,7 @@
 // through gemv.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <cstdint>
@@ -95,23 +96,28 @@ struct LayerWeights {
 // layers' states, and on 4 KiB pages the head updates took 10% longer.
 using GdnState = AlignedVector<float>;
 
-// Attention's cached keys again, per KV head transposed in tiles of VectorOps::kLaneTile
-// positions ([tile][head_dim][lane]), so that a query's dots with 16 keys run as vector lanes,
-// each lane still its own in-order sum, and the query heads sharing the KV head read each tile
-// once (VectorOps::tiles_dot_queries): one position at a time, each dot was a chain of head_dim
-// dependent adds. A copy of k_cache's first `positions` keys; a
-// rollback cuts only k_cache, and the next sync cuts the copy back to it.
-struct KeyTiles {
+// Attention's cached keys, per KV head in tiles of VectorOps::kLaneTile positions
+// ([tile][head_dim][lane]), so that a query's dots with 16 keys run as vector lanes, each lane its
+// own in-order sum, and the query heads sharing the KV head read each tile once
+// (VectorOps::tiles_dot_queries): stored one position after another, each dot was a chain of
+// head_dim dependent adds. Lanes past `positions` hold stale or zero keys and are never read.
+struct KeyCache {
+  int kv_heads = 0, head_dim = 0;
   std::int64_t positions = 0;
   std::vector<std::vector<float>> heads;  // per KV head
 
-  // Cuts `positions` back to k_cache's length if that is shorter, then copies in the keys it
-  // lacks. Run it before appending to k_cache (a cut is seen only then) and after.
-  void sync(const std::vector<float>& k_cache, int kv_heads, int head_dim);
+  KeyCache() = default;
+  KeyCache(int kv_heads, int head_dim) : kv_heads(kv_heads), head_dim(head_dim), heads(std::size_t(kv_heads)) {}
+  // One position's keys, kv_heads x head_dim floats.
+  void append(const float* keys);
+  // Keeps the first n positions (a rollback, a reset).
+  void cut(std::int64_t n) { positions = std::min(positions, n); }
+  // Every position's keys, kv_heads x head_dim each, one after another (as appended).
+  std::vector<float> rows() const;
   // For `queries` query vectors q + r * head_dim: out[r * padded(positions) + s] = the in-order
   // sum over i of q[r * head_dim + i] * key s of KV head m [i], for s < positions (the lanes past
   // `positions` in the last tile are left unspecified).
-  void dots(int m, int head_dim, const float* q, int queries, float* out) const;
+  void dots(int m, const float* q, int queries, float* out) const;
   static std::int64_t padded(std::int64_t positions);  // out's length for `positions` keys
 };
 
@@ -120,8 +126,8 @@ struct Session {
   int pos = 0;
   std::vector<std::vector<float>> conv;  // per layer: [kernel-1][channels], oldest first
   std::vector<GdnState> state;           // per layer
-  std::vector<std::vector<float>> k_cache, v_cache;  // per layer: [pos][kv_heads * head_dim]
-  std::vector<KeyTiles> k_tiles;                     // per layer
+  std::vector<KeyCache> k_cache;                     // per layer
+  std::vector<std::vector<float>> v_cache;           // per layer: [pos][kv_heads * head_dim]
 };
 
 // The Gated DeltaNet states after each token of one forward call, so that a rejected draft can be
@@ -219,8 +225,8 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
                     const Q8KBatch& xr, int tokens, std::vector<float>& conv_state, GdnState& state,
                     float* out, ThreadPool& pool, OpProfile* profile, StateRing* ring = nullptr, int layer = 0);
 void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,
-               std::vector<float>& k_cache, KeyTiles& k_tiles, std::vector<float>& v_cache, float* out,
-               ThreadPool& pool, OpProfile* profile);
+               KeyCache& k_cache, std::vector<float>& v_cache, float* out, ThreadPool& pool,
+               OpProfile* profile);
 void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& f, int tokens, float* out,
          ThreadPool& pool, OpProfile* profile);
 

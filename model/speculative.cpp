@@ -136,7 +136,7 @@ struct SavedStates {
       s.conv[l].swap(conv[l]);
       s.state[l].swap(state[l]);
       if (!c.is_gdn(int(l))) {
-        s.k_cache[l].resize(std::size_t(pos) * kv);
+        s.k_cache[l].cut(pos);
         s.v_cache[l].resize(std::size_t(pos) * kv);
       }
     }

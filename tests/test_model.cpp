@@ -97,33 +97,39 @@ TEST_SUITE("model") {
     for (int i = 0; i < 6; ++i) CHECK(grouped[i] == want[i]);
   }
 
-  TEST_CASE("attention's key tiles give the bits of one dot a position, across tiles and after a cut") {
+  TEST_CASE("attention's key cache: the bits of one dot a position, across tiles and after a cut") {
     const int kv_heads = 2, head_dim = 40, queries = 3;
     const std::int64_t kv = kv_heads * head_dim;
     unsigned x = 7;
     const auto rnd = [&] { x = x * 1664525u + 1013904223u; return float(int(x >> 9) % 4001 - 2000) / 997.0f; };
-    std::vector<float> k_cache;
+    KeyCache cache(kv_heads, head_dim);
+    std::vector<float> keys;  // the same keys one position after another
     const auto append = [&](int n) {
-      for (std::int64_t i = 0; i < n * kv; ++i) k_cache.push_back(rnd());
+      for (int p = 0; p < n; ++p) {
+        std::vector<float> row(static_cast<std::size_t>(kv));
+        for (auto& v : row) v = rnd();
+        cache.append(row.data());
+        keys.insert(keys.end(), row.begin(), row.end());
+      }
+    };
+    const auto cut = [&](std::int64_t n) {
+      cache.cut(n);
+      keys.resize(std::size_t(n * kv));
     };
     std::vector<float> q(queries * head_dim);
     for (auto& v : q) v = rnd();
-    const auto dot = [&](int r, int m, std::int64_t s) {
-      float d = 0;
-      for (int i = 0; i < head_dim; ++i) d += q[std::size_t(r * head_dim + i)] * k_cache[std::size_t(s * kv + m * head_dim + i)];
-      return d;
-    };
-    KeyTiles tiles;
     const auto check = [&](const char* when) {
-      const std::int64_t n = std::int64_t(k_cache.size()) / kv, width = KeyTiles::padded(n);
-      REQUIRE(tiles.positions == n);
+      const std::int64_t n = std::int64_t(keys.size()) / kv, width = KeyCache::padded(n);
+      REQUIRE(cache.positions == n);
+      CHECK(cache.rows() == keys);
       std::vector<float> got(std::size_t(queries * width));
       for (int m = 0; m < kv_heads; ++m) {
-        tiles.dots(m, head_dim, q.data(), queries, got.data());
+        cache.dots(m, q.data(), queries, got.data());
         int same = 0;
         for (int r = 0; r < queries; ++r)
           for (std::int64_t s = 0; s < n; ++s) {
-            const float want = dot(r, m, s);
+            float want = 0;
+            for (int i = 0; i < head_dim; ++i) want += q[std::size_t(r * head_dim + i)] * keys[std::size_t(s * kv + m * head_dim + i)];
             same += std::memcmp(&want, &got[std::size_t(r * width + s)], sizeof want) == 0;
           }
         INFO(when, ", KV head ", m);
@@ -131,26 +137,13 @@ TEST_SUITE("model") {
       }
     };
     append(37);  // three tiles, the last partial
-    tiles.sync(k_cache, kv_heads, head_dim);
     check("37 keys");
-    // A rollback cuts the cache to 20 keys; the next call syncs before and after its appends.
-    k_cache.resize(std::size_t(20 * kv));
-    tiles.sync(k_cache, kv_heads, head_dim);
-    CHECK(tiles.positions == 20);
-    append(1);
-    tiles.sync(k_cache, kv_heads, head_dim);
-    append(4);
-    tiles.sync(k_cache, kv_heads, head_dim);
+    cut(20);  // a rollback into the second tile, then new keys over the old ones
+    append(5);
     check("cut to 20, then 5 new keys");
-    // Without the sync before appending, the cut is not seen and the first new key is missed:
-    // the order of the calls matters, and the check above sees the difference.
-    k_cache.resize(std::size_t(10 * kv));
-    append(2);
-    tiles.sync(k_cache, kv_heads, head_dim);
-    std::vector<float> got(std::size_t(queries * KeyTiles::padded(12)));
-    tiles.dots(0, head_dim, q.data(), queries, got.data());
-    const float want10 = dot(0, 0, 10);
-    CHECK(std::memcmp(&want10, &got[10], sizeof want10) != 0);
+    cut(0);
+    append(3);
+    check("cut to 0, then 3 new keys");
   }
 
   TEST_CASE("the engine matches the reference forward pass on the tiny preset") {
