@@ -322,7 +322,8 @@ RunMemory estimate_memory(const RunSpec& run) {
     const std::int64_t gdn = c.recurrent_state_bytes();
     std::int64_t session = 0;
     for (int l = 0; l < c.n_layer; ++l)
-      if (!c.is_gdn(l)) session += 4 * 2 * ctx * std::int64_t(c.n_head_kv) * c.head_dim;
+      if (!c.is_gdn(l))  // values, and keys in whole tiles of positions (model::KeyCache)
+        session += 4 * (ctx + model::KeyCache::padded(ctx)) * std::int64_t(c.n_head_kv) * c.head_dim;
     e.sessions = 2 * (session + gdn);
     // Speculative decoding's ring: one copy of every GDN layer's states per draft.
     if (run.kind == "speculative") e.sessions += speculative_ring_slots(run) * gdn;
