@@ -7,17 +7,22 @@
 
 namespace ternlab::model {
 
+namespace {
+
+void check_width(const TernaryLinear& l, const Q8KBatch& x) {
+  if (x.cols != l.w.cols) fail(l.name, ": activation has ", x.cols, " columns, the weight ", l.w.cols);
+}
+
+}  // namespace
+
 void TernaryLinear::apply(const Q8KBatch& x, float* y, ThreadPool& pool) const {
-  if (x.cols != w.cols) fail(name, ": activation has ", x.cols, " columns, the weight ", w.cols);
-  const std::span<float> out(y, std::size_t(x.tokens * w.rows));
+  check_width(*this, x);
   if (dense || records) {
     apply_float(x, y, pool);
     return;
   }
-  if (x.tokens == 1)
-    run_gemv(pool, kernel, w, x, out);
-  else
-    run_gemm(pool, kernel, w, x, out, w.rows);
+  const MatmulOutput one{&kernel, &w, y};
+  run_matmuls(pool, std::span(&one, 1), x);
 }
 
 void TernaryLinear::apply_float(const Q8KBatch& x, float* y, ThreadPool& pool) const {
@@ -52,7 +57,7 @@ void apply_all(std::span<const LinearOutput> outputs, const Q8KBatch& x, ThreadP
   std::vector<MatmulOutput> ternary;
   for (const auto& o : outputs) {
     const TernaryLinear& l = *o.linear;
-    if (x.cols != l.w.cols) fail(l.name, ": activation has ", x.cols, " columns, the weight ", l.w.cols);
+    check_width(l, x);
     if (!l.dense && !l.records) ternary.push_back({&l.kernel, &l.w, o.y});
   }
   if (ternary.size() == outputs.size()) return run_matmuls(pool, ternary, x);
