@@ -1023,10 +1023,10 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
   ModelArms m = plan_arms(run, ctx, 8, verify_n);
   std::vector<std::int32_t> prompt;  // drawn once the baseline has told the vocabulary
-  // Each arm decodes the same token after the same prefilled context: a snapshot copied per call
-  // (the copy is outside the profiled forward call).
+  // Each arm decodes the same token after the same prefilled context: a snapshot assigned to the
+  // call's session per call (outside the profiled forward call).
   struct Profiled {
-    model::Session snapshot;
+    model::Session snapshot, session;
     std::vector<model::OpProfile> calls;
     double state_bytes = 0;  // the recurrent state a token reads, and again writes back
   };
@@ -1048,9 +1048,12 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token());
       p->state_bytes = double(model->config().recurrent_state_bytes());
       s.call = [model, p, next] {
-        model::Session session = p->snapshot;
+        // Assigned into the last call's session, whose caches keep the capacity that call grew:
+        // a fresh copy holds exactly its keys and values, so each call's first append moved
+        // them all (megabytes at a long context), and the attention line measured that.
+        p->session = p->snapshot;
         model::OpProfile prof;
-        model->forward(session, std::span(&next, 1), false, &prof);
+        model->forward(p->session, std::span(&next, 1), false, &prof);
         p->calls.push_back(prof);
       };
       if (disturb != "none") {
