@@ -75,6 +75,7 @@ CpuFeatures detect() {
       f.avx512vl = os_avx512 && (b & (1u << 31));
       f.avx512vnni = os_avx512 && (c & (1u << 11));
       f.gfni = os_avx && (c & (1u << 8));
+      f.avx512vbmi = os_avx512 && (c & (1u << 1));
     }
     f.fma = f.fma && os_avx;
     f.f16c = f.f16c && os_avx;
@@ -210,6 +211,7 @@ std::string feature_string() {
   add(f.avx512vl, "avx512vl");
   add(f.avx512vnni, "avx512vnni");
   add(f.gfni, "gfni");
+  add(f.avx512vbmi, "avx512vbmi");
   add(f.neon, "neon");
   add(f.dotprod, "dotprod");
   add(f.i8mm, "i8mm");

@@ -368,7 +368,34 @@ auto strip_order(const StripPlan& p) {
       for (int s = 0; s < 4; ++s) std::memcpy(out + 16 * t + 4 * s, q + p.k0[t][s], 4);
   };
 }
+// Base-3 strip order (Base3StripPlan).
+auto base3_strip_order(const Base3StripPlan& p) {
+  return [&p](const std::int8_t* q, std::uint8_t* out) {
+    std::memset(out, 0, kBase3StripActBytes);
+    for (int t = 0; t <= p.strips; ++t) {
+      const bool tail = t == p.strips;
+      for (int n = 0; n < (tail ? kBase3TailDigits : 5); ++n)
+        std::memcpy(out + kBase3StripWeights * t + 4 * n, q + p.k0[t][n], tail ? kBase3TailLanes : 4);
+    }
+  };
+}
 }  // namespace
+
+SlotActs prepare_base3_strip_acts_into(const Base3StripPlan& p, const BlockQ8K* x, std::int64_t nb, std::uint8_t* mem) {
+  return prepare_into(mem, nb, kBase3StripActBytes, [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
+                      base3_strip_order(p));
+}
+
+SlotActs prepare_base3_strip_acts_tiles(const Base3StripPlan& p, const Q8KBatch& x, std::int64_t tile0, int tokens,
+                                        std::int64_t nb, int slot) {
+  return prepare(nb * tokens, slot, kBase3StripActBytes,
+                 [&](std::int64_t j, std::int8_t* q) {
+                   const std::int64_t i = j / tokens;
+                   const int m = int(j % tokens);
+                   return fetch_x4(x.tile(tile0 + m / 4), m % 4, i, q);
+                 },
+                 base3_strip_order(p));
+}
 
 SlotActs prepare_strip_acts_into(const StripPlan& p, const BlockQ8K* x, std::int64_t nb, std::uint8_t* mem) {
   return prepare_into(mem, nb, kBlockK, [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },

@@ -194,6 +194,15 @@ SlotActs prepare_strip_acts_into(const StripPlan& p, const BlockQ8K* x, std::int
 SlotActs prepare_strip_acts_tiles(const StripPlan& p, const Q8KBatch& x, std::int64_t tile0, int tokens,
                                   std::int64_t blocks128, int slot);
 
+// The same for a base-3 row-interleaved layout (Base3StripPlan): per 128-block kBase3StripActBytes
+// bytes, strip t's digit n at 20 t + 4 n holding values k0[t][n] .. k0[t][n] + 3; in the tail strip
+// each digit's two values, then two zeros, and digit 4 all zeros (its bytes' empty digit).
+inline constexpr int kBase3StripActBytes = (kBase3Strips + 1) * kBase3StripWeights;
+SlotActs prepare_base3_strip_acts_into(const Base3StripPlan& p, const BlockQ8K* x, std::int64_t blocks128,
+                                       std::uint8_t* mem);
+SlotActs prepare_base3_strip_acts_tiles(const Base3StripPlan& p, const Q8KBatch& x, std::int64_t tile0, int tokens,
+                                        std::int64_t blocks128, int slot);
+
 // Plain (q8_K-ordered) activations of token m of a tile, for strategies that read natural order.
 const BlockQ8K* deinterleave_tile_token(const BlockQ8Kx4* x, int m, std::int64_t blocks256, int slot);
 

@@ -115,6 +115,24 @@ void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vect
       }
     }
   }
+  if (L.facts.row_interleaved_base3) {
+    // The base-3 build (kernels/x86_avx512vbmi.cpp), twice as above; its byte tables need VBMI.
+#if defined(TERNLAB_AVX512_EMULATED)
+    const bool vbmi = true;
+    const auto pick_vbmi = &pick_broadcast_base3_avx512vbmi_emulated;
+#else
+    const bool vbmi = cpu_features().avx512vbmi;
+    const auto pick_vbmi = &pick_broadcast_base3_avx512vbmi;
+#endif
+    KernelFns b, b_hw;
+    const std::string why = vbmi ? pick_vbmi(L, b, false) : "its byte tables need AVX-512 VBMI (vpermi2b), which this CPU lacks";
+    if (!why.empty()) {
+      add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, b);
+    } else {
+      pick_vbmi(L, b_hw, true);
+      add_streaming_builds(out, P::kIsa, b, b_hw);
+    }
+  }
   if (L.facts.slot_vectorizable) {
     const std::string why = strategies::pick_slot_mask_any<P>(L, k);  // sets k
     add_or_note(out, gaps, Strategy::slot_mask, P::kIsa, why, k);

@@ -35,6 +35,10 @@ void add_avx512vnni_emulated_kernels(const LayoutInfo& layout, std::vector<Kerne
 // hardware_prefetch, the build that leaves the weight streams to the hardware prefetcher.
 std::string pick_broadcast_avx512gfni(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
 std::string pick_broadcast_avx512gfni_emulated(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
+// The base-3 broadcast kernels of kernels/x86_avx512vbmi.cpp (AVX-512 VNNI plus VBMI), likewise:
+// the native build only where the CPU reports VBMI, the SIMDe build (tests only) anywhere.
+std::string pick_broadcast_base3_avx512vbmi(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
+std::string pick_broadcast_base3_avx512vbmi_emulated(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
 
 // Register-only loops of the widest int8 dot instruction: `iters` iterations of `kDotChains`
 // independent instructions. Return a value derived from the accumulators (so nothing is elided).

@@ -234,6 +234,7 @@ struct Facts {
   bool natural_two_bit = false;    // see NaturalTwoBit
   bool digit_planar = false;       // see DigitPlanar
   bool row_interleaved = false;    // see RowInterleaved
+  bool row_interleaved_base3 = false;  // see RowInterleavedBase3
 };
 
 namespace detail {
@@ -305,6 +306,49 @@ constexpr bool row_strips(const LayoutSpec& s, const std::array<RowK, kMaxBlockB
   return true;
 }
 
+}  // namespace detail
+
+// Base-3 row-interleaved blocks (see RowInterleavedBase3): 128 weights a row as six strips of
+// 20 (five digits x four bytes) and a tail of 8 (four digits x two bytes).
+inline constexpr int kBase3Strips = 6;
+inline constexpr int kBase3StripWeights = 20;
+inline constexpr int kBase3TailLanes = 2;  // bytes of every row in the tail
+inline constexpr int kBase3TailDigits = 4;
+
+// The base-3 broadcast plan: strip t < strips is 4 * rows bytes from payload_begin + t * 4 * rows,
+// row j's byte 4 j + b holding in digit n the weight k0[t][n] + b; the tail is 2 * rows bytes from
+// tail_begin, row j's byte 2 j + b holding in digit n < 4 the weight k0[strips][n] + b (digit 4
+// empty, so zero). The same k0 for every row.
+struct Base3StripPlan {
+  int payload_begin = 0;
+  int strips = 0;
+  int tail_begin = 0;
+  std::array<std::array<int, 5>, kBase3Strips + 1> k0{};
+};
+
+namespace detail {
+// True, and `p` filled, when the payload from payload_begin is such strips and tail.
+constexpr bool base3_strips(const LayoutSpec& s, const std::array<RowK, kMaxBlockBytes * 5>& inv, int payload_begin,
+                            Base3StripPlan& p) {
+  if (s.k != kBase3Strips * kBase3StripWeights + kBase3TailLanes * kBase3TailDigits) return false;
+  p.payload_begin = payload_begin;
+  p.strips = kBase3Strips;
+  p.tail_begin = payload_begin + kBase3Strips * 4 * s.rows;
+  for (int t = 0; t <= kBase3Strips; ++t) {
+    const bool tail = t == kBase3Strips;
+    const int lane = tail ? kBase3TailLanes : 4, digits = tail ? kBase3TailDigits : 5;
+    const int base = payload_begin + t * 4 * s.rows;
+    for (int n = 0; n < 5; ++n) {
+      p.k0[t][n] = n < digits ? inv[base * 5 + n].k : 0;
+      for (int j = 0; j < s.rows; ++j)
+        for (int b = 0; b < lane; ++b) {
+          const RowK w = inv[(base + lane * j + b) * 5 + n];
+          if (n < digits ? w.row != j || w.k != p.k0[t][n] + b : w.row >= 0) return false;
+        }
+    }
+  }
+  return true;
+}
 }  // namespace detail
 
 // The rules a declaration must satisfy, each with its reason in words (one X-macro feeds the enum,
@@ -449,6 +493,12 @@ constexpr Facts derive(const LayoutSpec& s) {
                         detail::row_strips(s, detail::inverse(s), f.payload_begin, k0);
   }
 
+  if (s.code == Code::base3 && (s.rows == 8 || s.rows == 16)) {
+    Base3StripPlan p;
+    f.row_interleaved_base3 = payload_end - f.payload_begin == s.rows * (kBase3Strips * 4 + kBase3TailLanes) &&
+                              detail::base3_strips(s, detail::inverse(s), f.payload_begin, p);
+  }
+
   if (s.code == Code::base3 && s.rows == 1) {
     f.digit_planar = true;
     for (int p = 0; p < n_pieces(s); ++p) {
@@ -541,6 +591,13 @@ concept DigitPlanar = TernaryLayout<L> && facts<L>.digit_planar;
 template <class L>
 concept RowInterleaved = TernaryLayout<L> && facts<L>.row_interleaved;
 
+// Base-3 row-interleaved (the broadcast strategy's base-3 build): 8 or 16 rows per block, the same
+// lanes as RowInterleaved but five digits a byte (1.75 bits a weight with an fp16 scale, against
+// t2r's 2.125). A byte vector's digits come out through byte tables (digit 0 and the other four
+// as 2-bit fields), after which each lane dots against broadcast activation dwords as in t2r.
+template <class L>
+concept RowInterleavedBase3 = TernaryLayout<L> && facts<L>.row_interleaved_base3;
+
 // ------------------------------------------------------------------------------------------------
 // Kernel plans
 // ------------------------------------------------------------------------------------------------
@@ -600,6 +657,13 @@ struct StripPlan {
   int strips = 0;
   std::array<std::array<int, 4>, kMaxStrips> k0{};
 };
+
+template <RowInterleavedBase3 L>
+inline constexpr Base3StripPlan base3_strip_plan = [] {
+  Base3StripPlan p;
+  detail::base3_strips(L::spec, detail::inverse(L::spec), facts<L>.payload_begin, p);
+  return p;
+}();
 
 template <RowInterleaved L>
 inline constexpr StripPlan strip_plan = [] {

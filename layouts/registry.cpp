@@ -58,7 +58,7 @@ std::string LayoutInfo::block_scales_why_not() const {
 
 std::vector<std::string> LayoutInfo::strategies() const {
   std::vector<std::string> s{"reference"};
-  if (facts.row_interleaved) s.push_back("broadcast");
+  if (facts.row_interleaved || facts.row_interleaved_base3) s.push_back("broadcast");
   if (facts.slot_vectorizable) s.push_back("slot-mask");
   if (facts.natural_two_bit) s.push_back("unpack");
   if (facts.digit_planar) s.push_back("base3");
@@ -115,6 +115,7 @@ std::vector<std::string> LayoutInfo::properties() const {
   std::vector<std::string> p;
   if (facts.slot_vectorizable) p.push_back(facts.pairs_rows ? "slot-vectorizable(row-pairs)" : "slot-vectorizable(rows)");
   if (facts.row_interleaved) p.push_back("row-interleaved");
+  if (facts.row_interleaved_base3) p.push_back("row-interleaved(base-3)");
   if (facts.natural_two_bit) p.push_back("natural-2bit");
   if (facts.digit_planar) p.push_back("digit-planar");
   if (code == Code::two_bit) p.push_back("carries-code-3");

@@ -25,6 +25,7 @@ struct LayoutInfo {
   std::span<const WordPlan> slot_plan;      // non-empty iff slot-vectorizable (see dsl.hpp)
   std::span<const DigitSegment> digit_plan;  // non-empty iff digit-planar
   const StripPlan* strip_plan = nullptr;     // non-null iff row-interleaved
+  const Base3StripPlan* base3_strip_plan = nullptr;  // non-null iff base-3 row-interleaved
 
   int block_bytes() const { return facts.block_bytes; }
   double bits_per_weight() const { return facts.bits_per_weight; }
@@ -93,6 +94,13 @@ constexpr const StripPlan* strip_plan_of() {
   else
     return nullptr;
 }
+template <class L>
+constexpr const Base3StripPlan* base3_strip_plan_of() {
+  if constexpr (RowInterleavedBase3<L>)
+    return &base3_strip_plan<L>;
+  else
+    return nullptr;
+}
 }  // namespace detail
 
 template <TernaryLayout L>
@@ -100,7 +108,7 @@ const LayoutInfo& info_of() {
   static const LayoutInfo info{&L::spec,          L::spec.name, L::spec.summary,           L::spec.rows,
                                L::spec.k,         L::spec.code, facts<L>,                  placement_table<L>,
                                detail::gguf_type_of<L>(), detail::slot_plan_of<L>(), detail::digit_plan_of<L>(),
-                               detail::strip_plan_of<L>()};
+                               detail::strip_plan_of<L>(), detail::base3_strip_plan_of<L>()};
   return info;
 }
 

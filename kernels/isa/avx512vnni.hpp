@@ -32,6 +32,7 @@
 #endif
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/cpu.hpp"
 #include "kernels/isa/rows8.hpp"
@@ -40,6 +41,10 @@
 namespace ternlab::isa {
 #if defined(TERNLAB_AVX512_EMULATED) && defined(TERNLAB_AVX512_GFNI)
 inline namespace emulated_gfni {
+#elif defined(TERNLAB_AVX512_EMULATED) && defined(TERNLAB_AVX512_VBMI)
+inline namespace emulated_vbmi {
+#elif defined(TERNLAB_AVX512_VBMI)
+inline namespace vbmi {
 #elif defined(TERNLAB_AVX512_EMULATED)
 inline namespace emulated {
 #elif defined(TERNLAB_AVX512_GFNI)
@@ -50,8 +55,10 @@ inline namespace native {
 
 struct Avx512Vnni : Rows8<Avx512Vnni> {
   // Built with TERNLAB_AVX512_GFNI (kernels/x86_avx512gfni.cpp), the 16-token gemm takes each
-  // slot with one gf2p8affineqb instead of a shift and an AND (LaneCodesGfni). The names are the
-  // catalog's (KernelVariant::name), which the kernels' refusals quote.
+  // slot with one gf2p8affineqb instead of a shift and an AND (LaneCodesGfni); built with
+  // TERNLAB_AVX512_VBMI (kernels/x86_avx512vbmi.cpp), it also has the base-3 byte tables, under
+  // the plain name (no other kernel of the catalog's runs base-3 row-interleaved layouts). The
+  // names are the catalog's (KernelVariant::name), which the kernels' refusals quote.
 #if defined(TERNLAB_AVX512_EMULATED) && defined(TERNLAB_AVX512_GFNI)
   static constexpr const char* name = "avx512vnni+gfni-simde";
 #elif defined(TERNLAB_AVX512_EMULATED)
@@ -145,6 +152,8 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
       for (int s = 0; s < 4; ++s) acc.s[s] = dot4_bcst(acc.s[s], w.s[s], x + 4 * s);
     }
+    // Codes taken whole (no slot factor) against the dword at x: base-3's top digit.
+    static void dot_codes(Acc& acc, V codes, const std::uint8_t* x) { acc.s[0] = dot4_bcst(acc.s[0], codes, x); }
     static V sums(const Acc& a) {
       return add32(add32(_mm512_slli_epi32(a.s[0], 6), _mm512_slli_epi32(a.s[1], 4)),
                    add32(_mm512_slli_epi32(a.s[2], 2), a.s[3]));
@@ -164,6 +173,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
       for (int s = 0; s < 4; ++s) acc = dot4_bcst(acc, w.s[s], x + 4 * s);
     }
+    static void dot_codes(Acc& acc, V codes, const std::uint8_t* x) { acc = dot4_bcst(acc, codes, x); }
     static V sums(Acc a) { return a; }
   };
 #if defined(TERNLAB_AVX512_GFNI)
@@ -198,8 +208,51 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
       acc.even = dot4_bcst(acc.even, w.s[2], x + 8);
       acc.odd = dot4_bcst(acc.odd, w.s[3], x + 12);
     }
+    static void dot_codes(Acc& acc, V codes, const std::uint8_t* x) { acc.even = dot4_bcst(acc.even, codes, x); }
     static V sums(const Acc& a) { return add32(a.even, a.odd); }
   };
+#if defined(TERNLAB_AVX512_VBMI)
+  // --- base-3 row-interleaved layouts (b3r): five digits a byte, 16 rows per vector -----------
+  // A byte is ceil(256 q / 243) (Code::base3). Its top digit is (x >= 86) + (x >= 171) (spec 3.4:
+  // two compares); digits 1-4 come from a table as t2r's four 2-bit slots, so that the lane
+  // programs above take them as they take t2r's codes. vpermi2b looks up 128 entries and no 7-bit
+  // function of the byte (((m x + c) mod 256) >> 1 for any m, c) tells every q mod 81 apart, so a
+  // byte with its top bit set is first sent, by a lookup merged under that bit, to a byte below 128
+  // with the same four digits (every q mod 81 has one there), whose digits the second lookup reads.
+  // Against the two halves looked up and blended: one op less a strip. Reading the top digit from
+  // lookups instead of the compares ran 88 against 104 Gweights/s from L2 (Zen 4, 1 thread): the
+  // lookups share one port.
+  struct Base3Table {
+    V low[2];   // bytes 0-127: digits 1-4
+    V high[2];  // bytes 128-255: a byte below 128 with the same digits 1-4
+  };
+  static Base3Table base3_table(const std::uint8_t* low, const std::uint8_t* high) {  // 128 entries each
+    return {{load(low), load(low + 64)}, {load(high), load(high + 64)}};
+  }
+  struct Base3Digits {
+    V top;  // digit 0 of every byte, 0..2
+    V low;  // digits 1-4 as 2-bit fields 0-3
+  };
+  static Base3Digits base3_digits(V x, const Base3Table& t) {
+    // The compares first: the merged lookup then takes x's register (no copy of it).
+    const __mmask64 ge86 = _mm512_cmpge_epu8_mask(x, set1_u8(86)), ge171 = _mm512_cmpge_epu8_mask(x, set1_u8(171));
+    const V top = _mm512_mask_mov_epi8(_mm512_maskz_mov_epi8(ge86, set1_u8(1)), ge171, set1_u8(2));
+    const V below = _mm512_mask2_permutex2var_epi8(t.high[0], x, _mm512_movepi8_mask(x), t.high[1]);
+    return {top, _mm512_permutex2var_epi8(t.low[0], below, t.low[1])};
+  }
+  // Sixteen rows' two tail bytes, one pair per 32-bit lane and two zero bytes after it (a zero
+  // byte is five zero digits, dotted with zero activations).
+  static V widen_pairs(const std::uint8_t* p) {
+#if defined(TERNLAB_AVX512_EMULATED)
+    alignas(64) std::uint8_t b[64] = {};  // SIMDe 0.7.4 has no 512-bit vpmovzxwd
+    for (int j = 0; j < 16; ++j) std::memcpy(b + 4 * j, p + 2 * j, 2);
+    return load(b);
+#else
+    return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#endif
+  }
+#endif
+
   // One token: in-place masks, four accumulators (sixteen chains over the four streams).
   using GemvLanes = LaneMasked;
 #if defined(TERNLAB_AVX512_GFNI)
