@@ -10,6 +10,7 @@
 #include "kernels/kernel_plan.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/testdata.hpp"
+#include "kernels/x86_kernels.hpp"
 #include "tests/support.hpp"
 
 using namespace ternlab;
@@ -623,6 +624,43 @@ TEST_SUITE("kernels") {
       CAPTURE(variant);
       CHECK(names(variant) == names("t2r"));
     }
+  }
+
+  TEST_CASE("base-3 row-interleaved: b3r's strip plan, and the base-3 build where it applies and where not") {
+    const LayoutInfo& b3r = find_layout("b3r");
+    CHECK(b3r.facts.row_interleaved_base3);
+    CHECK_FALSE(b3r.facts.row_interleaved);
+    CHECK(b3r.bits_per_weight() == 1.75);
+    REQUIRE(b3r.base3_strip_plan != nullptr);
+    const Base3StripPlan& p = *b3r.base3_strip_plan;
+    CHECK(p.strips == 6);
+    CHECK(p.tail_begin == 384);
+    for (int t = 0; t < 6; ++t)
+      for (int n = 0; n < 5; ++n) CHECK(p.k0[std::size_t(t)][std::size_t(n)] == 20 * t + 4 * n);
+    for (int n = 0; n < 4; ++n) CHECK(p.k0[6][std::size_t(n)] == 120 + 2 * n);
+    CHECK(find_layout("b3r8").facts.row_interleaved_base3);
+    CHECK_FALSE(find_layout("b3r-tail-across").facts.row_interleaved_base3);
+    CHECK(find_layout("b3r-tail-across").base3_strip_plan == nullptr);
+
+    // The SIMDe build is in every x86 test binary, so its listing is the same on every x86 CPU: b3r
+    // takes it (twice: with and without software prefetches), the 8-row variant is refused with
+    // the reason, and the variant without the property lists no broadcast kernel at all.
+#if defined(__x86_64__)
+    const auto emulated_broadcasts = [](const LayoutInfo& L) {
+      std::vector<KernelVariant> ks;
+      detail::add_avx512vnni_emulated_kernels(L, ks);
+      return std::count_if(ks.begin(), ks.end(), [](const KernelVariant& k) { return k.strategy == Strategy::broadcast; });
+    };
+    CHECK(emulated_broadcasts(b3r) == 2);
+    CHECK(emulated_broadcasts(find_layout("b3r8")) == 0);
+    CHECK(emulated_broadcasts(find_layout("b3r-tail-across")) == 0);
+    std::vector<KernelVariant> ks;
+    std::vector<KernelGap> gaps;
+    detail::add_avx512vnni_emulated_kernels(find_layout("b3r8"), ks, &gaps);
+    CHECK(std::any_of(gaps.begin(), gaps.end(), [](const KernelGap& g) {
+      return g.strategy == Strategy::broadcast && g.why.find("16-row blocks, the layout has 8") != std::string::npos;
+    }));
+#endif
   }
 
   TEST_CASE("run_gemv / run_gemm on 1, 2 and 3 threads give the single-call bits") {
