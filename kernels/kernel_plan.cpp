@@ -368,6 +368,14 @@ auto strip_order(const StripPlan& p) {
       for (int s = 0; s < 4; ++s) std::memcpy(out + 16 * t + 4 * s, q + p.k0[t][s], 4);
   };
 }
+// Entry j of `tokens` tokens of consecutive tiles from tile0, block-major: block j / tokens of
+// token j % tokens.
+auto fetch_tiles(const Q8KBatch& x, std::int64_t tile0, int tokens) {
+  return [&x, tile0, tokens](std::int64_t j, std::int8_t* q) {
+    const int m = int(j % tokens);
+    return fetch_x4(x.tile(tile0 + m / 4), m % 4, j / tokens, q);
+  };
+}
 // Base-3 strip order (Base3StripPlan).
 auto base3_strip_order(const Base3StripPlan& p) {
   return [&p](const std::int8_t* q, std::uint8_t* out) {
@@ -388,13 +396,7 @@ SlotActs prepare_base3_strip_acts_into(const Base3StripPlan& p, const BlockQ8K* 
 
 SlotActs prepare_base3_strip_acts_tiles(const Base3StripPlan& p, const Q8KBatch& x, std::int64_t tile0, int tokens,
                                         std::int64_t nb, int slot) {
-  return prepare(nb * tokens, slot, kBase3StripActBytes,
-                 [&](std::int64_t j, std::int8_t* q) {
-                   const std::int64_t i = j / tokens;
-                   const int m = int(j % tokens);
-                   return fetch_x4(x.tile(tile0 + m / 4), m % 4, i, q);
-                 },
-                 base3_strip_order(p));
+  return prepare(nb * tokens, slot, kBase3StripActBytes, fetch_tiles(x, tile0, tokens), base3_strip_order(p));
 }
 
 SlotActs prepare_strip_acts_into(const StripPlan& p, const BlockQ8K* x, std::int64_t nb, std::uint8_t* mem) {
@@ -409,13 +411,7 @@ SlotActs prepare_strip_acts(const StripPlan& p, const BlockQ8K* x, std::int64_t 
 
 SlotActs prepare_strip_acts_tiles(const StripPlan& p, const Q8KBatch& x, std::int64_t tile0, int tokens,
                                   std::int64_t nb, int slot) {
-  return prepare(nb * tokens, slot, kBlockK,
-                 [&](std::int64_t j, std::int8_t* q) {
-                   const std::int64_t i = j / tokens;
-                   const int m = int(j % tokens);
-                   return fetch_x4(x.tile(tile0 + m / 4), m % 4, i, q);
-                 },
-                 strip_order(p));
+  return prepare(nb * tokens, slot, kBlockK, fetch_tiles(x, tile0, tokens), strip_order(p));
 }
 
 SlotActs prepare_slot_acts_into(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8K* x, std::int64_t nb,

@@ -52,6 +52,18 @@ namespace ternlab::strategies {
 enum class Streaming { software_prefetch, hardware_prefetch };
 inline constexpr int kNoPrefetch = -1;  // a prefetch distance that prefetches nothing
 
+// A gemm in passes over the weights: kTokens tokens (kTokens / 4 tiles) a pass, many(t) from
+// tile t, while whole groups of tiles remain, then one tile a pass, one(t); a partial last tile
+// runs with its missing tokens zero (q8_Kx4 pads them), never a gemv per column.
+template <int kTokens, class Many, class One>
+void gemm_in_passes(const Q8KBatch& x, Many many, One one) {
+  constexpr int kTiles = kTokens / 4;
+  std::int64_t t = 0;
+  if constexpr (kTiles > 1)
+    for (; t + kTiles <= x.tiles_count(); t += kTiles) many(t);
+  for (; t < x.tiles_count(); ++t) one(t);
+}
+
 template <class P, int R, Streaming S = Streaming::software_prefetch>
 struct Broadcast {
   static_assert(R % 8 == 0 && R <= 16, "row-interleaved blocks have 8 or 16 rows");
@@ -282,17 +294,11 @@ struct Broadcast {
     all_rows<LP, T, GS, kPrefetchBytes>(plan, w, a, y + 4 * t0 * ldy, ldy, live, g0, g1);
   }
 
-  // P::kGemmTokens tokens per pass over the weights while whole groups of tiles remain, then one
-  // tile at a time; a partial last tile runs with its missing tokens zero (q8_Kx4 pads them),
-  // never a gemv per column.
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
-    constexpr int kTiles = P::kGemmTokens / 4;
-    std::int64_t t = 0;
-    if constexpr (kTiles > 1)
-      for (; t + kTiles <= x.tiles_count(); t += kTiles)
-        gemm_tokens<typename P::GemmLanes, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1);
-    for (; t < x.tiles_count(); ++t) gemm_tokens<typename P::Gemm4Lanes, 4, P::kGemm4Streams>(w, x, y, ldy, t, g0, g1);
+    gemm_in_passes<P::kGemmTokens>(
+        x, [&](std::int64_t t) { gemm_tokens<typename P::GemmLanes, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
+        [&](std::int64_t t) { gemm_tokens<typename P::Gemm4Lanes, 4, P::kGemm4Streams>(w, x, y, ldy, t, g0, g1); });
   }
 };
 

@@ -171,16 +171,13 @@ struct BroadcastBase3 {
     const int live = int(std::min<std::int64_t>(T, x.tokens - 4 * t0));
     all_rows<LP, T, GS, kPrefetchBytes>(plan, w, a, y + 4 * t0 * ldy, ldy, live, g0, g1);
   }
-  // As Broadcast::gemm: P::kGemmTokens tokens a pass while whole groups of tiles remain, then one
-  // tile at a time (one row group at a time: the tables take four of the registers that t2r's
-  // four side-by-side groups use).
+  // As Broadcast::gemm, the last tiles one row group at a time: the tables take four of the
+  // registers that t2r's side-by-side groups use.
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
-    constexpr int kTiles = P::kGemmTokens / 4;
-    std::int64_t t = 0;
-    for (; t + kTiles <= x.tiles_count(); t += kTiles)
-      gemm_tokens<typename P::GemmLanes, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1);
-    for (; t < x.tiles_count(); ++t) gemm_tokens<typename P::Gemm4Lanes, 4, 1>(w, x, y, ldy, t, g0, g1);
+    gemm_in_passes<P::kGemmTokens>(
+        x, [&](std::int64_t t) { gemm_tokens<typename P::GemmLanes, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
+        [&](std::int64_t t) { gemm_tokens<typename P::Gemm4Lanes, 4, 1>(w, x, y, ldy, t, g0, g1); });
   }
 };
 
