@@ -219,9 +219,9 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   // function of the byte (((m x + c) mod 256) >> 1 for any m, c) tells every q mod 81 apart, so a
   // byte with its top bit set is first sent, by a lookup merged under that bit, to a byte below 128
   // with the same four digits (every q mod 81 has one there), whose digits the second lookup reads.
-  // Against the two halves looked up and blended: one op less a strip. Reading the top digit from
-  // lookups instead of the compares ran 88 against 104 Gweights/s from L2 (Zen 4, 1 thread): the
-  // lookups share one port.
+  // Against the two halves looked up and blended: one op less a strip, as fast within the noise
+  // (b3r's gemv, Zen 4, 1 thread). Reading the top digit from two more lookups instead of the
+  // compares ran 88 against 104 Gweights/s from L2 in a harness: the lookups share one port.
   struct Base3Table {
     V low[2];   // bytes 0-127: digits 1-4
     V high[2];  // bytes 128-255: a byte below 128 with the same digits 1-4
