@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "common/error.hpp"
+#include "common/strings.hpp"
 
 namespace ternlab::experiments {
 
@@ -37,6 +39,18 @@ Stat stat_of(std::vector<double> v) {
   s.max = v.back();
   s.valid = true;
   return s;
+}
+
+std::string loops_text(const std::vector<std::string>& per_round) {
+  std::map<std::string, int> count;
+  for (const std::string& l : per_round) ++count[l];
+  std::vector<std::pair<std::string, int>> by_count(count.begin(), count.end());
+  std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> parts;
+  for (const auto& [loop, n] : by_count)
+    parts.push_back(parts.empty() ? cat(loop, " in ", n, " of ", per_round.size(), per_round.size() == 1 ? " round" : " rounds")
+                                  : cat(loop, " in ", n));
+  return join(parts, "; ");
 }
 
 const ArmTiming* TimingResult::find(const std::string& name) const {
@@ -103,6 +117,7 @@ TimingResult merge_passes(std::vector<TimingResult> passes, const std::string& b
       m.arms.push_back(std::move(a));
     }
     for (const auto& [n, v] : p.ceiling_gbps) m.ceiling_gbps[n].insert(m.ceiling_gbps[n].end(), v.begin(), v.end());
+    for (const auto& [n, v] : p.ceiling_loops) m.ceiling_loops[n].insert(m.ceiling_loops[n].end(), v.begin(), v.end());
     for (const auto& [n, v] : p.compute_gmacs) m.compute_gmacs[n].insert(m.compute_gmacs[n].end(), v.begin(), v.end());
   }
   return m;
@@ -157,10 +172,11 @@ TimingResult measure_arms(std::vector<ArmSetup> arms, const MeasureOptions& opt,
   for (int round = 0; round < opt.warmup + opt.rounds; ++round) {
     const bool kept = round >= opt.warmup;
     for (int n : counts) {
-      const double gbps = ceiling.measure(pools.get(n));
+      const ReadCeiling read = ceiling.measure_best(pools.get(n));
       const double gmacs = int8_compute_ceiling(pools.get(n), best_isa(), opt.compute_macs).gmacs;
       if (kept) {
-        res.ceiling_gbps[n].push_back(gbps);
+        res.ceiling_gbps[n].push_back(read.gbs);
+        res.ceiling_loops[n].push_back(read.loop);
         res.compute_gmacs[n].push_back(gmacs);
       }
     }

@@ -59,6 +59,9 @@ struct Stat {
   bool valid = false;
 };
 Stat stat_of(std::vector<double> v);
+// Which read loops set a thread count's ceiling over the kept rounds, the most frequent first:
+// "avx512 zmm, 2 streams in 4 of 5 rounds; avx512 zmm, 4 streams in 1".
+std::string loops_text(const std::vector<std::string>& per_round);
 
 struct ArmTiming {
   ArmSetup setup;
@@ -78,6 +81,7 @@ struct TimingResult {
   int rounds = 0, warmup = 0;
   double ceiling_bytes = 0;
   std::map<int, std::vector<double>> ceiling_gbps;    // thread count -> per kept round
+  std::map<int, std::vector<std::string>> ceiling_loops;  // thread count -> per kept round: the read loop that set it
   std::map<int, std::vector<double>> compute_gmacs;   // thread count -> per kept round
   // false: each arm was measured in its own pass (merge_passes); round i of two arms are then
   // different moments, and the run-level ceilings above hold every pass's rounds in turn.

@@ -610,7 +610,7 @@ std::string arms_footer(const ModelArms& m) {
 
 std::string ceilings_text(const TimingResult& r) {
   std::vector<std::string> t;
-  for (const auto& [n, v] : r.ceiling_gbps) t.push_back(cat(n, " thr ", with_range(stat_of(v), " GB/s")));
+  for (const auto& [n, v] : r.ceiling_gbps) t.push_back(ceiling_text(r, n, v));
   return cat("memory read ceiling (streaming sum over ", sig(r.ceiling_bytes / (1 << 20)), " MiB, ",
              r.interleaved ? "each round beside the arms" : "each round of every arm's own pass, all passes together", "): ",
              join(t, "; "), "\n\n");
@@ -719,6 +719,7 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
   js["warmup"] = r.warmup;
   js["ceiling_gbps"] = Json::object();
   for (const auto& [t, v] : r.ceiling_gbps) js["ceiling_gbps"][std::to_string(t)] = stat_json(stat_of(v));
+  js["ceiling_loops"] = loops_json(r.ceiling_loops);
   js["arms"] = Json::array();
   std::vector<BarItem> bars;
   NoiseChecks noise;

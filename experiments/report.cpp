@@ -83,6 +83,19 @@ std::string with_range(const Stat& s, const std::string& suffix, double scale) {
   return sig(s.median * scale) + suffix + " [" + sig(s.min * scale) + "–" + sig(s.max * scale) + "]";
 }
 
+std::string ceiling_text(const TimingResult& r, int threads, const std::vector<double>& gbps) {
+  std::string s = cat(threads, " thr ", with_range(stat_of(gbps), " GB/s"));
+  const auto it = r.ceiling_loops.find(threads);
+  if (it != r.ceiling_loops.end() && !it->second.empty()) s += cat(" (set by ", loops_text(it->second), ")");
+  return s;
+}
+
+Json loops_json(const std::map<int, std::vector<std::string>>& loops) {
+  Json o = Json::object();
+  for (const auto& [n, v] : loops) o[std::to_string(n)] = v;
+  return o;
+}
+
 Machine this_machine() {
   Machine m;
   m.cpu = cpu_description();
@@ -270,7 +283,7 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
   md << "kind " << run.kind << "; " << r.rounds << " rounds kept after " << r.warmup << " warm-up; " << arms_order_text(r) << "; "
      << "baseline " << r.baseline_label << "; every arm verified against the exact oracle before timing.\n\n";
   std::vector<std::string> ceil_text, comp_text;
-  for (const auto& [n, v] : r.ceiling_gbps) ceil_text.push_back(cat(n, " thr ", with_range(stat_of(v), " GB/s")));
+  for (const auto& [n, v] : r.ceiling_gbps) ceil_text.push_back(ceiling_text(r, n, v));
   for (const auto& [n, v] : r.compute_gmacs) comp_text.push_back(cat(n, " thr ", with_range(stat_of(v), " GMAC/s")));
   md << "memory read ceiling (streaming sum over " << sig(r.ceiling_bytes / (1 << 20)) << " MiB, each round): "
      << join(ceil_text, "; ") << "  \nint8 compute ceiling (register-only loop, each round): " << join(comp_text, "; ") << "\n\n";
@@ -290,6 +303,7 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
   Json js = {{"index", run.index}, {"name", rep.title}, {"kind", run.kind}, {"sweep", sweep_json(run)}, {"params", params},
              {"baseline", r.baseline}, {"interleaved", r.interleaved}, {"rounds", r.rounds}, {"warmup", r.warmup},
              {"ceiling_bytes", json_number(r.ceiling_bytes)}, {"ceiling_gbps", by_threads(r.ceiling_gbps)},
+             {"ceiling_loops", loops_json(r.ceiling_loops)},
              {"compute_gmacs", by_threads(r.compute_gmacs)}, {"arms", Json::array()}};
 
   // gemm is compute-bound: its plot is GMAC/s against the int8 ceiling; gemv's is GB/s against the memory ceiling.

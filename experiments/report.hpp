@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -132,6 +133,11 @@ std::string oversubscribed_note(const std::vector<int>& threads);
 // Table cells: three significant digits; "median [min–max]" scaled and suffixed.
 std::string sig(double v);
 std::string with_range(const Stat& s, const std::string& suffix = "", double scale = 1);
+// One thread count's read ceiling over the kept rounds and the loops that set it:
+// "1 thr 36.0 GB/s [34.5–37.4] (set by avx512 zmm, 2 streams in 4 of 5 rounds; ...)".
+std::string ceiling_text(const TimingResult& r, int threads, const std::vector<double>& gbps);
+// thread count -> the read loop that set each kept round's ceiling.
+Json loops_json(const std::map<int, std::vector<std::string>>& loops);
 
 // Plots. Each returns a complete SVG document.
 struct BarItem {

@@ -508,6 +508,21 @@ TEST_SUITE("dispatch") {
     REQUIRE(!loops.empty());
     if (isa_supported(Isa::avx512vnni))
       CHECK(std::count_if(loops.begin(), loops.end(), [](const std::string& l) { return l.starts_with("avx512"); }) >= 2);
+#if defined(__x86_64__)
+    // One core's bandwidth depends on how many line fills it keeps in flight: one, two and four
+    // streams, each with and without a software prefetch, at every vector width the CPU has.
+    std::vector<std::string> widths;
+    if (isa_supported(Isa::avx2)) widths.emplace_back("avx2 ymm");
+    if (isa_supported(Isa::avx512vnni)) widths.emplace_back("avx512 zmm");
+    for (const std::string& width : widths) {
+      for (const char* streams : {"1 stream", "2 streams", "4 streams"})
+        for (const char* prefetch : {"", ", prefetch 2 KiB"}) {
+          const std::string name = width + ", " + streams + prefetch;
+          CAPTURE(name);
+          CHECK(std::find(loops.begin(), loops.end(), name) != loops.end());
+        }
+    }
+#endif
     const ReadCeiling best = touched_by_pool.measure_best(pool);
     CHECK(best.gbs > 0);
     CHECK(std::find(loops.begin(), loops.end(), best.loop) != loops.end());

@@ -229,6 +229,10 @@ TEST_SUITE("experiments-run") {
     CHECK(r.arms[1].seconds.empty());
     CHECK(r.arms[0].seconds.size() == 3);  // warm-up rounds discarded
     CHECK(r.ceiling_gbps.at(1).size() == 3);
+    // Each kept round names the read loop that set its ceiling, one of the loops the CPU runs.
+    REQUIRE(r.ceiling_loops.at(1).size() == 3);
+    const std::vector<std::string> loops = MemoryCeiling::loops();
+    for (const std::string& l : r.ceiling_loops.at(1)) CHECK(std::find(loops.begin(), loops.end(), l) != loops.end());
     // calibration once, then warm-up and kept rounds, interleaved in the fixed order
     REQUIRE(order.size() == 2 + 2 * 5);
     for (std::size_t i = 0; i < order.size(); i += 2) {
@@ -358,6 +362,10 @@ leftover = ["pad", "gemv"]
       REQUIRE(c.size() == 1);
       CHECK(c.begin().key() == std::to_string(run + 1));
       CHECK(c.begin().value()["median"].get<double>() > 0);
+      const Json& loops = json["runs"][std::size_t(run)]["ceiling_loops"];
+      REQUIRE(loops.size() == 1);
+      CHECK(loops.begin().key() == std::to_string(run + 1));
+      CHECK(loops.begin().value().size() == json["runs"][std::size_t(run)]["rounds"].get<std::size_t>());
       CHECK(json["runs"][std::size_t(run)]["sweep"]["threads"] == std::to_string(run + 1));
       const std::string gmacs = read_text(fs::path(o.folder) / cat("run0", run + 1, "-gmacs.svg"));
       CHECK(svg_problem(gmacs) == "");
@@ -790,12 +798,17 @@ layout = "i2_s"
       p.arms[0].verified = true;
       p.arms[0].seconds = std::move(seconds);
       p.ceiling_gbps[1] = std::move(ceiling);
+      p.ceiling_loops[1] = {"zmm, 1 stream", name == "base" ? "zmm, 1 stream" : "ymm, 2 streams"};
       return p;
     };
     std::vector<TimingResult> passes;
     passes.push_back(pass("base", {1, 1}, {2, 2}));
     passes.push_back(pass("arm", {0.5, 0.25}, {4, 8}));
     const TimingResult r = merge_passes(std::move(passes), "base", "");
+    // The loops that set the ceilings follow their rounds, and the report counts them, most first.
+    CHECK(r.ceiling_loops.at(1) == std::vector<std::string>{"zmm, 1 stream", "zmm, 1 stream", "zmm, 1 stream", "ymm, 2 streams"});
+    CHECK(loops_text(r.ceiling_loops.at(1)) == "zmm, 1 stream in 3 of 4 rounds; ymm, 2 streams in 1");
+    CHECK(loops_text({"ymm, 2 streams"}) == "ymm, 2 streams in 1 of 1 round");
     CHECK_FALSE(r.interleaved);
     REQUIRE(r.arms.size() == 2);
     CHECK(r.ceiling_gbps.at(1) == std::vector<double>{2, 2, 4, 8});  // every pass's rounds, in turn
@@ -809,6 +822,8 @@ layout = "i2_s"
     CHECK(rep.markdown.find("arms NOT interleaved") != std::string::npos);
     CHECK(rep.markdown.find("| vs baseline (separate passes) |") != std::string::npos);
     CHECK(rep.json["interleaved"] == false);
+    CHECK(rep.markdown.find("1 thr 3.00 GB/s [2.00–8.00] (set by zmm, 1 stream in 3 of 4 rounds; ymm, 2 streams in 1)") != std::string::npos);
+    CHECK(rep.json["ceiling_loops"]["1"].size() == 4);
     CHECK(report_timing(spec, quiet_timing()).json["interleaved"] == true);
   }
 
