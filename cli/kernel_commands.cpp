@@ -165,8 +165,9 @@ void add_kernel_commands(CLI::App& app) {
   list->add_option("--layouts", ko.layouts, "Only these layouts")->delimiter(',');
   list->add_option("--wisdom", ko.wisdom, "Wisdom file (default: $TERNLAB_WISDOM or ~/.cache/ternlab/wisdom.toml)");
   add_census_command(*list);
+  add_ceilings_command(*list);
   list->callback([list] {
-    if (!list->got_subcommand("census")) list_kernels(ko);
+    if (!list->got_subcommand("census") && !list->got_subcommand("ceilings")) list_kernels(ko);
   });
 
   auto* b = app.add_subcommand("bench", "Kernel benchmark: gemv/gemm per layout x strategy x ISA vs measured ceilings, through the runner");

@@ -165,9 +165,16 @@ std::vector<std::string> MemoryCeiling::loops() {
 std::uint64_t MemoryCeiling::expected_sum() const { return closed_sum(0, buffer_.size()); }
 
 ReadCeiling MemoryCeiling::measure_best(ThreadPool& pool) const {
+  ReadCeiling best;
+  for (const ReadCeiling& r : measure_each(pool))
+    if (r.gbs > best.gbs) best = r;
+  return best;
+}
+
+std::vector<ReadCeiling> MemoryCeiling::measure_each(ThreadPool& pool) const {
   const int k = int(read_loops().size());
   const auto n = std::int64_t(buffer_.size());
-  ReadCeiling best;
+  std::vector<ReadCeiling> each;
   for (int l = 0; l < k; ++l) {
     // Each loop reads its own part of the buffer, a different one each pass, so none reads what
     // the loop before it left in the caches.
@@ -177,11 +184,10 @@ ReadCeiling MemoryCeiling::measure_best(ThreadPool& pool) const {
     if (s != closed_sum(std::uint64_t(a), std::uint64_t(b)))
       fail("memory ceiling: streaming sum ", s, " != ", closed_sum(std::uint64_t(a), std::uint64_t(b)), " (",
            read_loops()[std::size_t(l)].name, "; memory corrupted?)");
-    const double gbs = double(b - a) * 8 / t / 1e9;
-    if (gbs > best.gbs) best = {gbs, read_loops()[std::size_t(l)].name};
+    each.push_back({double(b - a) * 8 / t / 1e9, read_loops()[std::size_t(l)].name});
   }
   next_part_ = (next_part_ + 1) % k;
-  return best;
+  return each;
 }
 
 double read_ceiling_gbs(ThreadPool& pool, std::size_t bytes) { return read_ceiling(pool, bytes).gbs; }
@@ -202,6 +208,13 @@ ComputeCeiling int8_compute_ceiling(ThreadPool& pool, Isa ceiling, std::int64_t 
   // The best of every loop: on some cores a narrower instruction issues more MACs a second than
   // the widest (Zen 4 runs 512-bit vpdpbusd as two halves; 256-bit vpmaddubsw may match it).
   ComputeCeiling best;
+  for (const ComputeCeiling& c : int8_compute_each(pool, ceiling, macs_per_thread))
+    if (c.gmacs > best.gmacs) best = c;
+  return best;
+}
+
+std::vector<ComputeCeiling> int8_compute_each(ThreadPool& pool, Isa ceiling, std::int64_t macs_per_thread) {
+  std::vector<ComputeCeiling> each;
   std::atomic<std::int64_t> sink{0};
   for (const DotLoop& loop : dot_loops(ceiling)) {
     const std::int64_t iters = macs_per_thread > 0
@@ -209,11 +222,10 @@ ComputeCeiling int8_compute_ceiling(ThreadPool& pool, Isa ceiling, std::int64_t 
                                    : 20'000'000;
     pool.run([&](int) { sink += loop.run(1000); });  // warm up clocks and code
     const double s = seconds_of([&] { pool.run([&](int) { sink += loop.run(iters); }); });
-    const double gmacs = loop.macs_per_iter * double(iters) * pool.size() / s / 1e9;
-    if (gmacs > best.gmacs) best = {gmacs, loop.instruction};
+    each.push_back({loop.macs_per_iter * double(iters) * pool.size() / s / 1e9, loop.instruction});
   }
   g_sink = std::uint64_t(sink.load());
-  return best;
+  return each;
 }
 
 ComputeCeiling int8_compute_ceiling(ThreadPool& pool) { return int8_compute_ceiling(pool, best_isa()); }

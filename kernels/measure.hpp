@@ -41,6 +41,8 @@ class MemoryCeiling {
   // call), split over the pool's threads as the kernels split rows; the best GB/s and its loop.
   // Throws if a sum differs from its closed form.
   ReadCeiling measure_best(ThreadPool& pool) const;
+  // The same pass, every loop's GB/s in the order of loops().
+  std::vector<ReadCeiling> measure_each(ThreadPool& pool) const;
   double measure(ThreadPool& pool) const { return measure_best(pool).gbs; }
   // The whole buffer's sum through the first loop, and its closed form (word i holds i).
   std::uint64_t sum(ThreadPool& pool) const;
@@ -68,6 +70,8 @@ struct ComputeCeiling {
 // about `macs_per_thread` MACs on every thread (<= 0: a fixed 20M iterations of the loop); the best
 // GMAC/s and the instruction that reached it.
 ComputeCeiling int8_compute_ceiling(ThreadPool& pool, Isa ceiling, std::int64_t macs_per_thread = 0);
+// The same loops, each one's GMAC/s, widest first (the order of int8_compute_instruction).
+std::vector<ComputeCeiling> int8_compute_each(ThreadPool& pool, Isa ceiling, std::int64_t macs_per_thread = 0);
 ComputeCeiling int8_compute_ceiling(ThreadPool& pool);
 // The instructions int8_compute_ceiling would try ("best of vpdpbusd zmm, ..."), without running them.
 std::string int8_compute_instruction(Isa ceiling);

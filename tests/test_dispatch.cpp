@@ -526,6 +526,13 @@ TEST_SUITE("dispatch") {
     const ReadCeiling best = touched_by_pool.measure_best(pool);
     CHECK(best.gbs > 0);
     CHECK(std::find(loops.begin(), loops.end(), best.loop) != loops.end());
+    // Every loop on its own (`ternlab kernels ceilings`): each named, in order, each checked and timed.
+    const std::vector<ReadCeiling> each = touched_by_pool.measure_each(pool);
+    REQUIRE(each.size() == loops.size());
+    for (std::size_t i = 0; i < each.size(); ++i) {
+      CHECK(each[i].loop == loops[i]);
+      CHECK(each[i].gbs > 0);
+    }
     test::check_error([] { MemoryCeiling tiny(100); }, "memory ceiling", "100 bytes", "too small");
     CHECK(read_ceiling_gbs(pool, 64 * 4096) > 0);  // throws if the checked sum were wrong
   }
@@ -543,6 +550,12 @@ TEST_SUITE("dispatch") {
 #endif
     const ComputeCeiling c = int8_compute_ceiling(pool, best_isa(), 1 << 16);
     CHECK(std::find(loops.begin(), loops.end(), c.instruction) != loops.end());
+    const std::vector<ComputeCeiling> each = int8_compute_each(pool, best_isa(), 1 << 16);
+    REQUIRE(each.size() == loops.size());
+    for (std::size_t i = 0; i < each.size(); ++i) {
+      CHECK(each[i].instruction == loops[i]);  // widest first, as int8_compute_instruction lists them
+      CHECK(each[i].gmacs > 0);
+    }
     CHECK(int8_compute_instruction() == (loops.size() == 1 ? loops[0] : "best of " + join(loops, ", ")));
     CHECK(c.gmacs > 0);
     set_isa_ceiling(Isa::scalar);

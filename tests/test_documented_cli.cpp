@@ -44,6 +44,7 @@ const std::vector<std::pair<std::string, std::string>> kSkipped = {
 const std::map<std::string, std::vector<std::pair<std::string, std::string>>> kSmall = {
     {"bench", {{"--rounds", "1"}, {"--gemv", "256x512"}, {"--gemm", "256x512"}, {"--cols", "4"}, {"--ceiling-mib", "1"}, {"--min-seconds", "0.001"}}},
     {"kernels --plan", {{"--shape", "256x512"}, {"--tokens", "1"}}},
+    {"kernels ceilings", {{"--rounds", "1"}, {"--mib", "64"}}},
     // The model part's perplexity on the first 400 bytes of the held-out text ({tmp}: the test's folder).
     {"quickstart", {{"--rows", "256"}, {"--cols", "512"}, {"--reps", "1"}, {"--rounds", "1"}, {"--text", "{tmp}/short-text.txt"}}},
     {"model bench", {{"--prompt", "8"}, {"--decode", "4"}, {"--ppl-tokens", "16"}}},
@@ -92,11 +93,12 @@ std::vector<Documented> commands_in(const fs::path& file, const std::string& nam
   return out;
 }
 
-// The key into kSmall: "gbench", or the subcommand words ("model bench", "kernels --plan").
+// The key into kSmall: "gbench", or the subcommand words ("model bench", "kernels --plan", "kernels ceilings").
 std::string command_key(const std::vector<std::string>& w) {
   if (w[0] == "build/ternlab_gbench") return "gbench";
   if (w.size() > 2 && w[1] == "model") return "model " + w[2];
   if (w[1] == "kernels" && std::find(w.begin(), w.end(), "--plan") != w.end()) return "kernels --plan";
+  if (w.size() > 2 && w[1] == "kernels" && w[2] == "ceilings") return "kernels ceilings";
   return w[1];
 }
 
