@@ -26,7 +26,8 @@ std::uint64_t stream_sum(const std::uint64_t* p, std::int64_t n) {
   for (std::int64_t i = 0; i < part; i += 2 * kWords)
     for (int s = 0; s < S; ++s) {
       const std::uint64_t* q = p + s * part + i;
-      if constexpr (PF > 0) __builtin_prefetch(q + PF / 8);
+      if constexpr (PF > 0)  // every 64-byte line of the step (two zmm loads span two lines)
+        for (int line = 0; line < 2 * P::kBytes; line += 64) __builtin_prefetch(q + (PF + line) / 8);
       acc[s][0] = P::add64(acc[s][0], P::load(q));
       acc[s][1] = P::add64(acc[s][1], P::load(q + kWords));
     }
