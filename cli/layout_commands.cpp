@@ -40,7 +40,8 @@ void show_layout(const LayoutInfo& L) {
             << "block = " << L.rows << " row" << (L.rows > 1 ? "s" : "") << " x " << L.k << " weights in " << nb
             << " bytes (" << L.bits_per_weight() << " bits/weight); "
             << (L.code == Code::two_bit ? "2-bit fields u = w + 1, slot s = bits 2s..2s+1"
-                                        : "base-3 digits t = w + 1, digit 0 most significant, byte = ceil(256 q / 243)")
+                : L.code == Code::base3 ? "base-3 digits t = w + 1, digit 0 most significant, byte = ceil(256 q / 243)"
+                                        : "base-3 digits t = w + 1, byte = 84 t0 + (t1 t2 t3 t4 in base 3, t1 most significant)")
             << "\n";
   for (const std::string& f : L.formulas()) std::cout << "  " << f << "\n";
   std::cout << "cell = r<row>:<weight>\n\n";

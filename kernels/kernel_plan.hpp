@@ -3,6 +3,7 @@
 // specific, so the per-ISA translation units (compiled for wider targets) only read plain arrays.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -231,6 +232,16 @@ struct Base3Plan {
 };
 const Base3Plan& base3_plan(const LayoutInfo& layout);
 
+// The byte tables of P::base3_digits for Code::base3_banded (layouts' own decode_digit): for
+// bytes 0-127 their digits 1-4 as 2-bit fields, for bytes 128-255 a byte below 128 with the same
+// digits 1-4, and for each byte >> 2 its digit 0. Bytes the code never writes (81-83 of each band,
+// 252-255) hold zeros.
+struct Base3DigitTables {
+  std::array<std::uint8_t, 128> low{}, high{};
+  std::array<std::uint8_t, 64> top{};
+};
+const Base3DigitTables& base3_digit_tables();
+
 }  // namespace ternlab
 
 namespace ternlab {
@@ -263,6 +274,8 @@ struct PermutePlan {
   int rows = 0;
   int block_bytes = 0;
   bool in_place = false;
+  bool banded = false;            // Code::base3_banded bytes: the kernels read each block through a
+                                  // copy in Code::base3 (banded_to_base3), whose digits P::trit takes
   bool single_op = false;         // every item is one op
   bool slot_runs = false;         // in place, and each accumulator's items come in runs of one
                                   // vector's slots 0, 1, .. in order (one load and shuffle a run)

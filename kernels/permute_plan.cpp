@@ -279,6 +279,7 @@ PermutePlan build_permute_plan(const LayoutInfo& L, int vb, int max_acc_items) {
 
   p.read_lo = 0;
   p.read_hi = p.block_bytes;
+  p.banded = L.code == Code::base3_banded;
   p.single_op = true;
   p.acc_items.push_back(0);
   for (const std::vector<int>& acc : accs) {

@@ -33,9 +33,14 @@ namespace ternlab {
 enum class Code : std::uint8_t {
   two_bit,  // u = w + 1 in 2-bit fields, field s at bits 2s..2s+1; u = 3 decodes to +2
   base3,    // trits t = w + 1, five per byte, digit 0 most significant, byte = ceil(256 q / 243)
+  // Trits as base3, byte = 84 t0 + (t1 t2 t3 t4 read in base 3, t1 most significant): digit 0 is
+  // a function of byte >> 2 (bands 0-20, 21-41, 42-62) and digits 1-4 of byte mod 84, so a
+  // 64-entry and a 128-entry table read them (ternlab's own; base3 is ggml's TQ1_0 byte).
+  base3_banded,
 };
 
 constexpr int slots_per_byte(Code c) { return c == Code::two_bit ? 4 : 5; }
+constexpr bool is_base3(Code c) { return c != Code::two_bit; }
 
 // One mode of a coordinate: its extent and how one step along it moves the weight.
 struct Mode {
@@ -493,7 +498,7 @@ constexpr Facts derive(const LayoutSpec& s) {
                         detail::row_strips(s, detail::inverse(s), f.payload_begin, k0);
   }
 
-  if (s.code == Code::base3 && (s.rows == 8 || s.rows == 16)) {
+  if (is_base3(s.code) && (s.rows == 8 || s.rows == 16)) {
     Base3StripPlan p;
     f.row_interleaved_base3 = payload_end - f.payload_begin == s.rows * (kBase3Strips * 4 + kBase3TailLanes) &&
                               detail::base3_strips(s, detail::inverse(s), f.payload_begin, p);

@@ -47,6 +47,35 @@ int decode_trit(std::uint8_t byte, int n) {
   return (v * 3) >> 8;
 }
 
+std::uint8_t encode_digits(Code code, const std::uint8_t* digits) {
+  if (code == Code::base3) return encode_trits(digits, 5);
+  if (code != Code::base3_banded) fail("encode_digits: not a base-3 code");
+  return std::uint8_t(84 * digits[0] + ((digits[1] * 3 + digits[2]) * 3 + digits[3]) * 3 + digits[4]);
+}
+
+int decode_digit(Code code, std::uint8_t byte, int n) {
+  if (code == Code::base3) return decode_trit(byte, n);
+  if (code != Code::base3_banded) fail("decode_digit: not a base-3 code");
+  const int top = byte / 84;
+  if (n == 0) return top;
+  static constexpr int pow3[5] = {0, 27, 9, 3, 1};
+  return (byte - 84 * top) / pow3[n] % 3;
+}
+
+const std::array<std::uint8_t, 256>& banded_to_base3() {
+  static const std::array<std::uint8_t, 256> table = [] {
+    std::array<std::uint8_t, 256> t{};
+    for (int b = 0; b < 3 * 84; ++b) {
+      if (b % 84 >= 81) continue;  // 81-83 of each band: no digits
+      std::uint8_t d[5];
+      for (int n = 0; n < 5; ++n) d[n] = std::uint8_t(decode_digit(Code::base3_banded, std::uint8_t(b), n));
+      t[std::size_t(b)] = encode_trits(d, 5);
+    }
+    return t;
+  }();
+  return table;
+}
+
 void encode_block(const LayoutInfo& L, const std::uint8_t* codes, const std::uint16_t* scales, std::uint8_t* out) {
   const int nb = L.block_bytes();
   std::memset(out, 0, std::size_t(nb));
@@ -76,7 +105,7 @@ void encode_block(const LayoutInfo& L, const std::uint8_t* codes, const std::uin
     count[l.byte] = std::uint8_t(std::max<int>(count[l.byte], l.slot + 1));
   }
   for (int b = 0; b < nb; ++b)
-    if (count[b]) out[b] = encode_trits(digits[b], 5);
+    if (count[b]) out[b] = encode_digits(L.code, digits[b]);
 }
 
 void decode_block(const LayoutInfo& L, const std::uint8_t* in, std::uint8_t* codes, std::uint16_t* scales) {
@@ -91,7 +120,8 @@ void decode_block(const LayoutInfo& L, const std::uint8_t* in, std::uint8_t* cod
   if (L.code == Code::two_bit) {
     for (int i = 0; i < cells; ++i) codes[i] = (in[L.placement[i].byte] >> (2 * L.placement[i].slot)) & 3;
   } else {
-    for (int i = 0; i < cells; ++i) codes[i] = std::uint8_t(decode_trit(in[L.placement[i].byte], L.placement[i].slot));
+    for (int i = 0; i < cells; ++i)
+      codes[i] = std::uint8_t(decode_digit(L.code, in[L.placement[i].byte], L.placement[i].slot));
   }
 }
 
@@ -118,7 +148,7 @@ void check_codes(const LayoutInfo& L, const std::uint8_t* codes, std::int64_t ro
                  const std::string& what) {
   for (int i = 0; i < L.rows * L.k; ++i) {
     if (codes[i] > 3) fail(what, ": code ", int(codes[i]), " at row ", row0 + i / L.k, " is not a 2-bit code");
-    if (codes[i] == 3 && L.code == Code::base3)
+    if (codes[i] == 3 && is_base3(L.code))
       fail(what, ": row ", row0 + i / L.k, " weight ", block * L.k + i % L.k,
            " holds 2-bit code 3 (+2 d), which the base-3 layout ", L.name, " cannot represent");
   }

@@ -9,6 +9,7 @@
 // pack / unpack / transcode are generated from the layout's placement table: no per-layout code.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -112,5 +113,12 @@ TernaryMatrix quantize_ternary(const float* x, std::int64_t rows, std::int64_t c
 // Base-3 byte codec (ceil(256 q / 243) encoding; digit n = ((uint8)(b * 3^n) * 3) >> 8).
 std::uint8_t encode_trits(const std::uint8_t* digits, int n_digits);
 int decode_trit(std::uint8_t byte, int n);
+// Either base-3 code (Code::base3 above, Code::base3_banded): five digits 0..2, digit 0 first,
+// to a byte and back (only bytes the codec writes are read back).
+std::uint8_t encode_digits(Code code, const std::uint8_t* digits);
+int decode_digit(Code code, std::uint8_t byte, int n);
+// Each Code::base3_banded byte's Code::base3 byte (the same five digits; 0 for bytes the banded
+// code never writes), for kernels written against Code::base3's digit arithmetic.
+const std::array<std::uint8_t, 256>& banded_to_base3();
 
 }  // namespace ternlab

@@ -1,6 +1,7 @@
 // Packing, unpacking and transcoding are lossless and byte-exact, for every registered layout.
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "common/fp16.hpp"
 #include "kernels/testdata.hpp"
@@ -100,6 +101,37 @@ TEST_SUITE("codec") {
       for (int n = 0; n < 4; ++n) d[n] = m.codes[std::size_t(120 + 2 * n + h)];
       CHECK(p.bytes[std::size_t(24 + h)] == encode_trits(d, 5));
     }
+  }
+
+  TEST_CASE("banded base-3 bytes: 84 t0 + digits 1-4 in base 3; digit 0 read from byte >> 2; ceil bytes for the permute kernels") {
+    std::set<int> bytes;
+    for (int q = 0; q < 243; ++q) {
+      std::uint8_t d[5];
+      for (int n = 4, v = q; n >= 0; --n, v /= 3) d[n] = std::uint8_t(v % 3);
+      const std::uint8_t b = encode_digits(Code::base3_banded, d);
+      CAPTURE(q);
+      CHECK(b == 84 * d[0] + q % 81);
+      bytes.insert(b);
+      for (int n = 0; n < 5; ++n) CHECK(decode_digit(Code::base3_banded, b, n) == d[n]);
+      CHECK(((b >> 2) >= 21) + ((b >> 2) >= 42) == d[0]);  // the bands of byte >> 2
+      CHECK(banded_to_base3()[b] == encode_trits(d, 5));
+      CHECK(encode_digits(Code::base3, d) == encode_trits(d, 5));
+    }
+    CHECK(bytes.size() == 243);
+    const std::uint8_t two[5] = {2, 2, 2, 2, 2};
+    CHECK(encode_digits(Code::base3_banded, two) == 248);
+    test::check_error([&] { encode_digits(Code::two_bit, two); }, "not a base-3 code");
+
+    // b3r's bytes are banded: a packed block decodes back, and its first byte is the first
+    // strip's digits of row 0, weights 0, 4, 8, 12, 16.
+    const TernaryMatrix m = make_weights(16, 128, 9, Fill::random, ScaleKind::random);
+    const LayoutInfo& L = find_layout("b3r");
+    CHECK(L.code == Code::base3_banded);
+    const PackedMatrix p = pack(m, L);
+    std::uint8_t d[5];
+    for (int n = 0; n < 5; ++n) d[n] = m.codes[std::size_t(4 * n)];
+    CHECK(p.bytes[0] == encode_digits(Code::base3_banded, d));
+    CHECK(unpack(p).codes == m.codes);
   }
 
   TEST_CASE("the ternary quantiser follows quantize_row_pq2_0_ref") {

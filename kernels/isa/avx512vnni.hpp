@@ -213,30 +213,30 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   };
 #if defined(TERNLAB_AVX512_VBMI)
   // --- base-3 row-interleaved layouts (b3r): five digits a byte, 16 rows per vector -----------
-  // A byte is ceil(256 q / 243) (Code::base3). Its top digit is (x >= 86) + (x >= 171) (spec 3.4:
-  // two compares); digits 1-4 come from a table as t2r's four 2-bit slots, so that the lane
-  // programs above take them as they take t2r's codes. vpermi2b looks up 128 entries and no 7-bit
-  // function of the byte (((m x + c) mod 256) >> 1 for any m, c) tells every q mod 81 apart, so a
-  // byte with its top bit set is first sent, by a lookup merged under that bit, to a byte below 128
-  // with the same four digits (every q mod 81 has one there), whose digits the second lookup reads.
-  // Against the two halves looked up and blended: one op less a strip, as fast within the noise
-  // (b3r's gemv, Zen 4, 1 thread). Reading the top digit from two more lookups instead of the
-  // compares ran 88 against 104 Gweights/s from L2 in a harness: the lookups share one port.
+  // A byte is 84 t0 + r (Code::base3_banded, r = digits 1-4 in base 3). Digit 0 is a 64-entry
+  // lookup (vpermb) of byte >> 2 (a 16-bit shift: vpermb reads each byte's low six bits, which are
+  // then the byte's own bits 2-7); digits 1-4 come from a table as t2r's four 2-bit slots, so that
+  // the lane programs above take them as they take t2r's codes. vpermi2b looks up 128 entries, so
+  // a byte with its top bit set is first sent, by a lookup merged under that bit, to a byte below
+  // 128 with the same four digits (r itself), whose digits the second lookup reads. Against ggml's
+  // ceil(256 q / 243) byte, whose digit 0 took two compares and two masked moves (no function of
+  // byte >> k reads it), b3r's gemv ran 1.08x faster from L2 and its gemm 1.07-1.12x (Zen 4, 1
+  // thread); the strips alone, in a harness, 1.23-1.26x (the tail strip and the block's epilogue
+  // did not shrink).
   struct Base3Table {
     V low[2];   // bytes 0-127: digits 1-4
     V high[2];  // bytes 128-255: a byte below 128 with the same digits 1-4
+    V top;      // byte >> 2: digit 0
   };
-  static Base3Table base3_table(const std::uint8_t* low, const std::uint8_t* high) {  // 128 entries each
-    return {{load(low), load(low + 64)}, {load(high), load(high + 64)}};
+  static Base3Table base3_table(const std::uint8_t* low, const std::uint8_t* high, const std::uint8_t* top) {
+    return {{load(low), load(low + 64)}, {load(high), load(high + 64)}, load(top)};  // 128, 128 and 64 entries
   }
   struct Base3Digits {
     V top;  // digit 0 of every byte, 0..2
     V low;  // digits 1-4 as 2-bit fields 0-3
   };
   static Base3Digits base3_digits(V x, const Base3Table& t) {
-    // The compares first: the merged lookup then takes x's register (no copy of it).
-    const __mmask64 ge86 = _mm512_cmpge_epu8_mask(x, set1_u8(86)), ge171 = _mm512_cmpge_epu8_mask(x, set1_u8(171));
-    const V top = _mm512_mask_mov_epi8(_mm512_maskz_mov_epi8(ge86, set1_u8(1)), ge171, set1_u8(2));
+    const V top = _mm512_permutexvar_epi8(_mm512_srli_epi16(x, 2), t.top);
     const V below = _mm512_mask2_permutex2var_epi8(t.high[0], x, _mm512_movepi8_mask(x), t.high[1]);
     return {top, _mm512_permutex2var_epi8(t.low[0], below, t.low[1])};
   }

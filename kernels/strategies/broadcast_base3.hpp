@@ -33,30 +33,6 @@
 
 namespace ternlab::strategies {
 
-// The byte tables of P::base3_digits: for bytes 0-127 of Code::base3 their digits 1-4 as 2-bit
-// fields (layouts' own decode_trit), and for bytes 128-255 a byte below 128 with the same digits.
-struct Base3DigitTables {
-  std::array<std::uint8_t, 128> low{}, high{};
-};
-inline const Base3DigitTables& base3_digit_tables() {
-  static const Base3DigitTables tables = [] {
-    const auto digits = [](int x) {
-      int f = 0;
-      for (int n = 1; n < 5; ++n) f |= decode_trit(std::uint8_t(x), n) << (2 * (n - 1));
-      return f;
-    };
-    Base3DigitTables t;
-    for (int x = 0; x < 128; ++x) t.low[std::size_t(x)] = std::uint8_t(digits(x));
-    for (int x = 128; x < 256; ++x) {
-      int below = 0;
-      while (below < 128 && digits(below) != digits(x)) ++below;
-      if (below == 128) fail("base-3 byte ", x, ": no byte below 128 has its digits 1-4");
-      t.high[std::size_t(x - 128)] = std::uint8_t(below);
-    }
-    return t;
-  }();
-  return tables;
-}
 
 template <class P, Streaming S = Streaming::software_prefetch>
 struct BroadcastBase3 {
@@ -70,6 +46,9 @@ struct BroadcastBase3 {
 
   static std::string why_not(const LayoutInfo& L) {
     if (!L.base3_strip_plan) return "the layout is not base-3 row-interleaved";
+    if (L.code != Code::base3_banded)
+      return "its bytes are ceil(256 q / 243) (Code::base3), whose digit 0 no byte table of byte >> 2 reads; the "
+             "kernel reads Code::base3_banded";
     if (L.rows != R) return cat("the kernel takes ", R, "-row blocks, the layout has ", L.rows);
     if (L.block_bytes() != kBlockBytes || L.scale_offset(0) != L.block_bytes() - 2 * R || L.spec->scales.row_stride != 2 ||
         L.scale_format() != ScaleFormat::fp16)
@@ -91,7 +70,7 @@ struct BroadcastBase3 {
     const std::int64_t nb = w.blocks_per_row();
     const int pb = plan.payload_begin, tail = plan.tail_begin, strip = 4 * R;
     const Base3DigitTables& tables = base3_digit_tables();
-    const typename P::Base3Table table = P::base3_table(tables.low.data(), tables.high.data());
+    const typename P::Base3Table table = P::base3_table(tables.low.data(), tables.high.data(), tables.top.data());
     const std::int64_t passes = (g1 - g0) / GS;
     for (std::int64_t p = 0; p < passes; ++p) {
       typename P::LaneF acc[GS][T];

@@ -32,6 +32,7 @@
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_plan.hpp"
+#include "layouts/matrix.hpp"
 
 namespace ternlab::strategies {
 
@@ -63,6 +64,26 @@ struct Permute {
     B v = P::load(blk + op.offset);
     if (op.shuffle >= 0) v = P::shuffle_bytes(v, P::load(p.shuffles.data() + op.shuffle));
     return two_bit ? P::field(v, op.param) : P::trit(v, op.param);
+  }
+
+  // The bytes the plan reads of one block: the block itself, or a copy in `pad` (kMaxBlockBytes +
+  // 2 kPad bytes) where the reads reach outside the matrix's buffer (zeros there), or where the
+  // layout's bytes are Code::base3_banded (each copied as its Code::base3 byte, which P::trit reads).
+  static const std::uint8_t* source(const PermutePlan& p, const std::uint8_t* blk, const std::uint8_t* base,
+                                    std::ptrdiff_t size, std::uint8_t* pad) {
+    const std::ptrdiff_t at = blk - base;
+    const bool edge = at + p.read_lo < 0 || at + p.read_hi > size;  // the matrix's first or last block
+    if (!edge && !p.banded) return blk;
+    if (edge) std::memset(pad, 0, kMaxBlockBytes + 2 * kPad);
+    const std::ptrdiff_t from = std::max<std::ptrdiff_t>(p.read_lo, -at);
+    const std::ptrdiff_t to = std::min<std::ptrdiff_t>(p.read_hi, size - at);
+    if (p.banded) {
+      const std::uint8_t* to_base3 = banded_to_base3().data();
+      for (std::ptrdiff_t i = from; i < to; ++i) pad[kPad + i] = to_base3[blk[i]];
+    } else {
+      std::memcpy(pad + kPad + from, blk + from, std::size_t(to - from));
+    }
+    return pad + kPad;
   }
 
   // Adds accumulator a's lanes to their rows.
@@ -135,15 +156,7 @@ struct Permute {
       const std::uint8_t* xe = a.expanded;
       for (std::int64_t i = 0; i < nb; ++i, blk += p.block_bytes, xe += p.expanded_block_bytes) {
         prefetch_ahead(blk, p.block_bytes);
-        const std::uint8_t* src = blk;
-        const std::ptrdiff_t at = blk - base;
-        if (at + p.read_lo < 0 || at + p.read_hi > size) {  // the matrix's first or last block
-          std::memset(pad, 0, sizeof pad);
-          const std::ptrdiff_t from = std::max<std::ptrdiff_t>(p.read_lo, -at);
-          const std::ptrdiff_t to = std::min<std::ptrdiff_t>(p.read_hi, size - at);
-          std::memcpy(pad + kPad + from, blk + from, std::size_t(to - from));
-          src = pad + kPad;
-        }
+        const std::uint8_t* src = source(p, blk, base, size, pad);
         std::int32_t s[kMaxPermuteRows + 1] = {};
         if constexpr (Mode == 0)
           block_dot_runs<Code::two_bit>(p, src, xe, s);
@@ -280,7 +293,7 @@ struct Permute {
     const std::int64_t nb = w.blocks_per_row();
     const std::uint8_t* base = w.bytes.data();
     const std::ptrdiff_t size = std::ptrdiff_t(w.bytes.size());
-    const bool edges = p.read_lo < 0 || p.read_hi > p.block_bytes;
+    const bool copies = p.banded || p.read_lo < 0 || p.read_hi > p.block_bytes;
     alignas(64) std::uint8_t pad[NG][kMaxBlockBytes + 2 * kPad];
     RowF acc[NG];
     const std::uint8_t* blk[NG];
@@ -290,15 +303,7 @@ struct Permute {
       const std::uint8_t* src[NG];
       for (int q = 0; q < NG; ++q) {
         prefetch_ahead(blk[q], p.block_bytes);
-        src[q] = blk[q];
-        const std::ptrdiff_t at = blk[q] - base;
-        if (edges && (at + p.read_lo < 0 || at + p.read_hi > size)) {  // the matrix's first or last block
-          std::memset(pad[q], 0, sizeof pad[q]);
-          const std::ptrdiff_t from = std::max<std::ptrdiff_t>(p.read_lo, -at);
-          const std::ptrdiff_t to = std::min<std::ptrdiff_t>(p.read_hi, size - at);
-          std::memcpy(pad[q] + kPad + from, blk[q] + from, std::size_t(to - from));
-          src[q] = pad[q] + kPad;
-        }
+        src[q] = copies ? source(p, blk[q], base, size, pad[q]) : blk[q];
       }
       RowI s[NG];
       block_rows<Mode, NG>(p, src, xe, s);
