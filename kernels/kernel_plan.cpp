@@ -509,7 +509,6 @@ Base3Plan build_base3_plan(const LayoutInfo& L) {
 const Base3DigitTables& base3_digit_tables() {
   static const Base3DigitTables tables = [] {
     constexpr Code kCode = Code::base3_banded;
-    const auto written = [](int x) { return x < 3 * 84 && x % 84 < 81; };
     const auto digits = [](int x) {
       int f = 0;
       for (int n = 1; n < 5; ++n) f |= decode_digit(kCode, std::uint8_t(x), n) << (2 * (n - 1));
@@ -517,18 +516,18 @@ const Base3DigitTables& base3_digit_tables() {
     };
     Base3DigitTables t;
     for (int x = 0; x < 128; ++x)
-      if (written(x)) t.low[std::size_t(x)] = std::uint8_t(digits(x));
+      if (banded_writes(x)) t.low[std::size_t(x)] = std::uint8_t(digits(x));
     for (int x = 128; x < 256; ++x) {
-      if (!written(x)) continue;
+      if (!banded_writes(x)) continue;
       int below = 0;
-      while (below < 128 && !(written(below) && digits(below) == digits(x))) ++below;
+      while (below < 128 && !(banded_writes(below) && digits(below) == digits(x))) ++below;
       if (below == 128) fail("base-3 byte ", x, ": no byte below 128 has its digits 1-4");
       t.high[std::size_t(x - 128)] = std::uint8_t(below);
     }
     std::array<int, 64> seen;
     seen.fill(-1);
     for (int x = 0; x < 256; ++x)
-      if (written(x)) {
+      if (banded_writes(x)) {
         const int top = decode_digit(kCode, std::uint8_t(x), 0);
         int& s = seen[std::size_t(x >> 2)];
         if (s >= 0 && s != top) fail("base-3 byte ", x, ": digit 0 is not a function of byte >> 2");

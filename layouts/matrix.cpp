@@ -65,8 +65,8 @@ int decode_digit(Code code, std::uint8_t byte, int n) {
 const std::array<std::uint8_t, 256>& banded_to_base3() {
   static const std::array<std::uint8_t, 256> table = [] {
     std::array<std::uint8_t, 256> t{};
-    for (int b = 0; b < 3 * 84; ++b) {
-      if (b % 84 >= 81) continue;  // 81-83 of each band: no digits
+    for (int b = 0; b < 256; ++b) {
+      if (!banded_writes(b)) continue;
       std::uint8_t d[5];
       for (int n = 0; n < 5; ++n) d[n] = std::uint8_t(decode_digit(Code::base3_banded, std::uint8_t(b), n));
       t[std::size_t(b)] = encode_trits(d, 5);

@@ -117,6 +117,8 @@ int decode_trit(std::uint8_t byte, int n);
 // to a byte and back (only bytes the codec writes are read back).
 std::uint8_t encode_digits(Code code, const std::uint8_t* digits);
 int decode_digit(Code code, std::uint8_t byte, int n);
+// Whether Code::base3_banded writes `byte` (84 t0 + r with r < 81; not 81-83 of a band, not 252-255).
+constexpr bool banded_writes(int byte) { return byte >= 0 && byte < 3 * 84 && byte % 84 < 81; }
 // Each Code::base3_banded byte's Code::base3 byte (the same five digits; 0 for bytes the banded
 // code never writes), for kernels written against Code::base3's digit arithmetic.
 const std::array<std::uint8_t, 256>& banded_to_base3();

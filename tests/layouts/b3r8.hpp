@@ -2,6 +2,7 @@
 // row-interleaved; the AVX-512 base-3 build reads sixteen rows a vector and refuses it, naming why,
 // so it runs on the permute fallback.
 #pragma once
+#include "layouts/b3r.hpp"
 #include "layouts/dsl.hpp"
 #include "layouts/registry.hpp"
 
@@ -29,20 +30,13 @@ TERNLAB_REGISTER_LAYOUT(B3r8);
 // row-interleaved, but the AVX-512 base-3 build reads banded bytes and refuses it, naming why, so
 // it runs on the permute fallback, which reads both codes.
 struct B3rCeil {
-  static constexpr LayoutSpec spec{
-      .name = "b3r-ceil",
-      .summary = "test-only: b3r with ceil(256 q / 243) bytes",
-      .rows = 16,
-      .code = Code::base3,
-      .scales = {.offset = 416, .row_stride = 2},
-      .pieces = pieces(Piece{.row = modes(bytes("lane", 16, 4)),
-                             .k = modes(bytes("b", 4, 1), slots("n", 5, 1), bytes("strip", 6, 64)),
-                             .byte_base = 0},
-                       Piece{.k_begin = 120,
-                             .row = modes(bytes("lane", 16, 2)),
-                             .k = modes(bytes("b", 2, 1), slots("n", 4, 1)),
-                             .byte_base = 384}),
-  };
+  static constexpr LayoutSpec spec = [] {
+    LayoutSpec s = layouts::B3r::spec;
+    s.name = "b3r-ceil";
+    s.summary = "test-only: b3r with ceil(256 q / 243) bytes";
+    s.code = Code::base3;
+    return s;
+  }();
 };
 TERNLAB_REGISTER_LAYOUT(B3rCeil);
 
