@@ -717,8 +717,7 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
   js["tokens"] = n;
   js["rounds"] = r.rounds;
   js["warmup"] = r.warmup;
-  js["ceiling_gbps"] = Json::object();
-  for (const auto& [t, v] : r.ceiling_gbps) js["ceiling_gbps"][std::to_string(t)] = stat_json(stat_of(v));
+  js["ceiling_gbps"] = stats_by_threads(r.ceiling_gbps);
   js["ceiling_loops"] = loops_json(r.ceiling_loops);
   js["arms"] = Json::array();
   std::vector<BarItem> bars;

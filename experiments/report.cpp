@@ -90,6 +90,12 @@ std::string ceiling_text(const TimingResult& r, int threads, const std::vector<d
   return s;
 }
 
+Json stats_by_threads(const std::map<int, std::vector<double>>& per_round) {
+  Json o = Json::object();
+  for (const auto& [n, v] : per_round) o[std::to_string(n)] = stat_json(stat_of(v));
+  return o;
+}
+
 Json loops_json(const std::map<int, std::vector<std::string>>& loops) {
   Json o = Json::object();
   for (const auto& [n, v] : loops) o[std::to_string(n)] = v;
@@ -295,16 +301,11 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
                       "reps", "seconds", "gbps", "ceiling_gbps", "fraction_of_bound", "speedup_vs_baseline", "compute_ceiling_gmacs"};
   Json params = Json::object();
   for (const auto& [k, v] : run.params) params[k] = value_text(*v.node);
-  const auto by_threads = [](const std::map<int, std::vector<double>>& m) {
-    Json o = Json::object();
-    for (const auto& [n, v] : m) o[std::to_string(n)] = stat_json(stat_of(v));
-    return o;
-  };
   Json js = {{"index", run.index}, {"name", rep.title}, {"kind", run.kind}, {"sweep", sweep_json(run)}, {"params", params},
              {"baseline", r.baseline}, {"interleaved", r.interleaved}, {"rounds", r.rounds}, {"warmup", r.warmup},
-             {"ceiling_bytes", json_number(r.ceiling_bytes)}, {"ceiling_gbps", by_threads(r.ceiling_gbps)},
+             {"ceiling_bytes", json_number(r.ceiling_bytes)}, {"ceiling_gbps", stats_by_threads(r.ceiling_gbps)},
              {"ceiling_loops", loops_json(r.ceiling_loops)},
-             {"compute_gmacs", by_threads(r.compute_gmacs)}, {"arms", Json::array()}};
+             {"compute_gmacs", stats_by_threads(r.compute_gmacs)}, {"arms", Json::array()}};
 
   // gemm is compute-bound: its plot is GMAC/s against the int8 ceiling; gemv's is GB/s against the memory ceiling.
   const bool gemm = run.kind == "gemm";

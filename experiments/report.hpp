@@ -136,6 +136,8 @@ std::string with_range(const Stat& s, const std::string& suffix = "", double sca
 // One thread count's read ceiling over the kept rounds and the loops that set it:
 // "1 thr 36.0 GB/s [34.5–37.4] (set by avx512 zmm, 2 streams in 4 of 5 rounds; ...)".
 std::string ceiling_text(const TimingResult& r, int threads, const std::vector<double>& gbps);
+// thread count -> the median and range of its kept rounds (ceilings in summary.json).
+Json stats_by_threads(const std::map<int, std::vector<double>>& per_round);
 // thread count -> the read loop that set each kept round's ceiling.
 Json loops_json(const std::map<int, std::vector<std::string>>& loops);
 

@@ -196,8 +196,7 @@ RunReport run_tradeoff(const RunSpec& run, RunContext& ctx) {
   js["rounds"] = r.rounds;
   js["warmup"] = r.warmup;
   js["requantise_scales"] = requantise;
-  js["ceiling_gbps"] = Json::object();
-  for (const auto& [t, v] : r.ceiling_gbps) js["ceiling_gbps"][std::to_string(t)] = stat_json(stat_of(v));
+  js["ceiling_gbps"] = stats_by_threads(r.ceiling_gbps);
   js["ceiling_loops"] = loops_json(r.ceiling_loops);
   js["texts"] = Json::array();
   for (const Text& t : texts)
