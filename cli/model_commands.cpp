@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "layouts/registry.hpp"
 #include "experiments/progress.hpp"
 #include "model/experiments.hpp"
+#include "model/export.hpp"
 #include "model/model.hpp"
 #include "model/sampler.hpp"
 #include "model/speculative.hpp"
@@ -77,7 +79,9 @@ void run_info(const std::string& path, bool tensors) {
   for (int l = 0; l < c.n_layer; ++l) gdn += c.is_gdn(l);
   std::cout << "model: qwen35, " << c.n_layer << " layers (" << gdn << " Gated DeltaNet, " << c.n_layer - gdn
             << " attention), hidden " << c.n_embd << ", ffn " << c.n_ff << ", vocab " << c.n_vocab
-            << ", Hadamard block " << c.rotation.block << ", ternary type "
+            << (c.rotation.identity ? std::string(", unfolded (no Hadamard rotation; upstream llama.cpp's convention)")
+                                    : cat(", Hadamard block ", c.rotation.block))
+            << ", ternary type "
             << gguf::traits_of(std::uint32_t(c.ternary_type), "").name << " (all tensors validated)\n";
 }
 
@@ -435,6 +439,74 @@ void add_verify_costs_command(CLI::App* model) {
   vc->callback([] { run_verify_costs(v); });
 }
 
+
+struct ExportArgs {
+  std::string path, out, type, eval_text;
+  bool unfold = false, lossy = false;
+  int eval_tokens = 1024, eval_chunk = 128, threads = 1;
+};
+
+// A lossy export says what it cost in the units that matter: the scales and weights that moved, and
+// the KL divergence of the exported model's logits from the original's on a held-out text.
+void run_export(const ExportArgs& a) {
+  if (a.lossy && a.eval_text.empty() && a.type != "f32")
+    fail("model export --lossy: name a held-out text with --eval-text FILE, so the loss is measured "
+         "(KL divergence of the logits against ", a.path, ")");
+  ExportOptions o;
+  o.type = a.type;
+  o.unfold = a.unfold;
+  o.lossy = a.lossy;
+  std::unique_ptr<experiments::Progress> bar;
+  o.progress = [&](std::size_t done, std::size_t total, const std::string& name) {
+    if (!bar) bar = std::make_unique<experiments::Progress>(std::int64_t(total));
+    bar->step(cat("writing ", name, " (", done, "/", total, ")"));
+  };
+  ExportReport r;
+  try {
+    r = export_model(a.path, a.out, o);
+  } catch (const Error& e) {
+    if (a.lossy) throw;
+    const std::string what = e.what();
+    if (what.find("scale") == std::string::npos || a.type == "f32") throw;
+    fail(what, " (", a.type, " cannot hold the file's scales there: --lossy merges them into the larger and "
+               "re-ternarises, reporting what moved and the KL divergence on --eval-text)");
+  }
+  if (bar) bar->finish();
+  std::cout << "wrote " << a.out << ": " << r.bytes << " bytes, " << r.converted << " ternary tensors as "
+            << gguf::traits_of(r.type, "").name << (a.unfold ? ", Hadamard fold undone" : "") << "\n";
+  if (r.fold_kept)
+    std::cout << "note: the file keeps its prism.hadamard fold. ternlab (and PrismML's llama.cpp fork) apply it; "
+                 "upstream llama.cpp ignores those keys and so runs the same shapes at the same speed but computes "
+                 "another function (docs/llamacpp.md). For upstream's logits of this model: --type f32 --unfold.\n";
+  if (r.type == std::uint32_t(gguf::TensorType::f32))
+    std::cout << "unfolded weights: " << r.unfolded_weights << ", " << r.unfolded_rounded << " rounded to float32"
+              << (r.unfolded_rounded ? cat(" (max relative error ", r.unfolded_max_rel_error, ")") : std::string(" (exact)"))
+              << "\n";
+  const ScaleRequantisation& s = r.scales;
+  if (a.lossy || !r.exact()) {
+    std::cout << "scales: " << s.changed << " of " << s.scales << " moved (relative error max " << s.max_rel_error
+              << ", mean " << s.mean_rel_error << (s.worst.empty() ? "" : "; worst " + s.worst) << "); weights: "
+              << s.weights_changed << " of " << s.weights << " re-ternarised under a merged scale changed code"
+              << " (max |effective weight error| " << s.max_abs_weight_error << ")\n";
+  } else {
+    std::cout << "exact: every scale and weight is held as it was\n";
+  }
+  if (!a.lossy || a.type == "f32" || a.eval_text.empty()) return;
+  LoadOptions lo = load_options("", "", a.threads, "mmap", false);
+  auto ref = Model::load(a.path, lo);
+  auto got = Model::load(a.out, lo);
+  const Tokenizer tok = Tokenizer::from_gguf(ref->file());
+  std::vector<std::int32_t> ids = tok.encode(read_text(a.eval_text));
+  if (ids.size() > std::size_t(a.eval_tokens)) ids.resize(std::size_t(a.eval_tokens));
+  if (ids.size() < 2) fail(a.eval_text, " encodes to ", ids.size(), " tokens (at least 2 are needed)");
+  const LogitDivergence d = logit_divergence(*ref, *got, ids, a.eval_chunk);
+  std::cout << "loss on " << a.eval_text << " (" << d.positions << " predicted tokens, chunks of " << a.eval_chunk
+            << "): KL(original || exported) mean " << fixed_text(d.kl_mean, 6) << ", p99 " << fixed_text(d.kl_p99, 6)
+            << ", max " << fixed_text(d.kl_max, 6) << " nats; top-1 agreement " << fixed_text(100 * d.top1_agreement, 2)
+            << "%; max |logit difference| " << fixed_text(d.max_abs_logit, 4) << "; perplexity "
+            << fixed_text(d.ref_ppl.value(), 4) << " -> " << fixed_text(d.other_ppl.value(), 4) << "\n";
+}
+
 }  // namespace
 
 void add_model_commands(CLI::App& app) {
@@ -443,19 +515,30 @@ void add_model_commands(CLI::App& app) {
 
   static std::string preset = "tiny", out, type = "pq2_0";
   static std::uint64_t seed = 2026;
-  static int layers = 0;
+  static int layers = 0, scale_group = 128;
+  static bool unfolded = false;
   auto* synth = model->add_subcommand("synth", "Write a synthetic model in the exact Bonsai GGUF format");
   std::vector<std::string> preset_names;
   for (const auto& p : synth_presets()) preset_names.push_back(p.name);
   synth->add_option("--preset", preset, "Preset: " + join(preset_names))->capture_default_str();
   synth->add_option("-o,--output", out, "Output .gguf path")->required();
-  synth->add_option("--type", type, "Ternary tensor type: pq2_0 or ptq1_0")->capture_default_str();
+  synth->add_option("--type", type, "Ternary tensor type: pq2_0, ptq1_0, tq2_0 or tq1_0")->capture_default_str();
+  synth->add_option("--scale-group", scale_group,
+                    "Weights under one scale: 128, or 256 (pairs of groups share one; what TQ2_0/TQ1_0 hold)")
+      ->capture_default_str();
+  synth->add_flag("--unfolded", unfolded,
+                  "No Hadamard fold (no prism.hadamard keys): a plain qwen35 model that upstream llama.cpp runs as ternlab does");
   synth->add_option("--seed", seed, "Random seed")->capture_default_str();
   synth->add_option("--layers", layers, "Layers (default: the preset's); the layer shapes stay the preset's")
       ->check(CLI::PositiveNumber);
   synth->callback([] {
-    if (type != "pq2_0" && type != "ptq1_0") fail("--type must be pq2_0 or ptq1_0, got '", type, "'");
-    SynthOptions so{seed, type == "pq2_0" ? 142 : 143, {}};
+    const std::map<std::string, int> types{{"pq2_0", 142}, {"ptq1_0", 143}, {"tq2_0", 35}, {"tq1_0", 34}};
+    if (!types.count(type)) fail("--type must be pq2_0, ptq1_0, tq2_0 or tq1_0, got '", type, "'");
+    SynthOptions so;
+    so.seed = seed;
+    so.ternary_type = types.at(type);
+    so.scale_group = scale_group;
+    so.unfolded = unfolded;
     std::unique_ptr<experiments::Progress> bar;
     so.progress = [&](std::size_t done, std::size_t total, const std::string& name) {
       if (!bar) bar = std::make_unique<experiments::Progress>(std::int64_t(total));
@@ -463,8 +546,29 @@ void add_model_commands(CLI::App& app) {
     };
     const auto bytes = write_synthetic(layers ? with_layers(find_preset(preset), layers) : find_preset(preset), out, so);
     if (bar) bar->finish();
-    std::cout << "wrote " << out << ": preset " << preset << (layers ? cat(", ", layers, " layers") : "") << ", " << type << ", " << bytes << " bytes\n";
+    std::cout << "wrote " << out << ": preset " << preset << (layers ? cat(", ", layers, " layers") : "") << ", " << type
+              << (unfolded ? ", unfolded" : "") << ", " << bytes << " bytes\n";
   });
+
+  static ExportArgs ex;
+  auto* exp = model->add_subcommand(
+      "export", "Re-write a model for llama.cpp: ternary tensors as TQ2_0/TQ1_0 (or PQ2_0/PTQ1_0), or the fold undone into F32");
+  exp->add_option("file", ex.path, "Input GGUF (a Bonsai 2 / qwen35 ternary model)")->required();
+  exp->add_option("-o,--output", ex.out, "Output .gguf path (written whole or not at all)")->required();
+  exp->add_option("--type", ex.type, "Target: tq2_0, tq1_0 (ggml's, upstream llama.cpp), pq2_0, ptq1_0, or f32 (with --unfold)")
+      ->required();
+  exp->add_flag("--unfold", ex.unfold, "Undo the Hadamard fold (weights, embedding rows, ssm_out to tiled order) and drop "
+                                       "prism.hadamard: the model upstream llama.cpp computes as ternlab does (needs --type f32 "
+                                       "unless the file is unfolded already)");
+  exp->add_flag("--lossy", ex.lossy, "LOSSY, by name: merge scale groups the target cannot hold (one scale per 256 "
+                                     "weights in TQ2_0/TQ1_0) and report what moved");
+  exp->add_option("--eval-text", ex.eval_text, "With --lossy: held-out text for the KL divergence of the logits");
+  exp->add_option("--eval-tokens", ex.eval_tokens, "With --eval-text: tokens of it to score")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  exp->add_option("--eval-chunk", ex.eval_chunk, "With --eval-text: tokens per chunk from a fresh state")
+      ->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  exp->add_option("-t,--threads", ex.threads, "Threads for the KL evaluation")->capture_default_str()->check(CLI::PositiveNumber);
+  exp->callback([] { run_export(ex); });
 
   static std::string info_path;
   static bool info_tensors = false;

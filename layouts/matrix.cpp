@@ -262,6 +262,20 @@ PackedMatrix transcode(const PackedMatrix& p, const LayoutInfo& to, const std::s
   return pack(unpack(p), to, what);
 }
 
+void accumulate(ScaleRequantisation& all, const ScaleRequantisation& one, const std::string& name) {
+  const double mean_sum = all.mean_rel_error * double(all.scales) + one.mean_rel_error * double(one.scales);
+  if (one.max_rel_error > all.max_rel_error) {
+    all.max_rel_error = one.max_rel_error;
+    all.worst = cat(name, " ", one.worst);
+  }
+  all.scales += one.scales;
+  all.changed += one.changed;
+  all.weights += one.weights;
+  all.weights_changed += one.weights_changed;
+  all.max_abs_weight_error = std::max(all.max_abs_weight_error, one.max_abs_weight_error);
+  all.mean_rel_error = all.scales ? mean_sum / double(all.scales) : 0.0;
+}
+
 TernaryMatrix requantise_scales(const TernaryMatrix& m, ScaleFormat f, const std::string& what,
                                 ScaleRequantisation* report) {
   TernaryMatrix out = m;
@@ -327,14 +341,38 @@ TernaryMatrix merge_scale_groups(const TernaryMatrix& m, const LayoutInfo& to, S
   return out;
 }
 
+// Every 128-weight scale of `before` against `after`: how many moved, by how much (relative), the worst.
+ScaleRequantisation scale_changes(const TernaryMatrix& before, const TernaryMatrix& after) {
+  ScaleRequantisation rep;
+  double sum = 0;
+  for (std::size_t j = 0; j < before.scales.size(); ++j) {
+    ++rep.scales;
+    const float v = fp16_to_float(before.scales[j]), q = fp16_to_float(after.scales[j]);
+    if (q == v) continue;
+    ++rep.changed;
+    const double rel = v == 0 ? 1.0 : std::fabs(double(q) - double(v)) / std::fabs(double(v));
+    sum += rel;
+    if (rel > rep.max_rel_error) {
+      rep.max_rel_error = rel;
+      rep.worst = cat("row ", std::int64_t(j) / before.blocks_per_row(), " block ", std::int64_t(j) % before.blocks_per_row(),
+                      ": ", v, " -> ", q);
+    }
+  }
+  rep.mean_rel_error = rep.scales ? sum / double(rep.scales) : 0.0;
+  return rep;
+}
+
 }  // namespace
 
 PackedMatrix requantise(const PackedMatrix& p, const LayoutInfo& to, const std::string& what,
                         ScaleRequantisation* report) {
   ScaleRequantisation merged;
-  const TernaryMatrix m = merge_scale_groups(unpack(p), to, merged);
-  ScaleRequantisation rep;
-  PackedMatrix out = pack(requantise_scales(m, to.scale_format(), what, &rep), to, what);
+  const TernaryMatrix source = unpack(p);
+  const TernaryMatrix m = merge_scale_groups(source, to, merged);
+  const TernaryMatrix final_form = requantise_scales(m, to.scale_format(), what);
+  PackedMatrix out = pack(final_form, to, what);
+  // Scales moved by the merge and by the format's rounding alike, each against the file's own.
+  ScaleRequantisation rep = scale_changes(source, final_form);
   rep.weights = merged.weights;
   rep.weights_changed = merged.weights_changed;
   rep.max_abs_weight_error = merged.max_abs_weight_error;

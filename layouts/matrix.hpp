@@ -89,6 +89,10 @@ struct ScaleRequantisation {
   std::string worst;  // "row R block B: OLD -> NEW" of the largest relative error ("" if none moved)
 };
 
+// Folds one tensor's report into a model's (counts summed, the mean weighted by scales, the worst
+// scale kept with the tensor's name).
+void accumulate(ScaleRequantisation& all, const ScaleRequantisation& one, const std::string& name);
+
 // LOSSY re-layout: where the target's scale group is wider than 128 weights (or one per tensor),
 // the scales under one target scale merge into the largest in magnitude and the weights are
 // re-ternarised against it (w' = round(w s / s'), halves away from zero, as ggml's quantisers

@@ -106,58 +106,66 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
     for (int l = 0; l < c.n_layer; ++l) c.recurrent[std::size_t(l)] = (l + 1) % c.full_attention_interval != 0;
   }
 
-  // prism.hadamard (spec §3.3): validated like the fork's loader.
+  // prism.hadamard (spec §3.3): validated like the fork's loader. A file with none of its keys is
+  // unfolded, as upstream llama.cpp writes qwen35: no rotation, ssm_out's columns in tiled order.
   const std::string h = "prism.hadamard.";
-  const auto version = f.get_uint(h + "version");
-  const bool tied = f.get_bool(h + "tied_output", false);
-  if (!((version == 1 && !tied) || (version == 2 && tied)))
-    fail(f.source, ": ", h, "version = ", version, " with tied_output = ", tied,
-         " (ternlab runs version 1, an untied folded head)");
-  c.rotation.block = as_int(f, h + "block_size", 1 << 20);
-  if ((c.rotation.block & (c.rotation.block - 1)) != 0)
-    fail(f.source, ": ", h, "block_size = ", c.rotation.block, " is not a power of two");
-  if (f.get_string(h + "transform") != "normalized-sylvester-walsh-hadamard")
-    fail(f.source, ": ", h, "transform = '", f.get_string(h + "transform"), "' is not supported");
-  if (f.get_string(h + "axis") != "input-last-dimension")
-    fail(f.source, ": ", h, "axis = '", f.get_string(h + "axis"), "' is not supported");
-  const std::string sign_mode = f.get_string(h + "sign_mode");
-  if (sign_mode != "explicit" && sign_mode != "identity")
-    fail(f.source, ": ", h, "sign_mode = '", sign_mode, "' (explicit or identity)");
-  const auto widths = f.get_ints(h + "sign_widths");
-  std::vector<std::int64_t> values;
-  if (sign_mode == "explicit") values = f.get_ints(h + "sign_values");
-  std::size_t at = 0;
-  for (const auto w : widths) {
-    if (w <= 0 || w % c.rotation.block != 0)
-      fail(f.source, ": ", h, "sign_widths entry ", w, " is not a positive multiple of block_size ",
-           c.rotation.block);
-    // Bound the allocation by what the file can hold (explicit) or by any plausible width.
-    if ((sign_mode == "explicit" && std::uint64_t(w) > values.size() - std::min(values.size(), at)) || w > (1 << 26))
-      fail(f.source, ": ", h, "sign_values has ", values.size(), " entries, fewer than the sum of sign_widths");
-    std::vector<float> s(std::size_t(w), 1.0f);
-    if (sign_mode == "explicit") {
-      if (values.size() < at + std::size_t(w))
+  const bool folded_file = std::any_of(f.key_order.begin(), f.key_order.end(),
+                                       [&](const std::string& k) { return k.starts_with(h); });
+  if (!folded_file) {
+    c.rotation.identity = true;
+    c.gdn_v_grouped = false;
+  } else {
+    const auto version = f.get_uint(h + "version");
+    const bool tied = f.get_bool(h + "tied_output", false);
+    if (!((version == 1 && !tied) || (version == 2 && tied)))
+      fail(f.source, ": ", h, "version = ", version, " with tied_output = ", tied,
+           " (ternlab runs version 1, an untied folded head)");
+    c.rotation.block = as_int(f, h + "block_size", 1 << 20);
+    if ((c.rotation.block & (c.rotation.block - 1)) != 0)
+      fail(f.source, ": ", h, "block_size = ", c.rotation.block, " is not a power of two");
+    if (f.get_string(h + "transform") != "normalized-sylvester-walsh-hadamard")
+      fail(f.source, ": ", h, "transform = '", f.get_string(h + "transform"), "' is not supported");
+    if (f.get_string(h + "axis") != "input-last-dimension")
+      fail(f.source, ": ", h, "axis = '", f.get_string(h + "axis"), "' is not supported");
+    const std::string sign_mode = f.get_string(h + "sign_mode");
+    if (sign_mode != "explicit" && sign_mode != "identity")
+      fail(f.source, ": ", h, "sign_mode = '", sign_mode, "' (explicit or identity)");
+    const auto widths = f.get_ints(h + "sign_widths");
+    std::vector<std::int64_t> values;
+    if (sign_mode == "explicit") values = f.get_ints(h + "sign_values");
+    std::size_t at = 0;
+    for (const auto w : widths) {
+      if (w <= 0 || w % c.rotation.block != 0)
+        fail(f.source, ": ", h, "sign_widths entry ", w, " is not a positive multiple of block_size ",
+             c.rotation.block);
+      // Bound the allocation by what the file can hold (explicit) or by any plausible width.
+      if ((sign_mode == "explicit" && std::uint64_t(w) > values.size() - std::min(values.size(), at)) || w > (1 << 26))
         fail(f.source, ": ", h, "sign_values has ", values.size(), " entries, fewer than the sum of sign_widths");
-      for (std::size_t i = 0; i < s.size(); ++i) {
-        const auto v = values[at + i];
-        if (v != 1 && v != -1) fail(f.source, ": ", h, "sign_values[", at + i, "] = ", v, " is not +1 or -1");
-        s[i] = float(v);
+      std::vector<float> s(std::size_t(w), 1.0f);
+      if (sign_mode == "explicit") {
+        if (values.size() < at + std::size_t(w))
+          fail(f.source, ": ", h, "sign_values has ", values.size(), " entries, fewer than the sum of sign_widths");
+        for (std::size_t i = 0; i < s.size(); ++i) {
+          const auto v = values[at + i];
+          if (v != 1 && v != -1) fail(f.source, ": ", h, "sign_values[", at + i, "] = ", v, " is not +1 or -1");
+          s[i] = float(v);
+        }
       }
+      at += std::size_t(w);
+      c.rotation.signs[w] = std::move(s);
     }
-    at += std::size_t(w);
-    c.rotation.signs[w] = std::move(s);
+    if (sign_mode == "explicit" && at != values.size())
+      fail(f.source, ": ", h, "sign_values has ", values.size(), " entries, sign_widths sum to ", at);
+    for (auto& n : f.get_strings(h + "weight_names")) c.folded.insert(n);
+    for (auto& n : f.get_strings(h + "inverse_weight_names")) c.inverse_folded.insert(n);
+    if (c.folded.empty()) fail(f.source, ": ", h, "weight_names is empty");
+    for (const auto& n : c.inverse_folded) {
+      if (n != "token_embd.weight")
+        fail(f.source, ": ", h, "inverse_weight_names holds '", n, "' (only token_embd.weight is accepted)");
+      if (c.folded.count(n)) fail(f.source, ": ", h, "'", n, "' is in both weight_names and inverse_weight_names");
+    }
+    c.gdn_v_grouped = f.get_bool(h + "gdn_v_grouped", false);
   }
-  if (sign_mode == "explicit" && at != values.size())
-    fail(f.source, ": ", h, "sign_values has ", values.size(), " entries, sign_widths sum to ", at);
-  for (auto& n : f.get_strings(h + "weight_names")) c.folded.insert(n);
-  for (auto& n : f.get_strings(h + "inverse_weight_names")) c.inverse_folded.insert(n);
-  if (c.folded.empty()) fail(f.source, ": ", h, "weight_names is empty");
-  for (const auto& n : c.inverse_folded) {
-    if (n != "token_embd.weight")
-      fail(f.source, ": ", h, "inverse_weight_names holds '", n, "' (only token_embd.weight is accepted)");
-    if (c.folded.count(n)) fail(f.source, ": ", h, "'", n, "' is in both weight_names and inverse_weight_names");
-  }
-  c.gdn_v_grouped = f.get_bool(h + "gdn_v_grouped", false);
 
   // Tensors: vocabulary from the embedding, then every expected tensor's type and shape.
   const gguf::TensorInfo& embd = f.tensor("token_embd.weight");
@@ -165,7 +173,8 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   c.n_vocab = int(std::min<std::uint64_t>(embd.ne[1], 1u << 30));
   c.ternary_type = int(embd.type);
   if (!gguf::is_ternary(embd.tensor_type()))
-    fail(f.source, ": tensor 'token_embd.weight' has type ", embd.type, " (expected PQ2_0 = 142 or PTQ1_0 = 143)");
+    fail(f.source, ": tensor 'token_embd.weight' has type ", gguf::traits_of(embd.type, "token_embd.weight").name,
+         " (ternlab runs ternary models: PQ2_0, PTQ1_0, TQ2_0 or TQ1_0)");
   for (const TensorSpec& s : tensor_specs(c)) {
     const gguf::TensorInfo& t = f.tensor(s.name);
     std::vector<std::uint64_t> ne = t.ne;
@@ -185,6 +194,7 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
            s.kind == Kind::ternary ? gguf::traits_of(std::uint32_t(c.ternary_type), s.name).name
            : s.kind == Kind::f32   ? "F32"
                                    : "BF16");
+    if (c.rotation.identity) continue;  // unfolded: no fold list to agree with
     if (s.folded != (c.folded.count(s.name) != 0) || s.inverse != (c.inverse_folded.count(s.name) != 0))
       fail(f.source, ": tensor '", s.name, "' is ", s.folded || s.inverse ? "not " : "",
            "listed in prism.hadamard.", s.inverse ? "inverse_weight_names" : "weight_names",
@@ -199,6 +209,19 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   for (const auto& n : c.folded)
     if (!f.find(n)) fail(f.source, ": prism.hadamard.weight_names lists '", n, "', which the file lacks");
   return c;
+}
+
+int llama_file_type(std::uint32_t type) {
+  switch (gguf::TensorType(type)) {
+    case gguf::TensorType::pq2_0: return 141;
+    case gguf::TensorType::ptq1_0: return 143;
+    case gguf::TensorType::tq2_0: return 37;
+    case gguf::TensorType::tq1_0: return 36;
+    case gguf::TensorType::f32: return 0;
+    case gguf::TensorType::f16: return 1;
+    case gguf::TensorType::bf16: return 32;
+  }
+  fail("no llama.cpp file type for GGUF tensor type ", type);
 }
 
 void write_metadata(const ModelConfig& c, gguf::Writer& w, int file_type) {
@@ -226,6 +249,7 @@ void write_metadata(const ModelConfig& c, gguf::Writer& w, int file_type) {
   w.set(a + "ssm.time_step_rank", Value::u32(std::uint32_t(c.ssm_v_heads)));
   w.set(a + "ssm.inner_size", Value::u32(std::uint32_t(c.ssm_value_dim())));
   w.set(a + "full_attention_interval", Value::u32(std::uint32_t(c.full_attention_interval)));
+  if (c.rotation.identity) return;  // unfolded: upstream's qwen35 keys only
   const std::string h = "prism.hadamard.";
   w.set(h + "version", Value::u32(1));
   w.set(h + "block_size", Value::u32(std::uint32_t(c.rotation.block)));

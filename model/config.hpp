@@ -35,7 +35,7 @@ struct ModelConfig {
   Rotation rotation;
   std::set<std::string> folded, inverse_folded;
   bool gdn_v_grouped = true;
-  int ternary_type = 142;  // the type every ternary tensor has (PQ2_0 or PTQ1_0)
+  int ternary_type = 142;  // the GGUF type every ternary tensor has (PQ2_0, PTQ1_0, TQ2_0 or TQ1_0)
 
   int ssm_key_dim() const { return ssm_state * ssm_k_heads; }
   int ssm_value_dim() const { return ssm_state * ssm_v_heads; }
@@ -66,6 +66,10 @@ struct TensorSpec {
 };
 // Every tensor the trunk needs, in file order (globals first, then layer by layer).
 std::vector<TensorSpec> tensor_specs(const ModelConfig& c);
+
+// general.file_type (llama.cpp's llama_ftype) of a model whose ternary tensors have GGUF type
+// `type`: TQ1_0 36, TQ2_0 37, F32 0, and PrismML's 141 / 143 for PQ2_0 / PTQ1_0.
+int llama_file_type(std::uint32_t type);
 
 // Writes every architecture and prism.hadamard key of `c` (not the tokenizer).
 void write_metadata(const ModelConfig& c, gguf::Writer& w, int file_type);

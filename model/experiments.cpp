@@ -1,5 +1,6 @@
 #include "model/experiments.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -79,6 +80,58 @@ std::vector<float> all_logits(Model& m, std::span<const std::int32_t> tokens) {
            ") of token_embd.weight");
   Session s = m.new_session();
   return m.forward(s, tokens, true);
+}
+
+LogitDivergence logit_divergence(Model& ref, Model& other, std::span<const std::int32_t> tokens, int chunk) {
+  const int vocab = ref.config().n_vocab;
+  if (other.config().n_vocab != vocab)
+    fail(other.file().source, ": vocabulary of ", other.config().n_vocab, " tokens, ", ref.file().source, " has ", vocab);
+  if (chunk < 2) fail("logit divergence: chunks of at least 2 tokens");
+  LogitDivergence d;
+  std::vector<double> kls;
+  std::int64_t agree = 0;
+  const auto log_softmax = [&](const float* l, std::vector<double>& out) {
+    double mx = l[0];
+    for (int v = 1; v < vocab; ++v) mx = std::max(mx, double(l[v]));
+    double sum = 0;
+    for (int v = 0; v < vocab; ++v) sum += std::exp(double(l[v]) - mx);
+    const double lse = std::log(sum) + mx;
+    out.resize(std::size_t(vocab));
+    for (int v = 0; v < vocab; ++v) out[std::size_t(v)] = double(l[v]) - lse;
+  };
+  std::vector<double> lp, lq;
+  for (std::size_t at = 0; at + 1 < tokens.size(); at += std::size_t(chunk)) {
+    const auto part = tokens.subspan(at, std::min(tokens.size() - at, std::size_t(chunk)));
+    if (part.size() < 2) break;
+    const auto a = all_logits(ref, part), b = all_logits(other, part);
+    for (std::size_t t = 0; t + 1 < part.size(); ++t) {
+      const float* la = a.data() + t * std::size_t(vocab);
+      const float* lb = b.data() + t * std::size_t(vocab);
+      log_softmax(la, lp);
+      log_softmax(lb, lq);
+      double kl = 0;
+      for (int v = 0; v < vocab; ++v) {
+        kl += std::exp(lp[std::size_t(v)]) * (lp[std::size_t(v)] - lq[std::size_t(v)]);
+        d.max_abs_logit = std::max(d.max_abs_logit, std::fabs(double(la[v]) - double(lb[v])));
+      }
+      kls.push_back(std::max(0.0, kl));
+      agree += std::max_element(la, la + vocab) - la == std::max_element(lb, lb + vocab) - lb;
+      const auto next = std::size_t(part[t + 1]);
+      d.ref_ppl.nll_sum -= lp[next];
+      d.other_ppl.nll_sum -= lq[next];
+      ++d.ref_ppl.predicted;
+      ++d.other_ppl.predicted;
+    }
+  }
+  d.positions = std::int64_t(kls.size());
+  if (kls.empty()) fail("logit divergence: no predicted position (", tokens.size(), " tokens)");
+  for (double k : kls) d.kl_mean += k;
+  d.kl_mean /= double(kls.size());
+  std::sort(kls.begin(), kls.end());
+  d.kl_max = kls.back();
+  d.kl_p99 = kls[std::min(kls.size() - 1, std::size_t(0.99 * double(kls.size())))];
+  d.top1_agreement = double(agree) / double(kls.size());
+  return d;
 }
 
 OpProfile profile_decode(Model& m, std::span<const std::int32_t> prompt) {

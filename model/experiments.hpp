@@ -39,6 +39,18 @@ Perplexity perplexity(Model& m, std::span<const std::int32_t> tokens, int chunk)
 // sequence longer than the file's qwen35.context_length (naming the file and the key).
 std::vector<float> all_logits(Model& m, std::span<const std::int32_t> tokens);
 
+// How far `other`'s next-token distributions are from `ref`'s over `tokens`, in chunks of `chunk`
+// tokens from a fresh state (as perplexity): KL(p_ref || p_other) per predicted position, the share
+// of positions whose argmax agrees, and both perplexities. The two models must share a vocabulary.
+struct LogitDivergence {
+  std::int64_t positions = 0;
+  double kl_mean = 0, kl_max = 0, kl_p99 = 0;
+  double top1_agreement = 0;  // fraction of positions
+  double max_abs_logit = 0;   // max |logit difference|
+  Perplexity ref_ppl, other_ppl;
+};
+LogitDivergence logit_divergence(Model& ref, Model& other, std::span<const std::int32_t> tokens, int chunk);
+
 // Per-op wall time of one decode token after prefilling `prompt`.
 OpProfile profile_decode(Model& m, std::span<const std::int32_t> prompt);
 

@@ -41,11 +41,27 @@ TypeTraits traits_of(std::uint32_t type, const std::string& what) {
     case TensorType::bf16: return {1, 2, "BF16"};
     case TensorType::pq2_0: return {128, 34, "PQ2_0"};
     case TensorType::ptq1_0: return {128, 28, "PTQ1_0"};
+    case TensorType::tq2_0: return {256, 66, "TQ2_0"};
+    case TensorType::tq1_0: return {256, 54, "TQ1_0"};
   }
-  fail(what, ": unknown ggml tensor type ", type, " (ternlab reads F32=0, F16=1, BF16=30, PQ2_0=142, PTQ1_0=143)");
+  fail(what, ": unknown ggml tensor type ", type,
+       " (ternlab reads F32=0, F16=1, TQ1_0=34, TQ2_0=35, BF16=30, PQ2_0=142, PTQ1_0=143)");
 }
 
-bool is_ternary(TensorType t) { return t == TensorType::pq2_0 || t == TensorType::ptq1_0; }
+bool is_ternary(TensorType t) {
+  return t == TensorType::pq2_0 || t == TensorType::ptq1_0 || t == TensorType::tq2_0 || t == TensorType::tq1_0;
+}
+
+const char* ternary_layout_name(std::uint32_t type, const std::string& what) {
+  switch (TensorType(type)) {
+    case TensorType::pq2_0: return "pq2_0";
+    case TensorType::ptq1_0: return "ptq1_0";
+    case TensorType::tq2_0: return "tq2_0";
+    case TensorType::tq1_0: return "tq1_0";
+    default: break;
+  }
+  fail(what, ": type ", traits_of(type, what).name, " is not a ternary block format (PQ2_0, PTQ1_0, TQ2_0, TQ1_0)");
+}
 
 std::int64_t TensorInfo::elements() const {
   std::int64_t n = 1;

@@ -24,7 +24,9 @@ enum class ValueType : std::uint32_t {
 const char* type_name(ValueType t);
 
 // ggml tensor types ternlab reads. Anything else in a file is refused with the tensor's name.
-enum class TensorType : std::uint32_t { f32 = 0, f16 = 1, bf16 = 30, pq2_0 = 142, ptq1_0 = 143 };
+enum class TensorType : std::uint32_t {
+  f32 = 0, f16 = 1, tq1_0 = 34, tq2_0 = 35, bf16 = 30, pq2_0 = 142, ptq1_0 = 143,
+};
 struct TypeTraits {
   int block_elems;
   int block_bytes;
@@ -33,6 +35,9 @@ struct TypeTraits {
 // Throws for an unknown id; `what` names the tensor.
 TypeTraits traits_of(std::uint32_t type, const std::string& what);
 bool is_ternary(TensorType t);
+// The ternary block formats by GGUF type id: PrismML's PQ2_0 / PTQ1_0 (128 weights a block) and
+// ggml's TQ2_0 / TQ1_0 (256 weights, what upstream llama.cpp runs). Throws for another type.
+const char* ternary_layout_name(std::uint32_t type, const std::string& what);
 
 inline constexpr std::uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
 inline constexpr std::uint32_t kVersion = 3;

@@ -29,12 +29,14 @@ const std::vector<float>& Rotation::signs_for(std::int64_t k) const {
 }
 
 void Rotation::forward(float* x, std::int64_t k) const {
+  if (identity) return;
   const auto& s = signs_for(k);
   for (std::int64_t b = 0; b * block < k; ++b) forward_block(x, s, b);
 }
 
 // The vector builds below repeat fwht's float operations element by element (vector_ops.hpp).
 void Rotation::forward_block(float* x, const std::vector<float>& s, std::int64_t b) const {
+  if (identity) return;
   const VectorOps& ops = vector_ops();
   const std::int64_t i0 = b * block;
   ops.multiply(x + i0, s.data() + i0, block);
@@ -42,6 +44,7 @@ void Rotation::forward_block(float* x, const std::vector<float>& s, std::int64_t
 }
 
 void Rotation::inverse(float* x, std::int64_t k) const {
+  if (identity) return;
   const auto& s = signs_for(k);
   const VectorOps& ops = vector_ops();
   for (std::int64_t b = 0; b < k; b += block) ops.fwht(x + b, block);

@@ -14,6 +14,9 @@ namespace ternlab::model {
 void fwht(float* x, int n);
 
 struct Rotation {
+  // No fold (a file without prism.hadamard keys, as upstream llama.cpp writes and reads qwen35):
+  // the weights act on the activations as they are, and every transform below is the identity.
+  bool identity = false;
   int block = 1024;
   std::map<std::int64_t, std::vector<float>> signs;  // by width K: +1.0f / -1.0f
 

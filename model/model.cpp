@@ -53,7 +53,7 @@ OpTimer::~OpTimer() {
 
 Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k, ThreadPool& pool,
                              OpProfile* profile) {
-  {
+  if (!c.rotation.identity) {
     // Every (token, 1024-block) is rotated on its own, so the pool may split them: same floats.
     OpTimer t(profile, OpProfile::hadamard);
     // The sign vector is looked up once; signs_for throws for a width without one or one that is
@@ -112,25 +112,10 @@ std::vector<float> read_floats(const gguf::File& f, const std::string& name) {
   return out;
 }
 
-// Folds one tensor's requantisation report into the model's.
-void add_report(ScaleRequantisation& all, const ScaleRequantisation& one, const std::string& name) {
-  const double mean_sum = all.mean_rel_error * double(all.scales) + one.mean_rel_error * double(one.scales);
-  if (one.max_rel_error > all.max_rel_error) {
-    all.max_rel_error = one.max_rel_error;
-    all.worst = cat(name, " ", one.worst);
-  }
-  all.scales += one.scales;
-  all.changed += one.changed;
-  all.weights += one.weights;
-  all.weights_changed += one.weights_changed;
-  all.max_abs_weight_error = std::max(all.max_abs_weight_error, one.max_abs_weight_error);
-  all.mean_rel_error = all.scales ? mean_sum / double(all.scales) : 0.0;
-}
-
 PackedMatrix read_packed(const gguf::File& f, const std::string& name, const LayoutInfo& to,
                          ScaleRequantisation* lossy = nullptr) {
   const gguf::TensorInfo& t = f.tensor(name);
-  const LayoutInfo& from = find_layout(t.tensor_type() == gguf::TensorType::pq2_0 ? "pq2_0" : "ptq1_0");
+  const LayoutInfo& from = find_layout(gguf::ternary_layout_name(t.type, f.source + ": tensor '" + name + "'"));
   const auto bytes = f.data(t);
   PackedMatrix p =
       adopt_bytes(from, std::int64_t(t.ne[1]), std::int64_t(t.ne[0]), bytes.data(), bytes.size(), name);
@@ -139,7 +124,7 @@ PackedMatrix read_packed(const gguf::File& f, const std::string& name, const Lay
   if (!lossy) return transcode(p, to, name);
   ScaleRequantisation one;
   PackedMatrix q = requantise(p, to, name, &one);
-  add_report(*lossy, one, name);
+  accumulate(*lossy, one, name);
   return q;
 }
 
@@ -151,7 +136,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   const gguf::File& f = m->file_;
   m->cfg_ = ModelConfig::from_gguf(f);
   const ModelConfig& c = m->cfg_;
-  const LayoutInfo& stored = find_layout(c.ternary_type == 142 ? "pq2_0" : "ptq1_0");
+  const LayoutInfo& stored = find_layout(gguf::ternary_layout_name(std::uint32_t(c.ternary_type), f.source));
   m->layout_ = o.layout.empty() ? &stored : &find_layout(o.layout);
   m->chunk_ = std::max(1, o.prefill_chunk);
   if (o.threads < 1) fail("threads must be at least 1");
@@ -228,7 +213,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     alternative(l);
     return l;
   };
-  m->embd_ = read_packed(f, "token_embd.weight", stored);  // a lookup table: stays in the file's format
+  // A lookup table: stays in the file's format where its blocks are the 128-weight scale groups the
+  // row decode walks; ggml's 256-weight blocks (TQ2_0, TQ1_0) become PQ2_0's, exactly.
+  m->embd_ = read_packed(f, "token_embd.weight", stored.rows == 1 && stored.block_scales_128() ? stored : find_layout("pq2_0"));
   if (o.weights != WeightCode::ternary) {  // the table decoded once: floats, rotated rows as stored
     TernaryLinear e;
     e.name = "token_embd.weight";

@@ -61,17 +61,21 @@ std::uint16_t bf16_of(float f) {
 }
 
 // Ternary weights: trits uniform over {-1, 0, +1}; per-block scales around `base`.
-void fill_ternary(const TensorSpec& s, const LayoutInfo& layout, std::uint64_t seed, double base,
+void fill_ternary(const TensorSpec& s, const LayoutInfo& layout, std::uint64_t seed, double base, int scale_group,
                   std::span<std::uint8_t> out) {
   Rng rng = rng_for(seed, s.name);
   const std::int64_t cols = std::int64_t(s.ne[0]), rows = std::int64_t(s.ne[1]);
+  if (cols % scale_group != 0)
+    fail("synth: tensor '", s.name, "' has ", cols, " columns, not a multiple of the scale group ", scale_group);
   const std::int64_t chunk = std::max<std::int64_t>(1, (1 << 22) / cols);  // ~4 M weights at a time
-  const std::size_t row_bytes = std::size_t(cols / kBlockK) * std::size_t(layout.block_bytes());
+  const std::size_t row_bytes = std::size_t(cols / layout.k) * std::size_t(layout.block_bytes());
   for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const std::int64_t n = std::min(chunk, rows - r0);
     TernaryMatrix m(n, cols);
     for (auto& c : m.codes) c = std::uint8_t(rng.next() % 3);
     for (auto& sc : m.scales) sc = float_to_fp16(float(base * rng.uniform(0.75, 1.25)));
+    const std::size_t share = std::size_t(scale_group / kBlockK);  // 128-weight groups under one scale
+    for (std::size_t j = 0; j < m.scales.size(); ++j) m.scales[j] = m.scales[j - j % share];
     const PackedMatrix p = pack(m, layout, s.name);
     std::memcpy(out.data() + std::size_t(r0) * row_bytes, p.bytes.data(), p.bytes.size());
   }
@@ -158,6 +162,11 @@ ModelConfig synth_config(const SynthPreset& p, const SynthOptions& o) {
   c.rotation.signs.clear();
   c.folded.clear();
   c.inverse_folded.clear();
+  if (o.unfolded) {
+    c.rotation.identity = true;
+    c.gdn_v_grouped = false;
+    return c;
+  }
   Rng rng = rng_for(o.seed, "prism.hadamard.sign_values");
   for (std::int64_t w : {std::int64_t(c.n_embd), std::int64_t(c.ssm_value_dim()), std::int64_t(c.attn_dim()),
                          std::int64_t(c.n_ff)}) {
@@ -174,13 +183,16 @@ ModelConfig synth_config(const SynthPreset& p, const SynthOptions& o) {
 }
 
 std::uint64_t write_synthetic(const SynthPreset& p, const std::string& path, const SynthOptions& o) {
-  if (o.ternary_type != 142 && o.ternary_type != 143)
-    fail("synth: ternary type ", o.ternary_type, " (use 142 PQ2_0 or 143 PTQ1_0)");
+  const LayoutInfo& layout = find_layout(gguf::ternary_layout_name(std::uint32_t(o.ternary_type), "synth"));
+  if (o.scale_group != kBlockK && o.scale_group != 2 * kBlockK)
+    fail("synth: scale group ", o.scale_group, " (128, or 256 for one scale per 256 weights)");
+  if (layout.scale_group() > o.scale_group)
+    fail("synth: ", layout.name, " holds one scale per ", layout.scale_group(), " weights; use scale group ",
+         layout.scale_group(), " (--scale-group ", layout.scale_group(), ")");
   const ModelConfig c = synth_config(p, o);
-  const LayoutInfo& layout = find_layout(o.ternary_type == 142 ? "pq2_0" : "ptq1_0");
   gguf::Writer w;
   w.set("general.name", gguf::Value::str("ternlab-synth-" + p.name));
-  write_metadata(c, w, o.ternary_type == 142 ? 141 : 143);
+  write_metadata(c, w, llama_file_type(std::uint32_t(o.ternary_type)));
   write_tokenizer(synth_vocab(c.n_vocab), w);
   const std::vector<TensorSpec> specs = tensor_specs(c);
   const auto type_of = [&](Kind k) {
@@ -202,7 +214,7 @@ std::uint64_t write_synthetic(const SynthPreset& p, const std::string& path, con
     double base = 1.0 / std::sqrt(k * 2.0 / 3.0);
     if (s.name == "token_embd.weight") base = 1.0;
     if (s.name == "output.weight") base *= 4.0;
-    fill_ternary(s, layout, o.seed, base, out);
+    fill_ternary(s, layout, o.seed, base, o.scale_group, out);
     if (o.progress) o.progress(i + 1, specs.size(), s.name);
   });
   return w.total_bytes();

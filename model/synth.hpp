@@ -26,7 +26,13 @@ SynthPreset with_layers(const SynthPreset& p, int layers);
 
 struct SynthOptions {
   std::uint64_t seed = 2026;
-  int ternary_type = 142;  // 142 PQ2_0 or 143 PTQ1_0 (same trits and scales for the same seed)
+  int ternary_type = 142;  // GGUF type: 142 PQ2_0, 143 PTQ1_0, 35 TQ2_0, 34 TQ1_0 (same trits and scales for a seed)
+  // 256: the two 128-weight scale groups of each 256 weights share one scale, so ggml's TQ2_0 / TQ1_0
+  // (one scale per 256) hold the model exactly; required for those types.
+  int scale_group = 128;
+  // No Hadamard fold (no prism.hadamard keys, ssm_out in tiled order): the model upstream llama.cpp
+  // computes exactly as ternlab does, the subject of the llama.cpp golden (tools/golden).
+  bool unfolded = false;
   // Called after each tensor is written with (tensors done, tensor count, name): drives a progress bar.
   std::function<void(std::size_t, std::size_t, const std::string&)> progress;
 };
