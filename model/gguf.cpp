@@ -10,6 +10,7 @@
 #include <sstream>
 #include <fstream>
 #include <limits>
+#include <map>
 
 #include "common/error.hpp"
 
@@ -44,8 +45,17 @@ TypeTraits traits_of(std::uint32_t type, const std::string& what) {
     case TensorType::tq2_0: return {256, 66, "TQ2_0"};
     case TensorType::tq1_0: return {256, 54, "TQ1_0"};
   }
-  fail(what, ": unknown ggml tensor type ", type,
-       " (ternlab reads F32=0, F16=1, TQ1_0=34, TQ2_0=35, BF16=30, PQ2_0=142, PTQ1_0=143)");
+  // ggml's names for the types ternlab does not read, so a refusal says what the file holds.
+  static const std::map<std::uint32_t, const char*> ggml_names{
+      {2, "Q4_0"},    {3, "Q4_1"},   {6, "Q5_0"},     {7, "Q5_1"},   {8, "Q8_0"},    {9, "Q8_1"},
+      {10, "Q2_K"},   {11, "Q3_K"},  {12, "Q4_K"},    {13, "Q5_K"},  {14, "Q6_K"},   {15, "Q8_K"},
+      {16, "IQ2_XXS"}, {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"}, {20, "IQ4_NL"}, {21, "IQ3_S"},
+      {22, "IQ2_S"},  {23, "IQ4_XS"}, {24, "I8"},      {25, "I16"},   {26, "I32"},    {27, "I64"},
+      {28, "F64"},    {29, "IQ1_M"}, {39, "MXFP4"},   {40, "NVFP4"}, {41, "Q1_0"},   {42, "Q2_0"}};
+  const auto known = ggml_names.find(type);
+  fail(what, ": ", known == ggml_names.end() ? "unknown ggml tensor type " : "unsupported ggml tensor type ", type,
+       known == ggml_names.end() ? "" : cat(" (", known->second, ")"),
+       "; ternlab reads F32=0, F16=1, TQ1_0=34, TQ2_0=35, BF16=30, PQ2_0=142, PTQ1_0=143");
 }
 
 bool is_ternary(TensorType t) {

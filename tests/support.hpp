@@ -19,18 +19,27 @@
 
 namespace ternlab::test {
 
+// A folder of its own under the temp directory (name and process id), made now and removed with
+// everything in it when it goes.
+struct ScratchDir {
+  std::filesystem::path dir;
+  explicit ScratchDir(const std::string& name)
+      : dir(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()))) {
+    std::filesystem::create_directories(dir);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string operator()(const std::string& file) const { return (dir / file).string(); }
+};
+
 // A scratch folder per test process and name, made on first use and removed at exit.
 template <const char* Name>
 const std::filesystem::path& scratch_folder() {
-  struct Folder {
-    std::filesystem::path dir = std::filesystem::temp_directory_path() / (std::string(Name) + "-" + std::to_string(getpid()));
-    Folder() { std::filesystem::create_directories(dir); }
-    ~Folder() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  };
-  static Folder f;
+  static ScratchDir f(Name);
   return f.dir;
 }
 

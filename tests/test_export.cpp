@@ -19,17 +19,7 @@ using namespace ternlab::model;
 
 namespace {
 
-struct ExportDir {
-  std::filesystem::path dir;
-  ExportDir() : dir(std::filesystem::temp_directory_path() / cat("ternlab-export-", getpid())) {
-    std::filesystem::create_directories(dir);
-  }
-  ~ExportDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-  std::string operator()(const std::string& name) const { return (dir / name).string(); }
-};
+using ExportDir = test::ScratchDir;
 
 std::string synth(const ExportDir& s, const std::string& name, int type, int scale_group, bool unfolded = false) {
   SynthOptions o;
@@ -88,7 +78,7 @@ std::vector<double> apply(const gguf::File& f, const std::string& name, const st
 
 TEST_SUITE("export") {
   TEST_CASE("TQ2_0 and TQ1_0 exports of a model with one scale per 256 weights are the same model") {
-    const ExportDir s;
+    const ExportDir s("ternlab-export");
     const std::string src = synth(s, "src.gguf", 142, 256);
     const std::vector<float> want = logits_of(src, "pq2_0");
     for (const auto& [type, id, ftype] : {std::tuple{"tq2_0", 35u, 37u}, std::tuple{"tq1_0", 34u, 36u}}) {
@@ -129,7 +119,7 @@ TEST_SUITE("export") {
   }
 
   TEST_CASE("scales a target cannot hold are refused naming tensor, row and block, and no file is left") {
-    const ExportDir s;
+    const ExportDir s("ternlab-export");
     const std::string src = synth(s, "src.gguf", 142, 128);
     const std::string out = s("out.gguf");
     test::check_error([&] { run(src, out, "tq2_0"); }, "token_embd.weight", "row 0", "blocks 0 and 1");
@@ -138,7 +128,7 @@ TEST_SUITE("export") {
   }
 
   TEST_CASE("a lossy export merges scale groups, says what moved, and the divergence is measured") {
-    const ExportDir s;
+    const ExportDir s("ternlab-export");
     const std::string src = synth(s, "src.gguf", 142, 128);
     const std::string out = s("lossy.gguf");
     const ExportReport r = run(src, out, "tq2_0", false, true);
@@ -175,7 +165,7 @@ TEST_SUITE("export") {
   }
 
   TEST_CASE("the F32 unfold computes the folded model's function with no rotation") {
-    const ExportDir s;
+    const ExportDir s("ternlab-export");
     const std::string src = synth(s, "src.gguf", 142, 128);
     const std::string out = s("unfolded.gguf");
     const ExportReport r = run(src, out, "f32", true);
@@ -229,7 +219,7 @@ TEST_SUITE("export") {
   }
 
   TEST_CASE("unfolded models: no rotation, ssm_out tiled; the fold cannot be undone into a ternary type") {
-    const ExportDir s;
+    const ExportDir s("ternlab-export");
     const std::string plain = synth(s, "plain.gguf", 35, 256, true);
     const auto f = gguf::File::open(plain, gguf::LoadMode::memory);
     for (const auto& k : f.key_order) CHECK_MESSAGE(!k.starts_with("prism."), k);
