@@ -12,6 +12,7 @@
 #include "layouts/registry.hpp"
 #include "model/config.hpp"
 #include "model/gguf.hpp"
+#include "model/hadamard.hpp"
 
 namespace ternlab::model {
 
@@ -24,20 +25,6 @@ const std::map<std::string, gguf::TensorType>& targets() {
                                                           {"ptq1_0", gguf::TensorType::ptq1_0},
                                                           {"f32", gguf::TensorType::f32}};
   return t;
-}
-
-// Normalised Walsh-Hadamard transform of one block in double: every value the F32 export writes
-// is computed exactly here (sums of a block's signed fp16 products), then rounded once to float.
-void fwht_double(double* x, int n) {
-  for (int h = 1; h < n; h *= 2)
-    for (int i = 0; i < n; i += 2 * h)
-      for (int j = i; j < i + h; ++j) {
-        const double a = x[j], b = x[j + h];
-        x[j] = a + b;
-        x[j + h] = a - b;
-      }
-  const double scale = 1.0 / std::sqrt(double(n));
-  for (int i = 0; i < n; ++i) x[i] *= scale;
 }
 
 // One ternary tensor as the F32 weights an engine without the fold multiplies by: rows of R^T w'
@@ -54,7 +41,8 @@ void write_unfolded(const TernaryMatrix& m, const ModelConfig& c, const std::str
     for (std::int64_t k = 0; k < cols; ++k)
       row[std::size_t(k)] = double(m.weight(r, k)) * double(fp16_to_float(m.scale_bits(r, k / kBlockK)));
     if (rotate) {
-      for (std::int64_t b = 0; b < cols; b += c.rotation.block) fwht_double(row.data() + b, c.rotation.block);
+      // In double: the block sums are exact, and each weight is rounded to float once, below.
+      for (std::int64_t b = 0; b < cols; b += c.rotation.block) fwht(row.data() + b, c.rotation.block);
       for (std::int64_t k = 0; k < cols; ++k) row[std::size_t(k)] *= double((*signs)[std::size_t(k)]);
     }
     if (permute_grouped) {

@@ -7,19 +7,6 @@
 
 namespace ternlab::model {
 
-void fwht(float* x, int n) {
-  for (int h = 1; h < n; h *= 2)
-    for (int i = 0; i < n; i += 2 * h)
-      for (int j = i; j < i + h; ++j) {
-        const float a = x[j], b = x[j + h];
-        x[j] = a + b;
-        x[j + h] = a - b;
-      }
-  // 1/sqrt(n) is exact for n = 4^m (1/32 for 1024); other powers of two round once, in one place.
-  const float scale = float(1.0 / std::sqrt(double(n)));
-  for (int i = 0; i < n; ++i) x[i] *= scale;
-}
-
 const std::vector<float>& Rotation::signs_for(std::int64_t k) const {
   const auto it = signs.find(k);
   if (it == signs.end()) fail("prism.hadamard: no sign vector for input width ", k);

@@ -4,14 +4,28 @@
 // (after an embedding row lookup): FWHT per block, then signs.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <vector>
 
 namespace ternlab::model {
 
-// In-place normalised Walsh-Hadamard transform of n (a power of two) floats, natural order.
-void fwht(float* x, int n);
+// In-place normalised Walsh-Hadamard transform of n (a power of two) values, natural order: float
+// as the engine runs it, double where an exact reference is wanted (model export's unfold).
+template <class T>
+void fwht(T* x, int n) {
+  for (int h = 1; h < n; h *= 2)
+    for (int i = 0; i < n; i += 2 * h)
+      for (int j = i; j < i + h; ++j) {
+        const T a = x[j], b = x[j + h];
+        x[j] = a + b;
+        x[j + h] = a - b;
+      }
+  // 1/sqrt(n) is exact for n = 4^m (1/32 for 1024); other powers of two round once, in one place.
+  const T scale = T(1.0 / std::sqrt(double(n)));
+  for (int i = 0; i < n; ++i) x[i] *= scale;
+}
 
 struct Rotation {
   // No fold (a file without prism.hadamard keys, as upstream llama.cpp writes and reads qwen35):
