@@ -532,11 +532,9 @@ void add_model_commands(CLI::App& app) {
   synth->add_option("--layers", layers, "Layers (default: the preset's); the layer shapes stay the preset's")
       ->check(CLI::PositiveNumber);
   synth->callback([] {
-    const std::map<std::string, int> types{{"pq2_0", 142}, {"ptq1_0", 143}, {"tq2_0", 35}, {"tq1_0", 34}};
-    if (!types.count(type)) fail("--type must be pq2_0, ptq1_0, tq2_0 or tq1_0, got '", type, "'");
     SynthOptions so;
     so.seed = seed;
-    so.ternary_type = types.at(type);
+    so.ternary_type = int(gguf::ternary_type_id(type, "--type"));
     so.scale_group = scale_group;
     so.unfolded = unfolded;
     std::unique_ptr<experiments::Progress> bar;

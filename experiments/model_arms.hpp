@@ -19,6 +19,7 @@
 #include "experiments/results.hpp"
 #include "model/config.hpp"
 #include "model/model.hpp"
+#include "model/synth.hpp"
 
 namespace ternlab::experiments {
 
@@ -30,6 +31,8 @@ struct ModelSource {
   std::string path;
   std::string preset;  // empty for a file
   std::uint64_t seed = 0;
+  model::SynthOptions synth;  // how a preset is written (type, scale group, fold)
+  int layers = 0;             // a preset's layer count instead of its own (0: the preset's)
   std::string describe() const {
     return preset.empty() ? cat("model ", path) : cat("synthetic preset ", preset, " (seed ", seed, ", ", path, ")");
   }

@@ -73,6 +73,10 @@ std::vector<KeySpec> model_keys() {
   const std::vector<KeySpec> more = {
       {"model", Type::string, true, "path to a Bonsai 2 GGUF file (or give preset)"},
       {"preset", Type::string, true, "synthesize this preset (micro, tiny, small, mid, bonsai-27b) into <output>/models/, cached by preset+seed"},
+      {"synth_type", Type::string, true, "with preset: the ternary tensors' GGUF type (pq2_0 default, ptq1_0, tq2_0, tq1_0: ggml's, what llama.cpp runs)"},
+      {"synth_scale_group", Type::integer, true, "with preset: weights under one scale, 128 (default) or 256 (what tq2_0/tq1_0 hold)"},
+      {"synth_unfolded", Type::boolean, true, "with preset: no Hadamard fold, so upstream llama.cpp computes the same function (default false)"},
+      {"synth_layers", Type::integer, true, "with preset: this many layers of the preset's shapes (default: the preset's own count)"},
       {"load", Type::string, true, "mmap (default) or memory: how the GGUF file is read"},
       {"rounds", Type::integer, true, "kept rounds (default 5)"},
       {"warmup", Type::integer, true, "discarded rounds before them (default 1)"},
@@ -123,7 +127,25 @@ ModelSource model_source(const RunSpec& run) {
   }
   s.preset = as_string(p);
   relocated(p, [&] { return model::find_preset(s.preset); });
-  s.path = (fs::path(run.string("output", "results")) / "models" / cat(s.preset, "-seed", s.seed, ".gguf")).string();
+  const std::string type = run.string("synth_type", "pq2_0");
+  s.synth.seed = s.seed;
+  s.synth.ternary_type = int(relocated(run.at("synth_type"), [&] { return gguf::ternary_type_id(type, "synth_type"); }));
+  s.synth.scale_group = int(run.integer("synth_scale_group", 128, 128, 256));
+  if (s.synth.scale_group != 128 && s.synth.scale_group != 256)
+    fail_at(run.at("synth_scale_group"), "a scale group is 128 or 256 weights, not ", s.synth.scale_group);
+  const LayoutInfo& stored = find_layout(type);
+  if (stored.scale_group() > s.synth.scale_group)
+    fail_at(run.at("synth_type"), type, " holds one scale per ", stored.scale_group(), " weights: set synth_scale_group = ",
+            stored.scale_group());
+  s.synth.unfolded = run.boolean("synth_unfolded", false);
+  s.layers = int(run.integer("synth_layers", 0, 0, 4096));
+  // The default file keeps its old name, so a cached synthesis is found again.
+  std::string variant;
+  if (type != "pq2_0") variant += "-" + type;
+  if (s.synth.scale_group != 128) variant += cat("-g", s.synth.scale_group);
+  if (s.synth.unfolded) variant += "-unfolded";
+  if (s.layers) variant += cat("-L", s.layers);
+  s.path = (fs::path(run.string("output", "results")) / "models" / cat(s.preset, "-seed", s.seed, variant, ".gguf")).string();
   return s;
 }
 
@@ -193,14 +215,15 @@ struct ModelShape {
 };
 
 std::uint64_t packed_bytes(const LayoutInfo& L, std::int64_t rows, std::int64_t cols) {
-  return std::uint64_t((rows + L.rows - 1) / L.rows) * std::uint64_t((cols + kBlockK - 1) / kBlockK) * std::uint64_t(L.block_bytes());
+  return std::uint64_t((rows + L.rows - 1) / L.rows) * std::uint64_t((cols + L.k - 1) / L.k) * std::uint64_t(L.block_bytes());
 }
 
 ModelShape shape_of(const std::string& path, const ModelSource& src) {
   ModelShape s;
   if (path == src.path && !src.preset.empty()) {
-    const model::ModelConfig c = model::synth_config(model::find_preset(src.preset), {src.seed, 142});
-    const LayoutInfo& stored = find_layout("pq2_0");
+    const model::SynthPreset& preset = model::find_preset(src.preset);
+    const model::ModelConfig c = model::synth_config(src.layers ? model::with_layers(preset, src.layers) : preset, src.synth);
+    const LayoutInfo& stored = find_layout(gguf::ternary_layout_name(std::uint32_t(src.synth.ternary_type), src.path));
     for (const model::TensorSpec& t : model::tensor_specs(c)) {
       std::int64_t n = 1;
       for (std::uint64_t e : t.ne) n *= std::int64_t(e);
@@ -425,9 +448,12 @@ void validate_model_kind(const RunSpec& run) {
 void ensure_model(const ModelSource& src, std::ostream& log) {
   if (src.preset.empty() || fs::exists(src.path)) return;
   fs::create_directories(fs::path(src.path).parent_path());
-  log << "synthesizing preset " << src.preset << " (seed " << src.seed << ") into " << src.path << "\n" << std::flush;
+  log << "synthesizing preset " << src.preset << " (seed " << src.seed << ", "
+      << gguf::traits_of(std::uint32_t(src.synth.ternary_type), src.path).name << ", scale group " << src.synth.scale_group
+      << (src.synth.unfolded ? ", unfolded" : "") << (src.layers ? cat(", ", src.layers, " layers") : std::string()) << ") into " << src.path << "\n" << std::flush;
   replace_file_atomically(src.path, [&](const fs::path& partial) {
-    model::write_synthetic(model::find_preset(src.preset), partial.string(), {src.seed, 142});
+    const model::SynthPreset& preset = model::find_preset(src.preset);
+    model::write_synthetic(src.layers ? model::with_layers(preset, src.layers) : preset, partial.string(), src.synth);
   });
 }
 

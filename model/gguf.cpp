@@ -73,6 +73,12 @@ const char* ternary_layout_name(std::uint32_t type, const std::string& what) {
   fail(what, ": type ", traits_of(type, what).name, " is not a ternary block format (PQ2_0, PTQ1_0, TQ2_0, TQ1_0)");
 }
 
+std::uint32_t ternary_type_id(const std::string& name, const std::string& what) {
+  for (TensorType t : {TensorType::pq2_0, TensorType::ptq1_0, TensorType::tq2_0, TensorType::tq1_0})
+    if (name == ternary_layout_name(std::uint32_t(t), what)) return std::uint32_t(t);
+  fail(what, ": '", name, "' is not a ternary GGUF type (pq2_0, ptq1_0, tq2_0, tq1_0)");
+}
+
 std::int64_t TensorInfo::elements() const {
   std::int64_t n = 1;
   for (auto d : ne) n *= std::int64_t(d);

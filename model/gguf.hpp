@@ -38,6 +38,9 @@ bool is_ternary(TensorType t);
 // The ternary block formats by GGUF type id: PrismML's PQ2_0 / PTQ1_0 (128 weights a block) and
 // ggml's TQ2_0 / TQ1_0 (256 weights, what upstream llama.cpp runs). Throws for another type.
 const char* ternary_layout_name(std::uint32_t type, const std::string& what);
+// The inverse: the type id of a ternary block format's name (pq2_0, ptq1_0, tq2_0, tq1_0); throws
+// naming `what` and listing the names.
+std::uint32_t ternary_type_id(const std::string& name, const std::string& what);
 
 inline constexpr std::uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
 inline constexpr std::uint32_t kVersion = 3;

@@ -37,6 +37,7 @@ const std::vector<std::pair<std::string, std::string>> kSkipped = {
     {" FILE ", "FILE stands for a model file the reader names"},
     {"[--tensors]", "the brackets mark an optional flag; `model info` without it runs from README.md"},
     {"/tmp/ternlab-report-demo", "reads the folder written by the run command above it, which suite experiments-docs runs"},
+    {"llamacpp-compare-<time>", "reads the results folders the commands above it write, named by the time they started"},
 };
 
 // Small sizes per command: a documented value of the option is replaced, a missing option appended.

@@ -37,7 +37,7 @@ if [[ ! -x "$build/bin/llama-bench" || ! -x "$build/bin/llama-perplexity" || ! -
   cmake --build "$build" -j "$(nproc)" --target llama-bench llama-perplexity llama-quantize llama
 fi
 
-if ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import llama_cpp, gguf" 2>/dev/null; then
   echo "== Python bindings (llama-cpp-python $version from its sdist, without a second llama.cpp build)"
   CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" LLAMA_CPP_LIB_PATH="$build/bin" \
     "$venv/bin/pip" install -q --no-binary llama-cpp-python -r "$here/requirements.txt"
