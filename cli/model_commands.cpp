@@ -115,16 +115,26 @@ void show_load_progress(LoadOptions& lo, const std::string& what) {
   };
 }
 
-// What --requantise-scales did: the lossy path is only ever taken by name, and says what it changed.
+// What --requantise-scales did: the lossy path is only ever taken by name, and says what it changed:
+// scales moved (merged under a wider scale group, rounded to the layout's format, or both), weights whose
+// code a merge changed, and the largest change of an effective weight. Nothing moved is said as such.
 void print_requantisation(const Model& m, bool requested) {
   if (!requested) return;
   const ScaleRequantisation& r = m.scale_requantisation();
-  std::cout << "--requantise-scales: " << r.changed << " of " << r.scales << " scales moved to "
-            << scale_format_name(m.layout().scale_format()) << " (layout " << m.layout().name << ")";
-  if (r.changed > 0)
-    std::cout << "; relative error max " << r.max_rel_error << ", mean " << r.mean_rel_error << " (over all scales); worst "
-              << r.worst;
-  std::cout << "\n";
+  const LayoutInfo& L = m.layout();
+  const bool merges = L.per_tensor_scale() || L.scale_group() > kBlockK;
+  if (r.changed == 0 && r.weights_changed == 0) {
+    std::cout << "--requantise-scales: nothing was lost: all " << r.scales << " scales and every weight are held exactly by "
+              << L.name << "\n";
+    return;
+  }
+  std::cout << "--requantise-scales (LOSSY): " << r.changed << " of " << r.scales << " scales moved ("
+            << (L.per_tensor_scale() ? "merged into one per tensor, then " : merges ? cat("merged into one per ", L.scale_group(), " weights, then ") : std::string())
+            << "rounded to " << scale_format_name(L.scale_format()) << ", layout " << L.name << "); relative error max "
+            << r.max_rel_error << ", mean " << r.mean_rel_error << " (over all scales)" << (r.worst.empty() ? "" : "; worst " + r.worst) << "\n";
+  if (merges)
+    std::cout << "  weights re-ternarised under a merged scale: " << r.weights_changed << " of " << r.weights
+              << " changed code; largest change of an effective weight (w x scale) " << r.max_abs_weight_error << "\n";
 }
 
 // The load options the model commands share.
@@ -379,6 +389,15 @@ void run_perplexity(const PerplexityOptions& o) {
   std::cout << "perplexity " << fixed_text(p.value(), 4) << " over " << p.predicted << " predicted tokens of " << o.text << " ("
             << ids.size() << " tokens, chunks of " << o.chunk << ", each from a fresh state; uniform guessing scores "
             << m->config().n_vocab << ")\n";
+  const ScaleRequantisation& r = m->scale_requantisation();
+  if (!o.requantise || (r.changed == 0 && r.weights_changed == 0)) return;
+  // The loss in the units that matter for a model: its logits against the file's exact weights, on the same text.
+  auto ref = Model::load(o.path, load_options("", "", o.threads, o.mode, false));
+  const LogitDivergence d = logit_divergence(*ref, *m, ids, o.chunk);
+  std::cout << "loss against the file's exact weights (" << ref->layout().name << ", same text and chunks): KL mean "
+            << fixed_text(d.kl_mean, 6) << ", p99 " << fixed_text(d.kl_p99, 6) << ", max " << fixed_text(d.kl_max, 6)
+            << " nats a token; top-1 agreement " << fixed_text(100 * d.top1_agreement, 2) << "%; perplexity "
+            << fixed_text(d.ref_ppl.value(), 4) << " exact -> " << fixed_text(d.other_ppl.value(), 4) << "\n";
 }
 
 struct BenchOptions {

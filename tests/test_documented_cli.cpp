@@ -199,18 +199,27 @@ TEST_SUITE("docs-cli") {
     lossy.push_back("--requantise-scales");
     CHECK(run_in(tmp, lossy, log, tmp / "wisdom.toml") == 0);
     const std::string said = tail_of(log);
-    for (const char* part : {"--requantise-scales: ", " scales moved to e4m3 (layout t2p-e4m3); relative error max ", ", mean ", "worst ",
-                             "perplexity "})
+    for (const char* part : {"--requantise-scales (LOSSY): ", " scales moved (rounded to e4m3, layout t2p-e4m3); relative error max ",
+                             ", mean ", "worst ", "perplexity ", "loss against the file's exact weights (pq2_0", "KL mean ",
+                             "top-1 agreement ", " exact -> "})
       CHECK_MESSAGE(said.find(part) != std::string::npos, part, "\n", said);
     // generate and logits take the same flag; on an fp16 layout it moves nothing, and says so.
     const std::vector<std::string> gen = {TERNLAB_CLI, "model", "generate", model, "-p", "And the", "-n", "2", "--layout", "t2p-e8m0",
                                           "--requantise-scales"};
     CHECK(run_in(tmp, gen, log, tmp / "wisdom.toml") == 0);
-    CHECK(tail_of(log).find("scales moved to e8m0") != std::string::npos);
+    CHECK(tail_of(log).find("scales moved (rounded to e8m0") != std::string::npos);
     const std::vector<std::string> logits = {TERNLAB_CLI, "model", "logits", model, "-p", "And the", "--layout", "t2p",
                                              "--requantise-scales", "--out", (tmp / "l.npy").string()};
     CHECK(run_in(tmp, logits, log, tmp / "wisdom.toml") == 0);
-    CHECK(tail_of(log).find("--requantise-scales: 0 of ") != std::string::npos);
+    CHECK(tail_of(log).find("--requantise-scales: nothing was lost: all ") != std::string::npos);
+    // A layout with one scale per 256 weights merges the file's pairs: loud too, with the weights it re-fit.
+    const std::vector<std::string> merged = {TERNLAB_CLI, "model", "logits", model, "-p", "And the", "--layout", "tq2_0",
+                                             "--requantise-scales", "--out", (tmp / "m.npy").string()};
+    CHECK(run_in(tmp, merged, log, tmp / "wisdom.toml") == 0);
+    const std::string merge_said = tail_of(log);
+    for (const char* part : {"--requantise-scales (LOSSY): ", "merged into one per 256 weights, then rounded to fp16, layout tq2_0",
+                             "weights re-ternarised under a merged scale: "})
+      CHECK_MESSAGE(merge_said.find(part) != std::string::npos, part, "\n", merge_said);
     std::error_code ec;
     fs::remove_all(tmp, ec);
   }

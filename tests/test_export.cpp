@@ -151,6 +151,16 @@ TEST_SUITE("export") {
     CHECK(d.kl_max >= d.kl_p99);
     CHECK(d.max_abs_logit > 0);
     CHECK(std::isfinite(d.other_ppl.value()));
+    // Loading the same file into tq2_0 with --requantise-scales takes the same merge and says so
+    // (a merge once counted no scale as moved, only the format's rounding).
+    LoadOptions lossy_load;
+    lossy_load.layout = "tq2_0";
+    lossy_load.requantise_scales = true;
+    auto l = Model::load(src, lossy_load);
+    // (The load keeps the embedding table as stored, the export merges it too: fewer scales moved.)
+    CHECK(l->scale_requantisation().changed > 0);
+    CHECK(l->scale_requantisation().changed < r.scales.changed);
+    CHECK(l->scale_requantisation().weights == r.scales.weights - std::int64_t(a->config().n_vocab) * a->config().n_embd);
     // The same measure between a model and its exact export is zero: the KL sees only the loss.
     const std::string exact_src = synth(s, "src256.gguf", 142, 256);
     const std::string exact_out = s("exact.gguf");
