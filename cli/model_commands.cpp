@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
+#include <optional>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "common/table.hpp"
@@ -367,30 +371,98 @@ void run_logits(const LogitsOptions& o) {
 }
 
 struct PerplexityOptions {
-  std::string path, text, layout, kernel, mode = "mmap";
-  int tokens = 0, chunk = 64, threads = 1;
+  std::string path, text, layout, kernel, mode = "mmap", save_logits, kl_base;
+  int tokens = 0, chunk = 64, stride = 0, threads = 1;
   bool requantise = false;
   WeightArgs weights;
 };
 
-// Perplexity of a text file, tokenised with the file's tokenizer, in chunks each from a fresh state.
+// What --save-logits writes beside the logits (FILE.npy.json): what they were scored on, so that a
+// later --kl-base run can refuse a comparison over other tokens or windows.
+nlohmann::json logits_record(const PerplexityOptions& o, const Model& m, const std::vector<std::int32_t>& targets) {
+  return {{"model", o.path}, {"layout", std::string(m.layout().name)}, {"text", o.text}, {"chunk", o.chunk},
+          {"stride", o.stride}, {"vocab", m.config().n_vocab}, {"targets", targets}};
+}
+
+// Perplexity of a text file, tokenised with the file's tokenizer, in windows each from a fresh state,
+// the way llama-perplexity reports it: every window's value, the estimate with its standard error,
+// and optionally the scored logits saved (--save-logits) or compared with saved ones (--kl-base).
 void run_perplexity(const PerplexityOptions& o) {
   const std::string text = read_text(o.text);
+  if (o.stride >= o.chunk) fail("model perplexity: --stride ", o.stride, " must be below --ctx ", o.chunk);
   LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise);
   apply_weight_options(lo, o.weights);
   auto m = load_model(o.path, lo);
   std::vector<std::int32_t> ids = Tokenizer::from_gguf(m->file()).encode(text);
   if (o.tokens > 0 && ids.size() > std::size_t(o.tokens)) ids.resize(std::size_t(o.tokens));
   if (ids.size() < 2) fail("model perplexity: ", o.text, " encodes to ", ids.size(), " tokens (at least 2 are needed)");
-  const Perplexity p = perplexity(*m, ids, o.chunk);
+  const int vocab = m->config().n_vocab;
+  // The base's logits (a float32 [positions, vocab] .npy) and what they were scored on.
+  NpyMatrix base;
+  nlohmann::json base_record;
+  if (!o.kl_base.empty()) {
+    base = read_npy_f32(o.kl_base);
+    const std::string side = o.kl_base + ".json";
+    std::ifstream in(side);
+    if (!in) fail(o.kl_base, ": no ", side, " beside it (written by --save-logits with the logits)");
+    try {
+      base_record = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      fail(side, ": not the JSON --save-logits writes (", e.what(), ")");
+    }
+    if (base.cols != vocab) fail(o.kl_base, ": ", base.cols, " logits a position, this model's vocabulary is ", vocab);
+  }
+  std::vector<float> saved;
+  std::vector<std::int32_t> targets;
+  std::optional<DivergenceAccumulator> kl;
+  if (!o.kl_base.empty()) kl.emplace(vocab);
+  const Perplexity p = perplexity(*m, ids, o.chunk, o.stride, [&](const float* l, std::int32_t next) {
+    if (!o.save_logits.empty()) saved.insert(saved.end(), l, l + vocab);
+    if (kl) {
+      const auto at = targets.size();
+      if (at >= std::size_t(base.rows))
+        fail(o.kl_base, ": holds ", base.rows, " positions, this run scores more (other text, --tokens, --ctx or --stride?)");
+      const auto& want = base_record.at("targets");
+      if (at >= want.size() || want[at].get<std::int32_t>() != next)
+        fail(o.kl_base, ": position ", at, " scored token ", at < want.size() ? want[at].get<std::int32_t>() : -1, ", this run ",
+             next, ": not the same text, --tokens, --ctx and --stride (", base_record.at("text").get<std::string>(), ", ctx ",
+             base_record.at("chunk").get<int>(), ", stride ", base_record.at("stride").get<int>(), ")");
+      kl->add(base.values.data() + at * std::size_t(vocab), l, next);
+    }
+    targets.push_back(next);
+  });
+  if (kl && targets.size() != std::size_t(base.rows))
+    fail(o.kl_base, ": holds ", base.rows, " positions, this run scored ", targets.size(), " (other text, --tokens, --ctx or --stride?)");
   std::cout << "layout " << m->layout().name << " (" << fixed_text(m->layout().bits_per_weight(), 4) << " bits/weight), kernel "
             << m->kernel().name() << (m->weight_code() == WeightCode::ternary ? "" : " (shapes only)") << "\n";
   print_weights(*m);
-  std::cout << "perplexity " << fixed_text(p.value(), 4) << " over " << p.predicted << " predicted tokens of " << o.text << " ("
-            << ids.size() << " tokens, chunks of " << o.chunk << ", each from a fresh state; uniform guessing scores "
-            << m->config().n_vocab << ")\n";
+  std::cout << "windows:";
+  for (std::size_t i = 0; i < p.chunk_values.size(); ++i) std::cout << " [" << i + 1 << "]" << fixed_text(p.chunk_values[i], 4);
+  std::cout << "\n";
+  std::cout << "perplexity " << fixed_text(p.value(), 4) << " +/- " << fixed_text(p.standard_error(), 4) << " over " << p.predicted
+            << " predicted tokens of " << o.text << " (" << ids.size() << " tokens, windows of " << o.chunk
+            << (o.stride ? cat(" every ", o.stride, " tokens, each scoring its last ", o.stride) : std::string())
+            << ", each from a fresh state; uniform guessing scores " << vocab << ")\n";
+  if (!o.save_logits.empty()) {
+    write_npy_f32(o.save_logits, saved, std::int64_t(targets.size()), vocab);
+    replace_file_atomically(o.save_logits + ".json", [&](const std::filesystem::path& part) {
+      std::ofstream(part) << logits_record(o, *m, targets).dump(1) << "\n";
+    });
+    std::cout << "saved the logits of " << targets.size() << " scored positions to " << o.save_logits << " (and "
+              << o.save_logits << ".json): compare another layout or a lossy variant with --kl-base " << o.save_logits << "\n";
+  }
+  if (kl) {
+    const LogitDivergence d = kl->result();
+    std::cout << "against " << o.kl_base << " (" << base_record.at("layout").get<std::string>() << "): KL divergence mean "
+              << fixed_text(d.kl_mean, 6) << ", p90 " << fixed_text(d.kl_p90, 6) << ", p99 " << fixed_text(d.kl_p99, 6)
+              << ", max " << fixed_text(d.kl_max, 6) << " nats; top-1 agreement " << fixed_text(100 * d.top1_agreement, 2)
+              << "%; perplexity " << fixed_text(d.ref_ppl.value(), 4) << " -> " << fixed_text(d.other_ppl.value(), 4)
+              << " (ln ratio " << fixed_text(d.log_ratio, 6) << " +/- " << fixed_text(d.log_ratio_error, 6) << ", delta "
+              << fixed_text(d.other_ppl.value() - d.ref_ppl.value(), 4) << " +/- "
+              << fixed_text(d.other_ppl.value() * d.log_ratio_error, 4) << ")\n";
+  }
   const ScaleRequantisation& r = m->scale_requantisation();
-  if (!o.requantise || (r.changed == 0 && r.weights_changed == 0)) return;
+  if (!o.requantise || (r.changed == 0 && r.weights_changed == 0) || kl) return;
   // The loss in the units that matter for a model: its logits against the file's exact weights, on the same text.
   auto ref = Model::load(o.path, load_options("", "", o.threads, o.mode, false));
   const LogitDivergence d = logit_divergence(*ref, *m, ids, o.chunk);
@@ -647,7 +719,12 @@ void add_model_commands(CLI::App& app) {
   ppl->add_option("file", px.path, "GGUF file")->required();
   ppl->add_option("--text", px.text, "Text file")->required();
   ppl->add_option("--tokens", px.tokens, "Use only the first N tokens (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  ppl->add_option("--chunk", px.chunk, "Tokens per chunk, each from a fresh state")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  ppl->add_option("-c,--ctx,--chunk", px.chunk, "Tokens per window, each from a fresh state")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  ppl->add_option("--stride", px.stride, "0: windows do not overlap; S: a window every S tokens, each scoring only its last S")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  ppl->add_option("--save-logits", px.save_logits, "Write the scored positions' logits (.npy, float32) and FILE.json beside them");
+  ppl->add_option("--kl-base", px.kl_base, "Compare with logits a --save-logits run wrote: KL divergence, top-1 agreement, "
+                                           "perplexity ratio with its error");
   ppl->add_option("--layout", px.layout, "Repack every ternary tensor into this layout: " + layout_names());
   ppl->add_option("--kernel", px.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
   ppl->add_option("--threads", px.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);

@@ -441,4 +441,45 @@ TEST_SUITE("model") {
     CHECK(p.seconds[OpProfile::attention] > 0);
     CHECK(p.seconds[OpProfile::hadamard] > 0);
   }
+
+  TEST_CASE("perplexity windows: every token scored once, strided windows score only what is new, errors and divergence") {
+    auto m = Model::load(tiny_path());
+    const auto text = random_tokens(kEmulated ? 24 : 70, m->config().n_vocab, 11);
+    std::vector<std::int32_t> scored;
+    const Perplexity plain = perplexity(*m, text, 16, 0, [&](const float*, std::int32_t next) { scored.push_back(next); });
+    // Windows of 16 that do not overlap: the first token of each is context only.
+    const std::size_t windows = (text.size() + 15) / 16;
+    CHECK(plain.chunk_values.size() == windows);
+    CHECK(plain.predicted == std::int64_t(text.size() - windows));
+    CHECK(std::int64_t(scored.size()) == plain.predicted);
+    CHECK(plain.standard_error() > 0);
+    CHECK(plain.standard_error() < plain.value());
+    // Strided windows: each token after the first is scored exactly once, in order.
+    scored.clear();
+    const Perplexity strided = perplexity(*m, text, 16, 4, [&](const float*, std::int32_t next) { scored.push_back(next); });
+    CHECK(strided.predicted == std::int64_t(text.size() - 1));
+    CHECK(scored == std::vector<std::int32_t>(text.begin() + 1, text.end()));
+    // Its first window is the plain run's first window: the same value.
+    CHECK(strided.chunk_values.front() == plain.chunk_values.front());
+    test::check_error([&] { perplexity(*m, text, 16, 16); }, "stride 16", "below the chunk 16");
+
+    // The divergence of a model from itself is zero; from a lossy copy it is not, and the log
+    // ratio it reports is the log of the two perplexities' ratio.
+    LoadOptions lossy;
+    lossy.layout = "t2p-e8m0";
+    lossy.requantise_scales = true;
+    auto q = Model::load(tiny_path(), lossy);
+    const LogitDivergence same = logit_divergence(*m, *m, text, 16);
+    CHECK(same.kl_max == 0);
+    CHECK(same.top1_agreement == 1);
+    CHECK(same.log_ratio == 0);
+    const LogitDivergence d = logit_divergence(*m, *q, text, 16);
+    CHECK(d.positions == plain.predicted);
+    CHECK(d.kl_mean > 0);
+    CHECK(d.kl_p90 <= d.kl_p99);
+    CHECK(d.kl_p99 <= d.kl_max);
+    CHECK(d.ref_ppl.value() == doctest::Approx(plain.value()).epsilon(1e-12));
+    CHECK(d.log_ratio == doctest::Approx(std::log(d.other_ppl.value() / d.ref_ppl.value())).epsilon(1e-9));
+    CHECK(d.log_ratio_error > 0);
+  }
 }
