@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "experiments/compare.hpp"
 #include "experiments/html.hpp"
 #include "experiments/runner.hpp"
 
@@ -37,21 +38,45 @@ void add_report_command(CLI::App& app) {
   struct Options {
     std::vector<std::string> dirs;
     std::string out;
+    double fail_above = -1;
   };
   static Options o, merge_o;
-  auto* r = app.add_subcommand("report", "Merge results folders (one machine or several) into one HTML comparison page, grouped by machine");
+  // The page, the shared arms side by side on the terminal, and --fail-above's verdict.
+  const auto report = [](const Options& opt) {
+    experiments::FolderComparison c;
+    experiments::write_comparison_page(opt.dirs, opt.out, std::cout, &c);
+    if (c.folders.size() > 1) std::cout << "\n" << experiments::shared_arms_markdown(c);
+    if (opt.fail_above < 0) return;
+    const auto slower = experiments::regressions(c, opt.fail_above);
+    if (slower.empty()) {
+      std::cout << "--fail-above " << opt.fail_above << ": no shared arm is slower than in " << c.folders.front() << " by more than "
+                << opt.fail_above << "% beyond the runs' noise (" << c.shared.size() << " shared arms)\n";
+      return;
+    }
+    std::cerr << "ternlab report: " << slower.size() << " regression" << (slower.size() == 1 ? "" : "s") << " beyond " << opt.fail_above
+              << "% (--fail-above), outside the runs' noise:\n";
+    for (const auto& line : slower) std::cerr << "  " << line << "\n";
+    std::exit(1);
+  };
+  auto* r = app.add_subcommand("report", "Merge results folders (one machine or several) into one HTML comparison page, grouped by machine, "
+                                         "with the arms they share side by side");
   r->add_option("dirs", o.dirs, "Results folders of `ternlab run`, output folders holding them, or sweep plan folders");
-  r->add_option("--out", o.out, "Folder for the page (index.html); an existing folder must hold only an earlier report");
+  r->add_option("-o,--output,--out", o.out, "Folder for index.html, merged.json and merged.csv; an existing folder must hold only an earlier report");
+  r->add_option("--fail-above", o.fail_above, "Exit 1 when a shared arm is slower than in the first folder by more than PCT percent "
+                                              "and outside the runs' noise (for CI)")
+      ->check(CLI::NonNegativeNumber);
   // `report merge DIR...` and `report DIR...` are the same merger; `merge` says so where a sweep's
   // points from many jobs and machines come together.
   auto* m = r->add_subcommand("merge", "The same: merge results folders and sweep plan folders (their points, failed ones as failed)");
   m->add_option("dirs", merge_o.dirs, "Results folders, folders holding them, or sweep plan folders of `ternlab sweep plan`")->required();
-  m->add_option("--out", merge_o.out, "Folder for index.html, merged.json and merged.csv (new, or holding an earlier report)")->required();
-  m->callback([] { experiments::write_comparison_page(merge_o.dirs, merge_o.out, std::cout); });
-  r->callback([r] {
+  m->add_option("-o,--output,--out", merge_o.out, "Folder for index.html, merged.json and merged.csv (new, or holding an earlier report)")->required();
+  m->add_option("--fail-above", merge_o.fail_above, "As for report: exit 1 on a shared arm slower by more than PCT percent beyond noise")
+      ->check(CLI::NonNegativeNumber);
+  m->callback([report] { report(merge_o); });
+  r->callback([r, report] {
     if (r->got_subcommand("merge")) return;
     if (o.dirs.empty() || o.out.empty()) throw CLI::ValidationError("report", "name the folders and --out (ternlab report DIR... --out OUT)");
-    experiments::write_comparison_page(o.dirs, o.out, std::cout);
+    report(o);
   });
 }
 

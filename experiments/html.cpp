@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/xml.hpp"
+#include "experiments/compare.hpp"
 #include "experiments/sweep_plan.hpp"
 
 namespace ternlab::experiments {
@@ -291,7 +292,8 @@ std::string results_page(const ResultFolder& r) {
   return page_head(title, false, r.plots.size()) + folder_body(r, 0) + page_tail();
 }
 
-std::string comparison_page(const std::vector<ResultFolder>& folders, const std::string& sweep_html, std::size_t sweep_plots) {
+std::string comparison_page(const std::vector<ResultFolder>& folders, const std::string& sweep_html, std::size_t sweep_plots,
+                            const std::string& side_by_side) {
   std::size_t plots = sweep_plots;
   for (const ResultFolder& f : folders) plots += f.plots.size();
   const auto groups = group_by_machine(folders);
@@ -314,6 +316,7 @@ std::string comparison_page(const std::vector<ResultFolder>& folders, const std:
                j.contains("warnings") ? j["warnings"].size() : 0, "</td></tr>\n");
     }
   s += "</tbody>\n</table>\n";
+  s += side_by_side;
   for (const auto& [cpu, members] : groups) {
     // Machines of one CPU model with different features (a BIOS switch, a VM's CPU model) apart.
     const bool twin = std::count_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == cpu; }) > 1;
@@ -329,7 +332,8 @@ std::string comparison_page(const std::vector<ResultFolder>& folders, const std:
 
 void write_results_page(const fs::path& dir) { write_file_atomically(dir / "index.html", results_page(read_result_folder(dir))); }
 
-fs::path write_comparison_page(const std::vector<std::string>& dirs, const fs::path& out, std::ostream& log) {
+fs::path write_comparison_page(const std::vector<std::string>& dirs, const fs::path& out, std::ostream& log,
+                               FolderComparison* comparison) {
   if (fs::exists(out)) {
     if (!fs::is_directory(out)) fail(out.string(), ": --out names a file, not a folder");
     bool ours = true;
@@ -357,19 +361,21 @@ fs::path write_comparison_page(const std::vector<std::string>& dirs, const fs::p
     merged = merge_sweeps(sweeps);
     for (ResultFolder& f : merged.folders) folders.push_back(std::move(f));
   }
-  const std::string page = comparison_page(folders, merged.html, merged.plots);
+  FolderComparison shared = compare_folders(folders);
+  const std::string page =
+      comparison_page(folders, merged.html, merged.plots, folders.size() > 1 ? shared_arms_html(shared) : std::string());
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec) fail(out.string(), ": cannot create the --out folder: ", ec.message());
   const fs::path index = out / "index.html";
-  if (!sweeps.empty()) {
-    write_file_atomically(out / "merged.json", json_text(merged.json));
-    write_file_atomically(out / "merged.csv", merged.csv);
-  }
+  // A sweep's point table, or else every folder's arms: merged.json and merged.csv are always written.
+  write_file_atomically(out / "merged.json", json_text(sweeps.empty() ? shared.json : merged.json));
+  write_file_atomically(out / "merged.csv", sweeps.empty() ? csv_text(shared.rows) : merged.csv);
   write_file_atomically(index, page);
   const auto groups = group_by_machine(folders);
   log << "report: " << index.string() << " (" << folders.size() << " results folder" << (folders.size() == 1 ? "" : "s") << ", "
       << groups.size() << " machine" << (groups.size() == 1 ? "" : "s") << ")\n";
+  if (comparison) *comparison = std::move(shared);
   return index;
 }
 

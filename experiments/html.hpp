@@ -48,17 +48,21 @@ std::vector<ResultFolder> collect_result_folders(const std::vector<std::string>&
 std::string results_page(const ResultFolder& r);
 // The comparison page: `sweep_html` (a merged sweep's point table and plots, holding
 // `sweep_plots` plots) first, then machines in order of first appearance, each with its folders.
-std::string comparison_page(const std::vector<ResultFolder>& folders, const std::string& sweep_html = "", std::size_t sweep_plots = 0);
+// `side_by_side` (the arms the folders share, experiments/compare.hpp) goes right after the folder list.
+std::string comparison_page(const std::vector<ResultFolder>& folders, const std::string& sweep_html = "", std::size_t sweep_plots = 0,
+                            const std::string& side_by_side = "");
 // Folders grouped by machine: machine.cpu and machine.features, in order of first appearance (what
 // comparison_page draws).
 std::vector<std::pair<std::string, std::vector<const ResultFolder*>>> group_by_machine(const std::vector<ResultFolder>& folders);
 
 // Writes index.html into `dir` (through a temporary file and a rename).
 void write_results_page(const std::filesystem::path& dir);
-// `ternlab report [merge] DIR... --out OUT`: writes OUT/index.html (and, when a DIR is a sweep plan
-// folder, OUT/merged.json and OUT/merged.csv, one row per point and arm); refuses an OUT that exists
-// and holds anything but an earlier report. Returns the page's path.
+struct FolderComparison;
+// `ternlab report [merge] DIR... --out OUT`: writes OUT/index.html with the arms the folders share side
+// by side, and OUT/merged.json and OUT/merged.csv (a sweep's: one row per point and arm; otherwise one
+// row per folder and arm); refuses an OUT that exists and holds anything but an earlier report.
+// Returns the page's path; `comparison`, when given, receives the side-by-side comparison.
 std::filesystem::path write_comparison_page(const std::vector<std::string>& dirs, const std::filesystem::path& out,
-                                            std::ostream& log);
+                                            std::ostream& log, FolderComparison* comparison = nullptr);
 
 }  // namespace ternlab::experiments

@@ -17,6 +17,7 @@
 #include "common/xml.hpp"
 #include "common/files.hpp"
 #include "experiments/bench.hpp"
+#include "experiments/compare.hpp"
 #include "experiments/html.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
@@ -938,5 +939,53 @@ TEST_SUITE("experiments-run") {
     fs::remove(other / run["plots"][0].get<std::string>());
     check_error([&] { read_result_folder(other); }, "field 'runs[0].plots'", run["plots"][0].get<std::string>());
     fs::remove_all(dir);
+  }
+}
+
+TEST_SUITE("experiments-run") {
+  TEST_CASE("report A B: shared arms side by side, ratios to the first folder, noise flags and --fail-above") {
+    const auto folder = [](const std::string& name, std::vector<std::tuple<std::string, double, double, double>> arms) {
+      ResultFolder f;
+      f.dir = name;
+      Json list = Json::array();
+      for (const auto& [arm, median, lo, hi] : arms)
+        list.push_back({{"name", arm}, {"layout", "t2r"}, {"threads", 1}, {"seconds_per_call", {{"median", median}, {"min", lo}, {"max", hi}}}});
+      f.summary = {{"machine", {{"cpu", "test cpu"}, {"git", "abc"}, {"started_utc", "2026-12-05T00:00:00Z"}}},
+                   {"runs", Json::array({{{"name", "run"}, {"decode", {{"arms", list}}}}})}};
+      return f;
+    };
+    const std::vector<ResultFolder> folders = {
+        folder("before", {{"x", 1.0, 0.95, 1.05}, {"y", 2.0, 1.9, 2.1}, {"only-before", 1, 1, 1}}),
+        folder("after", {{"x", 1.5, 1.45, 1.55}, {"y", 2.05, 2.0, 2.1}, {"only-after", 1, 1, 1}})};
+    const FolderComparison c = compare_folders(folders);
+    REQUIRE(c.shared.size() == 2);
+    const SharedArm& x = c.shared[0];
+    const SharedArm& y = c.shared[1];
+    CHECK(x.arm == "x");
+    CHECK(x.test == "decode");
+    CHECK(*x.ratio[1] == doctest::Approx(1.0 / 1.5));
+    CHECK(!x.within_noise[1]);
+    CHECK(*y.ratio[1] == doctest::Approx(2.0 / 2.05));
+    CHECK(y.within_noise[1]);  // [2.0, 2.1] overlaps [1.9, 2.1]
+    // x is 1.5x slower, outside noise: a regression above 10%, not above 60%; y is within noise.
+    const auto ten = regressions(c, 10);
+    REQUIRE(ten.size() == 1);
+    INFO(ten[0]);
+    CHECK(ten[0].find("run / decode / x: after 1.5") == 0);
+    CHECK(ten[0].find("x slower than before (1.5") != std::string::npos);
+    CHECK(regressions(c, 60).empty());
+    // merged.csv and merged.json: every arm of every folder; the shared ones with their ratios.
+    CHECK(c.rows.rows.size() == 6);
+    CHECK(c.json["shared"].size() == 2);
+    CHECK(c.json["shared"][0]["folders"][1]["within_noise"] == false);
+    const std::string md = shared_arms_markdown(c);
+    CHECK(md.find("| run | decode | x |") != std::string::npos);
+    CHECK(md.find("(within noise)") != std::string::npos);
+    CHECK(md.find("only-before") == std::string::npos);
+    CHECK(shared_arms_html(c).find("Side by side") != std::string::npos);
+    // No shared arm: said, not an empty table.
+    const FolderComparison none = compare_folders({folders[0], folder("other", {{"z", 1, 1, 1}})});
+    CHECK(none.shared.empty());
+    CHECK(shared_arms_markdown(none).find("nothing to put side by side") != std::string::npos);
   }
 }
