@@ -162,7 +162,7 @@ void add_kernel_commands(CLI::App& app) {
   list->add_option("--shape", ko.shape, "Matrix the planner measures, ROWSxCOLS")->capture_default_str();
   list->add_option("--tokens", ko.tokens, "Tokens the planner measures with (1: gemv, more: gemm)")->capture_default_str();
   list->add_option("--threads", ko.threads, "Threads the planner measures on")->capture_default_str();
-  list->add_option("--layouts", ko.layouts, "Only these layouts")->delimiter(',');
+  list->add_option("--layouts", ko.layouts, "Only these layouts")->delimiter(',')->check(known_layouts());
   list->add_option("--wisdom", ko.wisdom, "Wisdom file (default: $TERNLAB_WISDOM or ~/.cache/ternlab/wisdom.toml)");
   add_census_command(*list);
   add_ceilings_command(*list);
@@ -176,7 +176,7 @@ void add_kernel_commands(CLI::App& app) {
   static bool print_config = false;
   b->add_option("--threads", o.threads, "Thread counts (persistent pools; one run each)")->delimiter(',');
   b->add_option("--cols", o.cols, "gemm column (token) counts")->delimiter(',');
-  b->add_option("--layouts", o.layouts, "Only these layouts (and i2_s: BitNet's I2_S peer arm)")->delimiter(',');
+  b->add_option("--layouts", o.layouts, "Only these layouts (and i2_s: BitNet's I2_S peer arm)")->delimiter(',')->check(known_layouts());
   b->add_option("--gemv", o.gemv_shape, "gemv shape ROWSxCOLS");
   b->add_option("--gemm", o.gemm_shape, "gemm weight shape ROWSxCOLS");
   b->add_option("--isa", isa, "ISA ceiling: arms above it are left out");
@@ -188,7 +188,7 @@ void add_kernel_commands(CLI::App& app) {
                 "cold: each arm cycles copies of its weights that together hold twice the last-level cache (at least 256 MiB), so calls read "
                 "them from memory (default); warm: one copy, which a cache may hold")
       ->check(CLI::IsMember({"cold", "warm"}));
-  b->add_option("--output", o.output, "Folder that receives the results folders")->capture_default_str();
+  add_output_option(b, o.output, "Folder that receives the results folders")->capture_default_str();
   b->add_flag("--reference", o.with_reference, "Also time the scalar reference kernels (slow)");
   b->add_flag("--pin", o.pin, "Pin pool threads to CPUs");
   b->add_flag("--print-config", print_config, "Print the generated experiment configs and stop");

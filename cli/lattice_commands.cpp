@@ -256,7 +256,7 @@ void add_lattice_commands(CLI::App& app) {
   enc->add_option("--tensor", a.tensor, "Tensor name in the GGUF file");
   enc->add_option("--tail", a.tail, "Unquantised tail columns (default: width mod 24)");
   enc->add_option("--rows", a.max_rows, "Encode only the first N rows (0: all)")->check(CLI::NonNegativeNumber);
-  enc->add_option("--out", a.out, "Write the decoded matrix as .npy");
+  add_output_option(enc, a.out, "Write the decoded matrix as .npy", "--out");
   enc->callback([] { run_encode(a); });
   static BenchArgs b;
   auto* bench = lat->add_subcommand("bench", "Time the record matvec kernels (1 thread) against the streaming-read ceiling");

@@ -1,5 +1,6 @@
 // `ternlab layouts` and `ternlab layout show NAME`: what the registry holds, and the byte map of one
 // block as a text grid a reading group can project.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -117,6 +118,20 @@ void show_record_layout(const records::RecordSpec& s) {
 }
 
 }  // namespace
+
+CLI::Validator known_layouts() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        std::stringstream in(value);
+        std::string name;
+        while (std::getline(in, name, ','))
+          if (!name.empty() && std::none_of(all_layouts().begin(), all_layouts().end(),
+                                            [&](const LayoutInfo* L) { return L->name == name; }))
+            return cat("unknown layout '", name, "' (layouts: ", layout_names(), ")");
+        return {};
+      },
+      "LAYOUT[,LAYOUT...]");
+}
 
 void add_layout_commands(CLI::App& app) {
   app.add_subcommand("layouts", "List the declared layouts: bits per weight, block geometry, strategies")

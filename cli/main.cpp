@@ -1,4 +1,5 @@
 // ternlab: a workbench for the bit layouts of ternary LLM weights.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -24,10 +25,40 @@ int main(int argc, char** argv) {
   ternlab::cli::add_model_commands(app);
   ternlab::cli::add_tokenize_command(app);
   ternlab::cli::add_lattice_commands(app);
+  // A word where a command is expected that names none: said with the commands there are (CLI11
+  // would say only that a subcommand is required, or that an argument was not expected).
+  const CLI::App* level = &app;
+  std::string path = "ternlab";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') break;
+    const auto subs = level->get_subcommands([](const CLI::App*) { return true; });
+    const auto it = std::find_if(subs.begin(), subs.end(), [&](const CLI::App* s) { return s->check_name(word); });
+    if (it != subs.end()) {
+      level = *it;
+      path += " " + word;
+      continue;
+    }
+    if (level->get_require_subcommand_min() == 0) break;
+    std::string names;
+    for (const CLI::App* s : subs) names += (names.empty() ? "" : ", ") + s->get_name();
+    std::cerr << "ternlab: error: unknown command '" << word << "' after '" << path << "' (commands: " << names << ")\n";
+    return 2;
+  }
+  if (argc == 1) {
+    std::string names;
+    for (const CLI::App* s : level->get_subcommands([](const CLI::App*) { return true; })) names += (names.empty() ? "" : ", ") + s->get_name();
+    std::cerr << "ternlab: error: name a command (" << names << "); 'ternlab --help' says what each does\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help is not an error: CLI11 prints it and exits 0. Everything else is a bad command line,
+    // said the way every other error is, with exit status 2.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "ternlab: error: " << e.what() << " (run '" << path << " --help' for the options)\n";
+    return 2;
   } catch (const ternlab::Error& e) {
     std::cerr << "ternlab: error: " << e.what() << "\n";
     return 2;

@@ -346,7 +346,7 @@ void run_logits(const LogitsOptions& o) {
   if (o.prompt.empty() == o.tokens.empty()) fail("model logits: give exactly one of --prompt TEXT and --tokens IDS");
   for (const std::string& out : o.out)
     if (!out.ends_with(".npy") && !out.ends_with(".csv"))
-      fail("model logits: --out ", out, ": the name must end in .npy or .csv (the format written)");
+      fail("model logits: -o/--output ", out, ": the name must end in .npy or .csv (the format written)");
   auto m = load_model(o.path, load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise));
   std::vector<std::int32_t> ids;
   if (!o.prompt.empty()) {
@@ -517,7 +517,7 @@ void add_verify_costs_command(CLI::App* model) {
                                    "Speculative decoding's costs: forward time per verification batch, the state "
                                    "ring's copies and rollback, recomputation");
   vc->add_option("file", v.path, "GGUF file")->required();
-  vc->add_option("--layout", v.layout, "Repack every ternary tensor into this layout: " + layout_names());
+  vc->add_option("--layout", v.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
   vc->add_option("--threads", v.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   vc->add_option("--max-batch", v.max_batch, "Largest verification batch (drafts + 1)")->capture_default_str()
       ->check(CLI::Range(2, 1 << 20));
@@ -671,7 +671,7 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("file", g.path, "GGUF file")->required();
   gen->add_option("-p,--prompt", g.prompt, "Prompt text")->capture_default_str();
   gen->add_option("-n", g.n, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
-  gen->add_option("--layout", g.layout, "Repack every ternary tensor into this layout: " + layout_names());
+  gen->add_option("--layout", g.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
   gen->add_option("--kernel", g.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
   gen->add_option("--threads", g.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--temperature", g.temperature, "0 = greedy")->capture_default_str();
@@ -705,13 +705,13 @@ void add_model_commands(CLI::App& app) {
   logits->add_option("file", lg.path, "GGUF file")->required();
   logits->add_option("-p,--prompt", lg.prompt, "Prompt text (tokenised with the file's tokenizer)");
   logits->add_option("--tokens", lg.tokens, "Token ids, separated by commas or spaces");
-  logits->add_option("--layout", lg.layout, "Repack every ternary tensor into this layout: " + layout_names());
+  logits->add_option("--layout", lg.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
   logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
   logits->add_option("--threads", lg.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   logits->add_option("--load", lg.mode, "Load mode: mmap or memory")->capture_default_str();
   logits->add_flag("--requantise-scales", lg.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
                                       "refuses, and print how many moved and their max / mean relative error");
-  logits->add_option("-o,--out", lg.out, "Output file, .npy (float32 [positions, vocab]) or .csv; repeatable")->required();
+  add_output_option(logits, lg.out, "Output file, .npy (float32 [positions, vocab]) or .csv; repeatable", "--out", true);
   logits->callback([] { run_logits(lg); });
 
   static PerplexityOptions px;
@@ -725,7 +725,7 @@ void add_model_commands(CLI::App& app) {
   ppl->add_option("--save-logits", px.save_logits, "Write the scored positions' logits (.npy, float32) and FILE.json beside them");
   ppl->add_option("--kl-base", px.kl_base, "Compare with logits a --save-logits run wrote: KL divergence, top-1 agreement, "
                                            "perplexity ratio with its error");
-  ppl->add_option("--layout", px.layout, "Repack every ternary tensor into this layout: " + layout_names());
+  ppl->add_option("--layout", px.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
   ppl->add_option("--kernel", px.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
   ppl->add_option("--threads", px.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   ppl->add_option("--load", px.mode, "Load mode: mmap or memory")->capture_default_str();
@@ -737,7 +737,7 @@ void add_model_commands(CLI::App& app) {
   static BenchOptions b;
   auto* bench = model->add_subcommand("bench", "Prefill/decode tok/s, perplexity and greedy tokens per layout");
   bench->add_option("file", b.path, "GGUF file")->required();
-  bench->add_option("--layouts", b.layouts, "Comma-separated layouts")->capture_default_str();
+  bench->add_option("--layouts", b.layouts, "Comma-separated layouts")->capture_default_str()->check(known_layouts());
   bench->add_option("--prompt", b.prompt, "Prompt tokens (pp)")->capture_default_str()->check(CLI::PositiveNumber);
   bench->add_option("--decode", b.decode, "Decoded tokens (tg)")->capture_default_str()->check(CLI::PositiveNumber);
   bench->add_option("--ppl-tokens", b.ppl_tokens, "Tokens for perplexity")->capture_default_str();

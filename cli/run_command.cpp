@@ -12,18 +12,21 @@ void add_run_command(CLI::App& app) {
   struct Options {
     std::string file;
     std::vector<std::string> overrides;
+    std::string output;
     bool dry_run = false, progress = false, no_progress = false;
   };
   static Options o;
   auto* r = app.add_subcommand("run", "Run a TOML experiment: arms interleaved in one process, verified, tabled and plotted");
   r->add_option("file", o.file, "Experiment file (configs/*.toml)")->required()->check(CLI::ExistingFile);
   r->add_option("--set", o.overrides, "Override a key: --set shape.rows=512, --set arm.threads=2, --set 'threads=[1,2]'");
+  add_output_option(r, o.output, "Folder for the results folders (the config's `output` key; the same as --set output=DIR)");
   r->add_flag("--dry-run", o.dry_run, "Print the expanded plan and stop");
   r->add_flag("--progress", o.progress, "Draw the progress bar even when stderr is not a terminal");
   r->add_flag("--no-progress", o.no_progress, "Never draw the progress bar");
   r->callback([] {
     experiments::RunOptions opt;
     opt.overrides = o.overrides;
+    if (!o.output.empty()) opt.overrides.push_back("output=" + o.output);
     opt.dry_run = o.dry_run;
     opt.progress = o.no_progress ? 0 : o.progress ? 1 : -1;
     const auto outcome = experiments::run_experiment_file(o.file, opt, std::cout);
@@ -61,7 +64,7 @@ void add_report_command(CLI::App& app) {
   auto* r = app.add_subcommand("report", "Merge results folders (one machine or several) into one HTML comparison page, grouped by machine, "
                                          "with the arms they share side by side");
   r->add_option("dirs", o.dirs, "Results folders of `ternlab run`, output folders holding them, or sweep plan folders");
-  r->add_option("-o,--output,--out", o.out, "Folder for index.html, merged.json and merged.csv; an existing folder must hold only an earlier report");
+  add_output_option(r, o.out, "Folder for index.html, merged.json and merged.csv; an existing folder must hold only an earlier report", "--out");
   r->add_option("--fail-above", o.fail_above, "Exit 1 when a shared arm is slower than in the first folder by more than PCT percent "
                                               "and outside the runs' noise (for CI)")
       ->check(CLI::NonNegativeNumber);
@@ -69,13 +72,13 @@ void add_report_command(CLI::App& app) {
   // points from many jobs and machines come together.
   auto* m = r->add_subcommand("merge", "The same: merge results folders and sweep plan folders (their points, failed ones as failed)");
   m->add_option("dirs", merge_o.dirs, "Results folders, folders holding them, or sweep plan folders of `ternlab sweep plan`")->required();
-  m->add_option("-o,--output,--out", merge_o.out, "Folder for index.html, merged.json and merged.csv (new, or holding an earlier report)")->required();
+  add_output_option(m, merge_o.out, "Folder for index.html, merged.json and merged.csv (new, or holding an earlier report)", "--out", true);
   m->add_option("--fail-above", merge_o.fail_above, "As for report: exit 1 on a shared arm slower by more than PCT percent beyond noise")
       ->check(CLI::NonNegativeNumber);
   m->callback([report] { report(merge_o); });
   r->callback([r, report] {
     if (r->got_subcommand("merge")) return;
-    if (o.dirs.empty() || o.out.empty()) throw CLI::ValidationError("report", "name the folders and --out (ternlab report DIR... --out OUT)");
+    if (o.dirs.empty() || o.out.empty()) throw CLI::ValidationError("report", "name the folders and -o (ternlab report DIR... -o OUT)");
     report(o);
   });
 }

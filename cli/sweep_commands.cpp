@@ -37,7 +37,7 @@ void add_sweep_commands(CLI::App& app) {
   auto* plan = sweep->add_subcommand("plan", "Write one job per sweep point, a manifest and a Slurm array script into --out");
   plan->add_option("file", o.file, "Experiment file with a sweep (configs/*.toml)")->required()->check(CLI::ExistingFile);
   plan->add_option("--set", o.overrides, "Override a key, as for `ternlab run` (an array makes or widens the sweep)");
-  plan->add_option("--out", o.out, "Plan folder (new, empty, or holding this same plan)")->required();
+  add_output_option(plan, o.out, "Plan folder (new, empty, or holding this same plan)", "--out", true);
   plan->add_option("--partition", o.slurm.partition, "Slurm partition (default: the cluster's)");
   plan->add_option("--time", o.slurm.time, "Time limit per point (Slurm's forms: MM, HH:MM:SS, D-HH:MM)")->capture_default_str();
   plan->add_option("--cpus-per-task", o.slurm.cpus_per_task, "CPUs per point (default: the largest thread count of the plan)")

@@ -335,7 +335,7 @@ void write_results_page(const fs::path& dir) { write_file_atomically(dir / "inde
 fs::path write_comparison_page(const std::vector<std::string>& dirs, const fs::path& out, std::ostream& log,
                                FolderComparison* comparison) {
   if (fs::exists(out)) {
-    if (!fs::is_directory(out)) fail(out.string(), ": --out names a file, not a folder");
+    if (!fs::is_directory(out)) fail(out.string(), ": -o/--output names a file, not a folder");
     bool ours = true;
     for (const auto& e : fs::directory_iterator(out)) {
       const std::string name = e.path().filename().string();
@@ -344,7 +344,7 @@ fs::path write_comparison_page(const std::vector<std::string>& dirs, const fs::p
                           name == "merged.csv";
       if (!page && !merged) ours = false;
     }
-    if (!ours) fail(out.string(), ": --out names a folder that holds other files than an earlier `ternlab report` page; refusing to write there");
+    if (!ours) fail(out.string(), ": -o/--output names a folder that holds other files than an earlier `ternlab report` page; refusing to write there");
   }
   // Sweep plan folders are merged point by point; any other argument is a results folder or holds them.
   std::vector<std::string> plain;
@@ -366,7 +366,7 @@ fs::path write_comparison_page(const std::vector<std::string>& dirs, const fs::p
       comparison_page(folders, merged.html, merged.plots, folders.size() > 1 ? shared_arms_html(shared) : std::string());
   std::error_code ec;
   fs::create_directories(out, ec);
-  if (ec) fail(out.string(), ": cannot create the --out folder: ", ec.message());
+  if (ec) fail(out.string(), ": cannot create the -o/--output folder: ", ec.message());
   const fs::path index = out / "index.html";
   // A sweep's point table, or else every folder's arms: merged.json and merged.csv are always written.
   write_file_atomically(out / "merged.json", json_text(sweeps.empty() ? shared.json : merged.json));

@@ -211,25 +211,25 @@ SweepPlan write_sweep_plan(const std::string& config, const std::vector<std::str
 
   const std::string text = read_text(config);
   if (fs::exists(sp.dir)) {
-    if (!fs::is_directory(sp.dir)) fail(out.string(), ": --out names a file, not a folder");
+    if (!fs::is_directory(sp.dir)) fail(out.string(), ": -o/--output names a file, not a folder");
     if (is_sweep_folder(sp.dir)) {
       const SweepPlan old = read_sweep_plan(sp.dir);
       const fs::path old_config = sp.dir / old.config;
       const std::string old_text = fs::is_regular_file(old_config) ? read_text(old_config) : std::string();
       if (old.config != sp.config || old_text != text)
         fail(out.string(), ": holds a different plan: its config ", old_config.string(), " is not the text of ", config,
-             " (choose another --out, or remove the folder to replace that plan and its results)");
+             " (choose another -o/--output, or remove the folder to replace that plan and its results)");
       if (old.overrides != sp.overrides)
         fail(out.string(), ": holds a different plan: its overrides are [", join(old.overrides), "], these are [", join(sp.overrides),
-             "] (choose another --out, or remove the folder to replace that plan and its results)");
+             "] (choose another -o/--output, or remove the folder to replace that plan and its results)");
       log << "sweep plan: " << sp.dir.string() << " already holds this plan; its points' results are kept\n";
     } else if (!fs::is_empty(sp.dir)) {
-      fail(out.string(), ": --out names a folder that holds other files than a sweep plan; refusing to write there");
+      fail(out.string(), ": -o/--output names a folder that holds other files than a sweep plan; refusing to write there");
     }
   }
   std::error_code ec;
   fs::create_directories(sp.dir, ec);
-  if (ec) fail(out.string(), ": cannot create the --out folder: ", ec.message());
+  if (ec) fail(out.string(), ": cannot create the -o/--output folder: ", ec.message());
   write_file_atomically(sp.dir / sp.config, text);
   write_plan_files(sp);
   log << "sweep plan: " << sp.points.size() << " points of " << config << " (" << sp.kind << ") in " << sp.dir.string() << "\n";

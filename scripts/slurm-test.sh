@@ -124,7 +124,7 @@ wait_for() {  # job id: until it leaves the queue, at most $timeout_s seconds
 # Three points of a tiny gemv config, one CPU each.
 plan=$work/plan
 "$ternlab" sweep plan configs/tiny.toml --set 'shape.rows=[64,128,256]' --set rounds=1 --set warmup=0 --set ceiling_mib=4 \
-  --set sample_ms=0.5 --out "$plan" --partition test --time 5 > "$work/plan.log" || fail "sweep plan: $(cat "$work/plan.log")"
+  --set sample_ms=0.5 -o "$plan" --partition test --time 5 > "$work/plan.log" || fail "sweep plan: $(cat "$work/plan.log")"
 grep -q -- '--array=0-2' "$plan/sweep.sbatch" || fail "sweep.sbatch has no --array=0-2: $(cat "$plan/sweep.sbatch")"
 job=$(sbatch --parsable "$plan/sweep.sbatch") || fail "sbatch refused $plan/sweep.sbatch"
 job=${job%%;*}
@@ -154,7 +154,7 @@ wait_for "$again"
 grep -q "\"SLURM_ARRAY_JOB_ID\": \"$again\"" "$plan/points/001/exit.json" || fail "point 1 was not rerun by job $again"
 "$ternlab" sweep status "$plan" | grep -q '3 done' || fail "after the resubmit not every point is done"
 
-"$ternlab" report merge "$plan" --out "$work/report" > "$work/report.log" || fail "report merge: $(cat "$work/report.log")"
+"$ternlab" report merge "$plan" -o "$work/report" > "$work/report.log" || fail "report merge: $(cat "$work/report.log")"
 done_points=$(grep -c '"state": "done"' "$work/report/merged.json")
 [ "$done_points" = 3 ] || fail "merged.json holds $done_points done points, expected 3"
 [ "$(grep -c '<article class="results">' "$work/report/index.html")" = 3 ] || fail "the merged page does not hold 3 results folders"

@@ -212,9 +212,10 @@ TEST_SUITE("docs-cli") {
                                              "--requantise-scales", "--out", (tmp / "l.npy").string()};
     CHECK(run_in(tmp, logits, log, tmp / "wisdom.toml") == 0);
     CHECK(tail_of(log).find("--requantise-scales: nothing was lost: all ") != std::string::npos);
+    CHECK(tail_of(log).find("--out is deprecated; use -o/--output") != std::string::npos);  // the old spelling still works
     // A layout with one scale per 256 weights merges the file's pairs: loud too, with the weights it re-fit.
     const std::vector<std::string> merged = {TERNLAB_CLI, "model", "logits", model, "-p", "And the", "--layout", "tq2_0",
-                                             "--requantise-scales", "--out", (tmp / "m.npy").string()};
+                                             "--requantise-scales", "-o", (tmp / "m.npy").string()};
     CHECK(run_in(tmp, merged, log, tmp / "wisdom.toml") == 0);
     const std::string merge_said = tail_of(log);
     for (const char* part : {"--requantise-scales (LOSSY): ", "merged into one per 256 weights, then rounded to fp16, layout tq2_0",
