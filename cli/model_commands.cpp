@@ -22,6 +22,7 @@
 #include "common/strings.hpp"
 #include "layouts/registry.hpp"
 #include "experiments/progress.hpp"
+#include "experiments/results.hpp"
 #include "model/experiments.hpp"
 #include "model/export.hpp"
 #include "model/model.hpp"
@@ -473,42 +474,128 @@ void run_perplexity(const PerplexityOptions& o) {
 }
 
 struct BenchOptions {
-  std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "estimate";
-  int prompt = 64, decode = 32, threads = 1, ppl_tokens = 128;
+  std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "estimate", format = "md", output;
+  std::vector<int> prompt{64}, gen{32}, threads{1};
+  int repetitions = 5, warmup = 1;
   bool requantise = false;
 };
 
+// `model bench` as llama-bench: pp (prefill of P tokens from an empty context) and tg (N tokens
+// decoded one at a time from an empty context) for every layout x thread count, each test run
+// `warmup` times untimed and `repetitions` times timed, arms interleaved within every repetition;
+// tok/s as mean and standard deviation over the repetitions. Every arm's greedy tokens are checked
+// against the first arm's before timing. Markdown, CSV or JSON (llama-bench's field names).
 void run_bench(const BenchOptions& o) {
-  Table table({{"layout"}, {"kernel"}, {"pp tok/s", Align::right}, {"tg tok/s", Align::right}, {"MB/token", Align::right},
-               {"ppl", Align::right}, {"greedy tokens"}});
-  std::vector<std::string> skipped;
+  if (o.format != "md" && o.format != "csv" && o.format != "json")
+    fail("model bench: --format '", o.format, "' (md, csv or json)");
+  struct Arm {
+    std::string layout;
+    int threads = 1;
+    std::unique_ptr<Model> model;
+    std::string check;
+  };
+  std::vector<Arm> arms;
   std::stringstream names(o.layouts);
-  std::string name;
-  while (std::getline(names, name, ',')) {
-    LoadOptions lo = load_options(name, "", o.threads, o.mode, o.requantise);
-    lo.plan = parse_plan_mode(o.plan);
-    show_load_progress(lo, name);
-    std::unique_ptr<Model> m;
-    try {
-      m = load_model(o.path, lo);
-    } catch (const Error& e) {
-      skipped.push_back(cat(name, ": ", e.what()));
-      continue;
+  for (std::string name; std::getline(names, name, ',');)
+    for (int t : o.threads) {
+      LoadOptions lo = load_options(name, "", t, o.mode, o.requantise);
+      lo.plan = parse_plan_mode(o.plan);
+      show_load_progress(lo, cat(name, " threads=", t));
+      arms.push_back({name, t, load_model(o.path, lo), ""});
     }
-    const auto prompt = random_tokens(o.prompt, m->config().n_vocab, 7);
-    const Speed s = measure_speed(*m, prompt, o.decode);
-    const auto text = random_tokens(o.ppl_tokens, m->config().n_vocab, 11);
-    const Perplexity p = perplexity(*m, text, 64);
-    const auto g = greedy(*m, std::span(prompt).first(8), 8);
-    std::vector<std::string> tokens;
-    for (auto t : g) tokens.push_back(cat(t));
-    table.add({name, m->kernel().name(), fixed_text(s.prefill_tok_s(), 1), fixed_text(s.decode_tok_s(), 1),
-               fixed_text(double(m->ternary_bytes_per_token()) / 1e6, 2), fixed_text(p.value(), 4), join(tokens, " ")});
+  if (arms.empty()) fail("model bench: no layout named (--layouts)");
+  const int vocab = arms.front().model->config().n_vocab;
+  // Outputs verified before timing: the same greedy continuation of an 8-token prompt as the first arm.
+  const auto check_prompt = random_tokens(8, vocab, 7);
+  const auto want = greedy(*arms.front().model, check_prompt, 4);
+  for (Arm& a : arms) {
+    const auto got = greedy(*a.model, check_prompt, 4);
+    a.check = &a == &arms.front() ? "reference" : got == want ? "equal" : cat("DIFFERS from ", arms.front().layout, a.model->scale_requantisation().changed ? " (lossy load)" : "");
   }
-  std::cout << table.text();
-  for (const std::string& s : skipped) std::cout << "skipped " << s << "\n";
-  std::cout << "peak resident memory: " << std::fixed << std::setprecision(2) << double(peak_rss_bytes()) / double(1 << 30)
-            << " GiB (all layouts above, loaded one after another)\n";
+  struct Test {
+    std::string name;
+    int n_prompt = 0, n_gen = 0;
+  };
+  std::vector<Test> tests;
+  for (int p : o.prompt)
+    if (p > 0) tests.push_back({cat("pp", p), p, 0});
+  for (int n : o.gen)
+    if (n > 0) tests.push_back({cat("tg", n), 0, n});
+  if (tests.empty()) fail("model bench: no test: every -p and -n is 0");
+  const auto run_once = [&](Model& m, const Test& t) {
+    Session s = m.new_session();
+    const double t0 = seconds_now(false);
+    if (t.n_prompt) {
+      m.forward(s, random_tokens(t.n_prompt, vocab, 7));
+    } else {
+      std::int32_t next = 1;
+      for (int i = 0; i < t.n_gen; ++i) next = argmax(m.forward(s, std::span(&next, 1)));
+    }
+    return seconds_now(false) - t0;
+  };
+  // samples[arm][test]: seconds per repetition.
+  std::vector<std::vector<std::vector<double>>> samples(arms.size(), std::vector<std::vector<double>>(tests.size()));
+  for (int r = 0; r < o.warmup + o.repetitions; ++r)
+    for (std::size_t a = 0; a < arms.size(); ++a)
+      for (std::size_t t = 0; t < tests.size(); ++t) {
+        const double sec = run_once(*arms[a].model, tests[t]);
+        if (r >= o.warmup) samples[a][t].push_back(sec);
+      }
+  const auto mean_sd = [](const std::vector<double>& v) {
+    double m = 0, ss = 0;
+    for (double x : v) m += x;
+    m /= double(v.size());
+    for (double x : v) ss += (x - m) * (x - m);
+    return std::pair{m, v.size() > 1 ? std::sqrt(ss / double(v.size() - 1)) : 0.0};
+  };
+  std::ostringstream out;
+  Table table({{"layout"}, {"kernel"}, {"threads", Align::right}, {"MB/token", Align::right}, {"test"}, {"t/s", Align::right},
+               {"greedy check"}});
+  experiments::Rows rows;
+  rows.file = "bench.csv";
+  rows.columns = {"model_filename", "layout", "kernel", "n_threads", "ternary_bytes_per_token", "test", "n_prompt", "n_gen",
+                  "repetitions", "avg_ts", "stddev_ts", "avg_ns", "stddev_ns", "samples_ts", "greedy_check"};
+  nlohmann::ordered_json json = nlohmann::ordered_json::array();
+  for (std::size_t a = 0; a < arms.size(); ++a)
+    for (std::size_t t = 0; t < tests.size(); ++t) {
+      const Arm& arm = arms[a];
+      const Test& test = tests[t];
+      const int tokens = test.n_prompt + test.n_gen;
+      std::vector<double> ts, ns;
+      for (double sec : samples[a][t]) ts.push_back(tokens / sec), ns.push_back(sec * 1e9);
+      const auto [avg_ts, sd_ts] = mean_sd(ts);
+      const auto [avg_ns, sd_ns] = mean_sd(ns);
+      const std::uint64_t bytes = arm.model->ternary_bytes_per_token();
+      table.add({arm.layout, arm.model->kernel().name(), cat(arm.threads), fixed_text(double(bytes) / 1e6, 2), test.name,
+                 cat(fixed_text(avg_ts, 2), " ± ", fixed_text(sd_ts, 2)), arm.check});
+      std::string joined;
+      for (double x : ts) joined += cat(joined.empty() ? "" : ";", fixed_text(x, 3));
+      rows.add({o.path, arm.layout, arm.model->kernel().name(), arm.threads, std::int64_t(bytes), test.name, test.n_prompt, test.n_gen,
+                o.repetitions, avg_ts, sd_ts, avg_ns, sd_ns, joined, arm.check});
+      json.push_back({{"model_filename", o.path}, {"layout", arm.layout}, {"kernel", arm.model->kernel().name()},
+                      {"n_threads", arm.threads}, {"ternary_bytes_per_token", bytes}, {"test", test.name},
+                      {"n_prompt", test.n_prompt}, {"n_gen", test.n_gen}, {"repetitions", o.repetitions}, {"avg_ts", avg_ts},
+                      {"stddev_ts", sd_ts}, {"avg_ns", avg_ns}, {"stddev_ns", sd_ns}, {"samples_ts", ts}, {"samples_ns", ns},
+                      {"greedy_check", arm.check}});
+    }
+  if (o.format == "md") {
+    out << table.markdown();
+    out << "\nt/s: mean ± standard deviation over " << o.repetitions << " repetitions after " << o.warmup
+        << " untimed; pp: P prompt tokens in one batch, tg: N tokens decoded one at a time, both from an empty context; "
+           "arms interleaved within every repetition. greedy check: an 8-token prompt's 4 greedy tokens against "
+        << arms.front().layout << "'s, before timing. Peak resident memory " << fixed_text(double(peak_rss_bytes()) / double(1 << 30), 2)
+        << " GiB (every arm loaded at once).\n";
+  } else if (o.format == "csv") {
+    out << experiments::csv_text(rows);
+  } else {
+    out << json.dump(1) << "\n";
+  }
+  if (o.output.empty()) {
+    std::cout << out.str();
+  } else {
+    write_file_atomically(o.output, out.str());
+    std::cout << "wrote " << o.output << " (" << o.format << ", " << arms.size() * tests.size() << " rows)\n";
+  }
 }
 
 void add_verify_costs_command(CLI::App* model) {
@@ -735,13 +822,35 @@ void add_model_commands(CLI::App& app) {
   ppl->callback([] { run_perplexity(px); });
 
   static BenchOptions b;
-  auto* bench = model->add_subcommand("bench", "Prefill/decode tok/s, perplexity and greedy tokens per layout");
+  auto* bench = model->add_subcommand("bench", "Prefill (pp) and decode (tg) tok/s per layout and thread count, as llama-bench measures them");
   bench->add_option("file", b.path, "GGUF file")->required();
   bench->add_option("--layouts", b.layouts, "Comma-separated layouts")->capture_default_str()->check(known_layouts());
-  bench->add_option("--prompt", b.prompt, "Prompt tokens (pp)")->capture_default_str()->check(CLI::PositiveNumber);
-  bench->add_option("--decode", b.decode, "Decoded tokens (tg)")->capture_default_str()->check(CLI::PositiveNumber);
-  bench->add_option("--ppl-tokens", b.ppl_tokens, "Tokens for perplexity")->capture_default_str();
-  bench->add_option("--threads", b.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
+  bench->add_option("-p,--n-prompt", b.prompt, "Prompt lengths of the pp tests, comma-separated (0: none)")
+      ->delimiter(',')->capture_default_str()->check(CLI::NonNegativeNumber);
+  bench->add_option("-n,--n-gen", b.gen, "Lengths of the tg tests, comma-separated (0: none)")
+      ->delimiter(',')->capture_default_str()->check(CLI::NonNegativeNumber);
+  bench->add_option("-t,--threads", b.threads, "Thread counts, comma-separated")->delimiter(',')->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  bench->add_option("-r,--repetitions", b.repetitions, "Timed repetitions of every test")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--warmup", b.warmup, "Untimed runs of every test first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  bench->add_option("--format", b.format, "md, csv or json")->capture_default_str();
+  add_output_option(bench, b.output, "Write the table to this file (default: standard output)");
+  // The options this command had before llama-bench's: still accepted, each saying what replaced it.
+  static std::vector<int> old_prompt, old_decode;
+  static int old_ppl = 0;
+  bench->add_option("--prompt", old_prompt, "deprecated: -p")->group("")->each([](const std::string& v) {
+    std::cerr << "ternlab: note: --prompt is deprecated here (it is text in generate); use -p/--n-prompt\n";
+    b.prompt = {std::stoi(v)};
+  });
+  bench->add_option("--decode", old_decode, "deprecated: -n")->group("")->each([](const std::string& v) {
+    std::cerr << "ternlab: note: --decode is deprecated; use -n/--n-gen\n";
+    b.gen = {std::stoi(v)};
+  });
+  bench->add_option("--ppl-tokens", old_ppl, "deprecated")->group("")->each([](const std::string&) {
+    std::cerr << "ternlab: note: --ppl-tokens is ignored: model bench measures speed; perplexity on a real text is "
+                 "`ternlab model perplexity`\n";
+  });
   bench->add_option("--load", b.mode, "Load mode: mmap or memory")->capture_default_str();
   bench->add_flag("--requantise-scales", b.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
                                       "refuses, and print how many moved and their max / mean relative error");

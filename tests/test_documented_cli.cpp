@@ -48,7 +48,7 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>> kS
     {"kernels ceilings", {{"--rounds", "1"}, {"--mib", "64"}}},
     // The model part's perplexity on the first 400 bytes of the held-out text ({tmp}: the test's folder).
     {"quickstart", {{"--rows", "256"}, {"--cols", "512"}, {"--reps", "1"}, {"--rounds", "1"}, {"--text", "{tmp}/short-text.txt"}}},
-    {"model bench", {{"--prompt", "8"}, {"--decode", "4"}, {"--ppl-tokens", "16"}}},
+    {"model bench", {{"-p", "8"}, {"-n", "4"}, {"-t", "1"}, {"-r", "1"}, {"--warmup", "0"}}},
     {"model generate", {{"-n", "4"}}},
     {"model perplexity", {{"--tokens", "32"}}},
     {"model verify-costs", {{"--rounds", "1"}, {"--prompt", "4"}}},
@@ -183,6 +183,41 @@ TEST_SUITE("docs-cli") {
     CHECK(c[0].where == "a.md:1");
     CHECK(c[1].text == "build/ternlab model info x.gguf");
     fs::remove(f);
+  }
+
+  TEST_CASE("model bench as llama-bench: lists of lengths and threads, repetitions, every format; bad values exit 2") {
+    const fs::path tmp = fs::temp_directory_path() / cat("ternlab-bench-", getpid());
+    fs::create_directories(tmp);
+    const std::string model = TERNLAB_SOURCE_DIR "/models/bonsai-kjv-py/bonsai-kjv-py.gguf";
+    const fs::path log = tmp / "log.txt";
+    const fs::path csv = tmp / "b.csv";
+    const std::vector<std::string> bench = {TERNLAB_CLI, "model", "bench", model, "--layouts", "pq2_0,t2r", "-p", "8,16", "-n", "4",
+                                            "-t", "1,2", "-r", "3", "--warmup", "0", "--format", "csv", "-o", csv.string()};
+    REQUIRE(run_in(tmp, bench, log, tmp / "wisdom.toml") == 0);
+    std::ifstream in(csv);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    // 2 layouts x 2 thread counts x 3 tests (pp8, pp16, tg4), after the header.
+    REQUIRE(lines.size() == 1 + 12);
+    CHECK(lines[0].find("model_filename,layout,kernel,n_threads,ternary_bytes_per_token,test,n_prompt,n_gen,repetitions,avg_ts,stddev_ts") == 0);
+    int tg = 0, equal = 0;
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+      tg += lines[i].find(",tg4,0,4,3,") != std::string::npos;
+      equal += lines[i].find(",equal") != std::string::npos || lines[i].find(",reference") != std::string::npos;
+      // Three samples a row: two ';' between them.
+      CHECK(std::count(lines[i].begin(), lines[i].end(), ';') == 2);
+    }
+    CHECK(tg == 4);
+    CHECK(equal == 12);  // every arm's greedy tokens equal the first's (exact layouts)
+    const std::vector<std::string> bad = {TERNLAB_CLI, "model", "bench", model, "--layouts", "pq2_0,t2q"};
+    CHECK(run_in(tmp, bad, log, tmp / "wisdom.toml") == 2);
+    const std::string said = tail_of(log);
+    CHECK(said.find("ternlab: error: --layouts: unknown layout 't2q' (layouts: ") != std::string::npos);
+    const std::vector<std::string> typo = {TERNLAB_CLI, "model", "bnech", model};
+    CHECK(run_in(tmp, typo, log, tmp / "wisdom.toml") == 2);
+    CHECK(tail_of(log).find("ternlab: error: unknown command 'bnech' after 'ternlab model' (commands: ") != std::string::npos);
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
   }
 
   TEST_CASE("--requantise-scales takes the lossy path by name and says what moved; without it a lossy layout refuses") {
