@@ -182,7 +182,7 @@ TEST_SUITE("llamacpp-golden") {
       }
       greedy_steps += compare_greedy(model, c, 0.2);
     }
-    // The greedy check must compare something: margins over 0.2 leave 15 of 36 steps here.
+    // The greedy check must compare something: margins over 0.2 leave 20 of 36 steps here (12, 1 and 7).
     CHECK(greedy_steps >= 10);
   }
 
