@@ -3,6 +3,8 @@
 #include <iomanip>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.hpp"
 #include "common/error.hpp"
 #include "inspect/census.hpp"
@@ -17,8 +19,17 @@ namespace {
 struct CensusOptions {
   std::vector<std::string> layouts;
   std::string isa;
-  bool show = false;
+  bool show = false, json = false;
 };
+
+// One kernel loop's counts as JSON: per 64 MACs (per 64 weights for a gemv) by instruction class.
+nlohmann::ordered_json census_json(const std::string& layout, const std::string& kernel, const char* op,
+                                   const inspect::LoopCensus& c) {
+  nlohmann::ordered_json per64;
+  for (inspect::InsnClass cls : inspect::kInsnClasses) per64[inspect::to_string(cls)] = c.per64(cls);
+  return {{"layout", layout}, {"kernel", kernel}, {"op", op}, {"function", c.function}, {"instructions", c.insns.size()},
+          {"macs", c.macs}, {"by_multiplies", c.by_multiplies}, {"per_64", per64}};
+}
 
 void print_census_row(const std::string& layout, const std::string& kernel, const char* op,
                       const inspect::LoopCensus& c) {
@@ -45,12 +56,15 @@ void census(const CensusOptions& o) {
   else
     for (const std::string& n : o.layouts) layouts.push_back(&find_layout(n));
 
-  std::cout << "hot loop of each kernel, read from this binary's machine code (" << inspect::objdump_command()
-            << "); counts are instructions per 64 int8 multiply-accumulates (for a gemv, per 64 weights)\n";
-  std::cout << std::left << std::setw(16) << "layout" << std::setw(40) << "kernel" << std::setw(6) << "op"
-            << std::right << std::setw(7) << "insns" << std::setw(8) << "MACs";
-  for (inspect::InsnClass cls : inspect::kInsnClasses) std::cout << std::setw(8) << inspect::to_string(cls);
-  std::cout << "\n";
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  if (!o.json) {
+    std::cout << "hot loop of each kernel, read from this binary's machine code (" << inspect::objdump_command()
+              << "); counts are instructions per 64 int8 multiply-accumulates (for a gemv, per 64 weights)\n";
+    std::cout << std::left << std::setw(16) << "layout" << std::setw(40) << "kernel" << std::setw(6) << "op"
+              << std::right << std::setw(7) << "insns" << std::setw(8) << "MACs";
+    for (inspect::InsnClass cls : inspect::kInsnClasses) std::cout << std::setw(8) << inspect::to_string(cls);
+    std::cout << "\n";
+  }
   bool by_multiplies = false;
   for (const LayoutInfo* L : layouts)
     for (const KernelVariant& k : kernels_for(*L)) {
@@ -62,11 +76,21 @@ void census(const CensusOptions& o) {
       for (const auto& [op, fn] : ops) {
         if (!fn) continue;
         const inspect::LoopCensus c = inspect::census_of(fn);
+        if (o.json) {
+          rows.push_back(census_json(std::string(L->name), k.name(), op, c));
+          continue;
+        }
         print_census_row(std::string(L->name), k.name() + (c.by_multiplies ? " *" : ""), op, c);
         by_multiplies |= c.by_multiplies;
         if (o.show) show_loop(c);
       }
     }
+  if (o.json) {
+    std::cout << nlohmann::ordered_json{{"objdump", inspect::objdump_command()}, {"unit", "instructions per 64 int8 multiply-accumulates (gemv: per 64 weights)"},
+                                        {"loops", rows}}.dump(1)
+              << "\n";
+    return;
+  }
   if (by_multiplies)
     std::cout << "* no int8 multiply-accumulate instruction in the code: the loop with the most integer multiplies, "
                  "each counted as a dot of one product per lane (MACs: products)\n";
@@ -81,6 +105,7 @@ void add_census_command(CLI::App& kernels) {
   c->add_option("--layouts", o.layouts, "Only these layouts")->delimiter(',')->check(known_layouts());
   c->add_option("--isa", o.isa, "ISA ceiling (scalar, avx2, avx512vnni, neon, dotprod, i8mm)");
   c->add_flag("--show", o.show, "Print each loop's instructions with their class");
+  c->add_flag("--json", o.json, "Print the counts as JSON");
   c->callback([] { census(o); });
 }
 

@@ -18,6 +18,8 @@
 #include <memory>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.hpp"
 #include "common/error.hpp"
 #include "common/shape.hpp"
@@ -46,7 +48,7 @@ struct KernelsOptions {
   std::vector<std::string> layouts;
   std::int64_t tokens = 1;
   int threads = 1;
-  bool explain = false;
+  bool explain = false, json = false;
 };
 
 // `ternlab kernels`: per layout, the variants and the one chosen. With --plan measure the planner
@@ -58,12 +60,16 @@ void list_kernels(const KernelsOptions& o) {
   const auto [rows, cols] = parse_shape(o.shape, "kernels --shape");
   if (o.tokens < 1) fail("kernels: --tokens must be at least 1");
   Wisdom wisdom(o.wisdom.empty() ? Wisdom::default_path() : std::filesystem::path(o.wisdom));
-  std::cout << "cpu: " << cpu_description() << "; " << feature_string() << "; ceiling " << isa_name(best_isa())
-            << ", plan: " << plan_mode_name(mode);
+  // With --json everything goes into one object on standard output instead.
+  std::ostringstream text;
+  nlohmann::ordered_json json = {{"cpu", cpu_description()}, {"features", feature_string()}, {"ceiling", isa_name(best_isa())},
+                                 {"plan", plan_mode_name(mode)}, {"layouts", nlohmann::ordered_json::array()}};
+  text << "cpu: " << cpu_description() << "; " << feature_string() << "; ceiling " << isa_name(best_isa())
+       << ", plan: " << plan_mode_name(mode);
   if (mode == PlanMode::measure)
-    std::cout << " (" << (o.tokens == 1 ? std::string("gemv") : cat("gemm, ", o.tokens, " tokens")) << " on " << rows
-              << " x " << cols << ", " << o.threads << " thread(s))";
-  std::cout << "\n";
+    text << " (" << (o.tokens == 1 ? std::string("gemv") : cat("gemm, ", o.tokens, " tokens")) << " on " << rows
+         << " x " << cols << ", " << o.threads << " thread(s))";
+  text << "\n";
   ThreadPool pool(o.threads);
   const bool notes = o.explain || mode == PlanMode::measure;
   Table listing({{"layout"}, {"variants (* = chosen)"}});
@@ -74,10 +80,12 @@ void list_kernels(const KernelsOptions& o) {
     if (mode == PlanMode::measure) {
       if (rows % L->rows) {
         listing.add({std::string(L->name), cat("(not measured: ", rows, " rows are not whole ", L->rows, "-row blocks)")});
+        json["layouts"].push_back({{"layout", std::string(L->name)}, {"not_measured", cat(rows, " rows are not whole ", L->rows, "-row blocks")}});
         continue;
       }
       if (!L->block_scales_128()) {  // one candidate, nothing to measure
         listing.add({std::string(L->name), cat("(not measured: reference/scalar only, ", L->block_scales_why_not(), ")")});
+        json["layouts"].push_back({{"layout", std::string(L->name)}, {"not_measured", cat("reference/scalar only, ", L->block_scales_why_not())}});
         continue;
       }
       // Timing only: random fp16 scales, rounded (lossily, by name) where the layout stores another format.
@@ -88,13 +96,22 @@ void list_kernels(const KernelsOptions& o) {
     } else {
       c = best_kernel(*L);
     }
-    std::vector<std::string> variants;
-    for (const KernelVariant& k : kernels_for(*L)) variants.push_back((k.name() == c.variant.name() ? "*" : "") + k.name());
+    std::vector<std::string> variants, names;
+    for (const KernelVariant& k : kernels_for(*L)) {
+      variants.push_back((k.name() == c.variant.name() ? "*" : "") + k.name());
+      names.push_back(k.name());
+    }
     listing.add({std::string(L->name), join(variants, "  ")});
+    json["layouts"].push_back({{"layout", std::string(L->name)}, {"variants", names}, {"chosen", c.variant.name()},
+                               {"why", notes ? c.notes : std::vector<std::string>{}}});
     if (notes)
       for (const std::string& n : c.notes) why.add({std::string(L->name), n});
   }
-  std::cout << listing.text();
+  if (o.json) {
+    std::cout << json.dump(1) << "\n";
+    return;
+  }
+  std::cout << text.str() << listing.text();
   if (why.rows()) std::cout << "\n" << why.text();
   std::cout << "(* = chosen " << (mode == PlanMode::measure ? "by measuring" : "by best_kernel under the ceiling")
             << "; --isa lowers the ceiling, --plan measure times the candidates)\n";
@@ -157,6 +174,7 @@ void add_kernel_commands(CLI::App& app) {
   static KernelsOptions ko;
   list->add_option("--isa", ko.isa, "ISA ceiling (scalar, avx2, avx512vnni, neon, dotprod, i8mm)");
   list->add_flag("--explain", ko.explain, "Say why each candidate was taken or passed over; list the wisdom file");
+  list->add_flag("--json", ko.json, "Print the variants, the chosen one and the reasons as JSON");
   list->add_option("--plan", ko.plan, "estimate (the ISA ladder) or measure (time every candidate, record wisdom)")
       ->capture_default_str();
   list->add_option("--shape", ko.shape, "Matrix the planner measures, ROWSxCOLS")->capture_default_str();

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.hpp"
 #include "common/error.hpp"
 #include "common/table.hpp"
@@ -19,12 +21,17 @@ namespace ternlab::cli {
 
 namespace {
 
-void print_layouts() {
+void print_layouts(bool as_json) {
   Table table({{"layout"}, {"bits", Align::right}, {"block", Align::right}, {"bytes", Align::right}, {"strategies"}, {"properties"}});
-  for (const LayoutInfo* L : all_layouts())
+  nlohmann::ordered_json json = nlohmann::ordered_json::array();
+  for (const LayoutInfo* L : all_layouts()) {
     table.add({std::string(L->name), fixed_text(L->bits_per_weight(), 3), cat(L->rows, "x", L->k), cat(L->block_bytes()),
                join(L->strategies()), join(L->properties())});
-  std::cout << table.text();
+    json.push_back({{"layout", std::string(L->name)}, {"summary", std::string(L->summary)}, {"bits_per_weight", L->bits_per_weight()},
+                    {"rows", L->rows}, {"k", L->k}, {"block_bytes", L->block_bytes()}, {"strategies", L->strategies()},
+                    {"properties", L->properties()}, {"gguf_type", L->gguf_type >= 0 ? nlohmann::ordered_json(L->gguf_type) : nullptr}});
+  }
+  std::cout << (as_json ? json.dump(1) + "\n" : table.text());
 }
 
 // One line per byte: which row and weight each slot holds. Scale bytes name their row.
@@ -134,8 +141,10 @@ CLI::Validator known_layouts() {
 }
 
 void add_layout_commands(CLI::App& app) {
-  app.add_subcommand("layouts", "List the declared layouts: bits per weight, block geometry, strategies")
-      ->callback(print_layouts);
+  static bool layouts_json = false;
+  auto* layouts = app.add_subcommand("layouts", "List the declared layouts: bits per weight, block geometry, strategies");
+  layouts->add_flag("--json", layouts_json, "Print the list as JSON");
+  layouts->callback([] { print_layouts(layouts_json); });
   auto* layout = app.add_subcommand("layout", "Inspect one layout");
   layout->require_subcommand(1);
   auto* show = layout->add_subcommand("show", "Print the byte map of one block (which row and weight each slot holds)");

@@ -374,6 +374,7 @@ void run_logits(const LogitsOptions& o) {
 struct PerplexityOptions {
   std::string path, text, layout, kernel, mode = "mmap", save_logits, kl_base;
   int tokens = 0, chunk = 64, stride = 0, threads = 1;
+  bool json = false;
   bool requantise = false;
   WeightArgs weights;
 };
@@ -434,6 +435,27 @@ void run_perplexity(const PerplexityOptions& o) {
   });
   if (kl && targets.size() != std::size_t(base.rows))
     fail(o.kl_base, ": holds ", base.rows, " positions, this run scored ", targets.size(), " (other text, --tokens, --ctx or --stride?)");
+  if (!o.save_logits.empty()) {
+    write_npy_f32(o.save_logits, saved, std::int64_t(targets.size()), vocab);
+    replace_file_atomically(o.save_logits + ".json", [&](const std::filesystem::path& part) {
+      std::ofstream(part) << logits_record(o, *m, targets).dump(1) << "\n";
+    });
+  }
+  if (o.json) {
+    nlohmann::ordered_json j = {{"model", o.path}, {"text", o.text}, {"layout", std::string(m->layout().name)},
+                                {"kernel", m->kernel().name()}, {"tokens", ids.size()}, {"ctx", o.chunk}, {"stride", o.stride},
+                                {"predicted", p.predicted}, {"perplexity", p.value()}, {"standard_error", p.standard_error()},
+                                {"windows", p.chunk_values}};
+    if (kl) {
+      const LogitDivergence d = kl->result();
+      j["kl_base"] = {{"file", o.kl_base}, {"kl_mean", d.kl_mean}, {"kl_p90", d.kl_p90}, {"kl_p99", d.kl_p99}, {"kl_max", d.kl_max},
+                      {"top1_agreement", d.top1_agreement}, {"base_perplexity", d.ref_ppl.value()},
+                      {"log_ratio", d.log_ratio}, {"log_ratio_error", d.log_ratio_error}};
+    }
+    if (!o.save_logits.empty()) j["saved_logits"] = o.save_logits;
+    std::cout << j.dump(1) << "\n";
+    return;
+  }
   std::cout << "layout " << m->layout().name << " (" << fixed_text(m->layout().bits_per_weight(), 4) << " bits/weight), kernel "
             << m->kernel().name() << (m->weight_code() == WeightCode::ternary ? "" : " (shapes only)") << "\n";
   print_weights(*m);
@@ -445,10 +467,6 @@ void run_perplexity(const PerplexityOptions& o) {
             << (o.stride ? cat(" every ", o.stride, " tokens, each scoring its last ", o.stride) : std::string())
             << ", each from a fresh state; uniform guessing scores " << vocab << ")\n";
   if (!o.save_logits.empty()) {
-    write_npy_f32(o.save_logits, saved, std::int64_t(targets.size()), vocab);
-    replace_file_atomically(o.save_logits + ".json", [&](const std::filesystem::path& part) {
-      std::ofstream(part) << logits_record(o, *m, targets).dump(1) << "\n";
-    });
     std::cout << "saved the logits of " << targets.size() << " scored positions to " << o.save_logits << " (and "
               << o.save_logits << ".json): compare another layout or a lossy variant with --kl-base " << o.save_logits << "\n";
   }
@@ -809,6 +827,7 @@ void add_model_commands(CLI::App& app) {
   ppl->add_option("-c,--ctx,--chunk", px.chunk, "Tokens per window, each from a fresh state")->capture_default_str()->check(CLI::Range(2, 1 << 20));
   ppl->add_option("--stride", px.stride, "0: windows do not overlap; S: a window every S tokens, each scoring only its last S")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  ppl->add_flag("--json", px.json, "Print the result (windows, estimate, error, --kl-base comparison) as JSON");
   ppl->add_option("--save-logits", px.save_logits, "Write the scored positions' logits (.npy, float32) and FILE.json beside them");
   ppl->add_option("--kl-base", px.kl_base, "Compare with logits a --save-logits run wrote: KL divergence, top-1 agreement, "
                                            "perplexity ratio with its error");

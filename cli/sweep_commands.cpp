@@ -67,9 +67,20 @@ void add_sweep_commands(CLI::App& app) {
 
   auto* status = sweep->add_subcommand("status", "List the points done, failed, incomplete (died half-way or running) and missing");
   status->add_option("dir", o.dir, "Plan folder")->required();
+  static bool status_json = false;
+  status->add_flag("--json", status_json, "Print every point's state as JSON");
   status->callback([] {
     const auto plan = experiments::read_sweep_plan(o.dir);
-    std::cout << experiments::status_text(plan, experiments::sweep_status(plan));
+    const auto points = experiments::sweep_status(plan);
+    if (!status_json) {
+      std::cout << experiments::status_text(plan, points);
+      return;
+    }
+    experiments::Json list = experiments::Json::array();
+    for (const auto& p : points)
+      list.push_back({{"point", p.index}, {"state", experiments::state_name(p.state)}, {"exit_code", p.exit_code},
+                      {"hostname", p.hostname}, {"results", p.results.string()}, {"message", p.message}});
+    std::cout << experiments::Json{{"plan", o.dir}, {"points", list}}.dump(1) << "\n";
   });
 
   auto* again = sweep->add_subcommand("resubmit", "Write (and with --submit, submit) a Slurm array of the points not done");

@@ -18,6 +18,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "common/strings.hpp"
 #include "tests/support.hpp"
 
@@ -183,6 +185,47 @@ TEST_SUITE("docs-cli") {
     CHECK(c[0].where == "a.md:1");
     CHECK(c[1].text == "build/ternlab model info x.gguf");
     fs::remove(f);
+  }
+
+  TEST_CASE("--json on layouts, kernels, census, perplexity and sweep status: one JSON document on standard output") {
+    const fs::path tmp = fs::temp_directory_path() / cat("ternlab-json-", getpid());
+    fs::create_directories(tmp);
+    const std::string model = TERNLAB_SOURCE_DIR "/models/bonsai-kjv-py/bonsai-kjv-py.gguf";
+    const std::string text = TERNLAB_SOURCE_DIR "/models/bonsai-kjv-py/heldout-code.txt";
+    const fs::path log = tmp / "log.txt";
+    const auto json_of = [&](const std::vector<std::string>& argv) {
+      REQUIRE(run_in(tmp, argv, log, tmp / "wisdom.toml") == 0);
+      std::ifstream in(log);
+      return nlohmann::json::parse(in);  // throws (fails the test) unless the whole output is one JSON document
+    };
+    const auto layouts = json_of({TERNLAB_CLI, "layouts", "--json"});
+    REQUIRE(layouts.is_array());
+    CHECK(layouts.size() >= 16);
+    const auto t2p = std::find_if(layouts.begin(), layouts.end(), [](const auto& l) { return l["layout"] == "t2p"; });
+    REQUIRE(t2p != layouts.end());
+    CHECK((*t2p)["bits_per_weight"] == 2.125);
+    const auto kernels = json_of({TERNLAB_CLI, "kernels", "--json", "--layouts", "t2p,pq2_0"});
+    REQUIRE(kernels["layouts"].size() == 2);
+    for (const auto& l : kernels["layouts"]) {
+      const auto& v = l["variants"];
+      CHECK(std::find(v.begin(), v.end(), l["chosen"]) != v.end());
+    }
+    const auto census = json_of({TERNLAB_CLI, "kernels", "census", "--json", "--layouts", "t2p"});
+    REQUIRE(!census["loops"].empty());
+    CHECK(census["loops"][0]["per_64"].contains("dot"));
+    const auto ppl = json_of({TERNLAB_CLI, "model", "perplexity", model, "--text", text, "--tokens", "40", "--ctx", "20", "--json"});
+    CHECK(ppl["predicted"] == 38);
+    CHECK(ppl["windows"].size() == 2);
+    CHECK(ppl["perplexity"].get<double>() > 1);
+    CHECK(ppl["standard_error"].get<double>() > 0);
+    const fs::path plan = tmp / "plan";
+    REQUIRE(run_in(tmp, {TERNLAB_CLI, "sweep", "plan", TERNLAB_SOURCE_DIR "/configs/tiny.toml", "--set", "shape.rows=[64,128]", "-o",
+                         plan.string()}, log, tmp / "wisdom.toml") == 0);
+    const auto status = json_of({TERNLAB_CLI, "sweep", "status", plan.string(), "--json"});
+    REQUIRE(status["points"].size() == 2);
+    CHECK(status["points"][0]["state"] == "missing");
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
   }
 
   TEST_CASE("model bench as llama-bench: lists of lengths and threads, repetitions, every format; bad values exit 2") {
