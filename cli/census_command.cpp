@@ -10,6 +10,7 @@
 #include "inspect/census.hpp"
 #include "kernels/catalog.hpp"
 #include "kernels/cpu.hpp"
+#include "kernels/dispatch.hpp"
 #include "layouts/registry.hpp"
 
 namespace ternlab::cli {
@@ -69,6 +70,7 @@ void census(const CensusOptions& o) {
   for (const LayoutInfo* L : layouts)
     for (const KernelVariant& k : kernels_for(*L)) {
       if (k.strategy == Strategy::reference) continue;  // decodes through tables: no kernel loop to count
+      if (!isa_at_or_below(k.isa, best_isa())) continue;  // above --isa's ceiling: not a kernel that would run
       const void* gemv = k.phases.rows ? reinterpret_cast<const void*>(k.phases.rows)
                                        : reinterpret_cast<const void*>(k.gemv);
       const std::pair<const char*, const void*> ops[] = {{"gemv", gemv},

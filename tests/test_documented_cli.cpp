@@ -188,8 +188,8 @@ TEST_SUITE("docs-cli") {
   }
 
   TEST_CASE("--json on layouts, kernels, census, perplexity and sweep status: one JSON document on standard output") {
-    const fs::path tmp = fs::temp_directory_path() / cat("ternlab-json-", getpid());
-    fs::create_directories(tmp);
+    const test::ScratchDir scratch("ternlab-json");
+    const fs::path tmp = scratch.dir;
     const std::string model = TERNLAB_SOURCE_DIR "/models/bonsai-kjv-py/bonsai-kjv-py.gguf";
     const std::string text = TERNLAB_SOURCE_DIR "/models/bonsai-kjv-py/heldout-code.txt";
     const fs::path log = tmp / "log.txt";
@@ -224,13 +224,14 @@ TEST_SUITE("docs-cli") {
     const auto status = json_of({TERNLAB_CLI, "sweep", "status", plan.string(), "--json"});
     REQUIRE(status["points"].size() == 2);
     CHECK(status["points"][0]["state"] == "missing");
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
+    // census honours --isa: no loop of a kernel above the ceiling is listed.
+    const auto avx2 = json_of({TERNLAB_CLI, "kernels", "census", "--json", "--layouts", "t2p,pq2_0", "--isa", "avx2"});
+    for (const auto& loop : avx2["loops"]) CHECK_MESSAGE(loop["kernel"].get<std::string>().find("avx512") == std::string::npos, loop["kernel"]);
   }
 
   TEST_CASE("model bench as llama-bench: lists of lengths and threads, repetitions, every format; bad values exit 2") {
-    const fs::path tmp = fs::temp_directory_path() / cat("ternlab-bench-", getpid());
-    fs::create_directories(tmp);
+    const test::ScratchDir scratch("ternlab-bench");
+    const fs::path tmp = scratch.dir;
     const std::string model = TERNLAB_SOURCE_DIR "/models/bonsai-kjv-py/bonsai-kjv-py.gguf";
     const fs::path log = tmp / "log.txt";
     const fs::path csv = tmp / "b.csv";
@@ -259,8 +260,6 @@ TEST_SUITE("docs-cli") {
     const std::vector<std::string> typo = {TERNLAB_CLI, "model", "bnech", model};
     CHECK(run_in(tmp, typo, log, tmp / "wisdom.toml") == 2);
     CHECK(tail_of(log).find("ternlab: error: unknown command 'bnech' after 'ternlab model' (commands: ") != std::string::npos);
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
   }
 
   TEST_CASE("--requantise-scales takes the lossy path by name and says what moved; without it a lossy layout refuses") {
