@@ -40,6 +40,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -87,6 +88,13 @@ class Gguf:
         try:
             reader = gguf.GGUFReader(str(path))
         except (ValueError, OSError, struct.error) as e:
+            # gguf-py refuses tensor types ggml does not have, such as PrismML's PQ2_0 (142) / PTQ1_0 (143).
+            unknown = re.search(r"(\d+)\)? is not a valid GGMLQuantizationType", str(e))
+            if unknown:
+                t = int(unknown.group(1))
+                name = {142: "PrismML's PQ2_0", 143: "PrismML's PTQ1_0"}.get(t, f"GGUF tensor type {t}")
+                raise Refused(f"{path}: holds {name} tensors, which upstream llama.cpp cannot load; export it with "
+                              "`ternlab model export --type tq2_0`")
             raise Refused(f"{path}: not a readable GGUF file ({e})")
         self.meta: dict[str, object] = {}
         self.array_len: dict[str, int] = {}
