@@ -27,6 +27,15 @@ int main(int argc, char** argv) {
   ternlab::cli::add_lattice_commands(app);
   // A word where a command is expected that names none: said with the commands there are (CLI11
   // would say only that a subcommand is required, or that an argument was not expected).
+  const auto command_names = [](const CLI::App* at) {
+    std::string names;
+    for (const CLI::App* s : at->get_subcommands([](const CLI::App*) { return true; })) names += (names.empty() ? "" : ", ") + s->get_name();
+    return names;
+  };
+  if (argc == 1) {
+    std::cerr << "ternlab: error: name a command (" << command_names(&app) << "); 'ternlab --help' says what each does\n";
+    return 2;
+  }
   const CLI::App* level = &app;
   std::string path = "ternlab";
   for (int i = 1; i < argc; ++i) {
@@ -40,15 +49,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (level->get_require_subcommand_min() == 0) break;
-    std::string names;
-    for (const CLI::App* s : subs) names += (names.empty() ? "" : ", ") + s->get_name();
-    std::cerr << "ternlab: error: unknown command '" << word << "' after '" << path << "' (commands: " << names << ")\n";
-    return 2;
-  }
-  if (argc == 1) {
-    std::string names;
-    for (const CLI::App* s : level->get_subcommands([](const CLI::App*) { return true; })) names += (names.empty() ? "" : ", ") + s->get_name();
-    std::cerr << "ternlab: error: name a command (" << names << "); 'ternlab --help' says what each does\n";
+    std::cerr << "ternlab: error: unknown command '" << word << "' after '" << path << "' (commands: " << command_names(level) << ")\n";
     return 2;
   }
   try {

@@ -120,6 +120,18 @@ void show_load_progress(LoadOptions& lo, const std::string& what) {
   };
 }
 
+// One line for every comparison of a model's logits with a reference's (lossy loads, --kl-base, lossy
+// exports): KL(p_ref || p_this) per predicted token, top-1 agreement, the largest logit difference
+// and both perplexities ("A<ref_word> -> B") with the log ratio and difference and their errors.
+std::string divergence_text(const LogitDivergence& d, const std::string& ref_word) {
+  return cat("KL mean ", fixed_text(d.kl_mean, 6), ", p90 ", fixed_text(d.kl_p90, 6), ", p99 ", fixed_text(d.kl_p99, 6), ", max ",
+             fixed_text(d.kl_max, 6), " nats a token; top-1 agreement ", fixed_text(100 * d.top1_agreement, 2),
+             "%; max |logit difference| ", fixed_text(d.max_abs_logit, 4), "; perplexity ", fixed_text(d.ref_ppl.value(), 4),
+             ref_word, " -> ", fixed_text(d.other_ppl.value(), 4), " (ln ratio ", fixed_text(d.log_ratio, 6), " +/- ",
+             fixed_text(d.log_ratio_error, 6), ", difference ", fixed_text(d.other_ppl.value() - d.ref_ppl.value(), 4), " +/- ",
+             fixed_text(d.other_ppl.value() * d.log_ratio_error, 4), ")");
+}
+
 // What --requantise-scales did: the lossy path is only ever taken by name, and says what it changed:
 // scales moved (merged under a wider scale group, rounded to the layout's format, or both), weights whose
 // code a merge changed, and the largest change of an effective weight. Nothing moved is said as such.
@@ -472,23 +484,16 @@ void run_perplexity(const PerplexityOptions& o) {
   }
   if (kl) {
     const LogitDivergence d = kl->result();
-    std::cout << "against " << o.kl_base << " (" << base_record.at("layout").get<std::string>() << "): KL divergence mean "
-              << fixed_text(d.kl_mean, 6) << ", p90 " << fixed_text(d.kl_p90, 6) << ", p99 " << fixed_text(d.kl_p99, 6)
-              << ", max " << fixed_text(d.kl_max, 6) << " nats; top-1 agreement " << fixed_text(100 * d.top1_agreement, 2)
-              << "%; perplexity " << fixed_text(d.ref_ppl.value(), 4) << " -> " << fixed_text(d.other_ppl.value(), 4)
-              << " (ln ratio " << fixed_text(d.log_ratio, 6) << " +/- " << fixed_text(d.log_ratio_error, 6) << ", delta "
-              << fixed_text(d.other_ppl.value() - d.ref_ppl.value(), 4) << " +/- "
-              << fixed_text(d.other_ppl.value() * d.log_ratio_error, 4) << ")\n";
+    std::cout << "against " << o.kl_base << " (" << base_record.at("layout").get<std::string>() << "): "
+              << divergence_text(d, "") << "\n";
   }
   const ScaleRequantisation& r = m->scale_requantisation();
   if (!o.requantise || (r.changed == 0 && r.weights_changed == 0) || kl) return;
   // The loss in the units that matter for a model: its logits against the file's exact weights, on the same text.
   auto ref = Model::load(o.path, load_options("", "", o.threads, o.mode, false));
   const LogitDivergence d = logit_divergence(*ref, *m, ids, o.chunk);
-  std::cout << "loss against the file's exact weights (" << ref->layout().name << ", same text and chunks): KL mean "
-            << fixed_text(d.kl_mean, 6) << ", p99 " << fixed_text(d.kl_p99, 6) << ", max " << fixed_text(d.kl_max, 6)
-            << " nats a token; top-1 agreement " << fixed_text(100 * d.top1_agreement, 2) << "%; perplexity "
-            << fixed_text(d.ref_ppl.value(), 4) << " exact -> " << fixed_text(d.other_ppl.value(), 4) << "\n";
+  std::cout << "loss against the file's exact weights (" << ref->layout().name << ", same text and chunks): "
+            << divergence_text(d, " exact") << "\n";
 }
 
 struct BenchOptions {
@@ -697,10 +702,7 @@ void run_export(const ExportArgs& a) {
   if (ids.size() < 2) fail(a.eval_text, " encodes to ", ids.size(), " tokens (at least 2 are needed)");
   const LogitDivergence d = logit_divergence(*ref, *got, ids, a.eval_chunk);
   std::cout << "loss on " << a.eval_text << " (" << d.positions << " predicted tokens, chunks of " << a.eval_chunk
-            << "): KL(original || exported) mean " << fixed_text(d.kl_mean, 6) << ", p99 " << fixed_text(d.kl_p99, 6)
-            << ", max " << fixed_text(d.kl_max, 6) << " nats; top-1 agreement " << fixed_text(100 * d.top1_agreement, 2)
-            << "%; max |logit difference| " << fixed_text(d.max_abs_logit, 4) << "; perplexity "
-            << fixed_text(d.ref_ppl.value(), 4) << " -> " << fixed_text(d.other_ppl.value(), 4) << "\n";
+            << "), the original against the export: " << divergence_text(d, " original") << "\n";
 }
 
 }  // namespace

@@ -11,18 +11,6 @@ namespace ternlab::experiments {
 
 namespace {
 
-std::string text(const Json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
-
-// Every (test, arms) a run holds: the run itself when it has arms, and each object member that does
-// (the speed kind's "prefill" and "decode").
-std::vector<std::pair<std::string, const Json*>> tests_of(const Json& run) {
-  std::vector<std::pair<std::string, const Json*>> tests;
-  if (run.contains("arms")) tests.emplace_back("", &run);
-  for (const auto& [k, v] : run.items())
-    if (v.is_object() && v.contains("arms")) tests.emplace_back(k, &v);
-  return tests;
-}
-
 std::string ratio_text(double r) { return sig(r) + "x"; }
 
 }  // namespace
@@ -41,18 +29,18 @@ FolderComparison compare_folders(const std::vector<ResultFolder>& folders) {
     const Json& s = folders[fi].summary;
     const Json& machine = s["machine"];
     for (const Json& run : s.value("runs", Json::array()))
-      for (const auto& [test, obj] : tests_of(run))
+      for (const auto& [test, obj] : run_tests(run))
         for (const Json& arm : (*obj)["arms"]) {
           if (arm.value("control", false) || !arm.contains("name")) continue;
-          const std::string name = text(arm["name"]);
-          const std::string run_name = text(run.value("name", Json("")));
+          const std::string name = text_of(arm["name"]);
+          const std::string run_name = text_of(run.value("name", Json("")));
           const Stat secs = arm.contains("seconds_per_call") ? stat_from(arm["seconds_per_call"]) : Stat{};
           const auto median = [&](const char* key) {
             return arm.contains(key) ? Cell(stat_from(arm[key]).median) : Cell();
           };
-          c.rows.add({c.folders[fi], text(machine.value("cpu", Json(""))), text(machine.value("git", Json(""))),
-                      text(machine.value("started_utc", Json(""))), run_name, test, name, text(arm.value("layout", Json(""))),
-                      text(arm.value("kernel", Json(""))), arm.contains("threads") ? Cell(arm["threads"].get<std::int64_t>()) : Cell(),
+          c.rows.add({c.folders[fi], text_of(machine.value("cpu", Json(""))), text_of(machine.value("git", Json(""))),
+                      text_of(machine.value("started_utc", Json(""))), run_name, test, name, text_of(arm.value("layout", Json(""))),
+                      text_of(arm.value("kernel", Json(""))), arm.contains("threads") ? Cell(arm["threads"].get<std::int64_t>()) : Cell(),
                       std::string(arm.value("verified", true) ? "true" : "false"), secs.valid ? Cell(secs.median) : Cell(),
                       secs.valid ? Cell(secs.min) : Cell(), secs.valid ? Cell(secs.max) : Cell(), median("tok_s"), median("gbps"),
                       median("fraction_of_read_ceiling"), median("speedup_vs_baseline")});

@@ -87,8 +87,6 @@ std::string page_head(const std::string& title, bool comparison, std::size_t plo
 
 std::string page_tail() { return "<div id=\"page-check\"></div>\n</body>\n</html>\n"; }
 
-std::string text_of(const Json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
-
 std::string machine_html(const Json& machine) {
   std::string s = "<dl class=\"machine\">\n";
   for (const auto& [k, v] : machine.items()) s += cat("<dt>", xml_escape(k), "</dt><dd>", xml_escape(text_of(v)), "</dd>\n");
@@ -329,6 +327,8 @@ std::string comparison_page(const std::vector<ResultFolder>& folders, const std:
   }
   return s + page_tail();
 }
+
+std::string text_of(const Json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
 
 void write_results_page(const fs::path& dir) { write_file_atomically(dir / "index.html", results_page(read_result_folder(dir))); }
 

@@ -27,6 +27,9 @@ std::string markdown_html(std::string_view md, const std::function<std::string(c
 // An SVG document as an element to put inside HTML (its XML declaration dropped).
 std::string inline_svg(std::string_view svg);
 
+// A summary.json value as table text: a string as it is, anything else as JSON.
+std::string text_of(const Json& j);
+
 // One results folder as read back from disk.
 struct ResultFolder {
   std::filesystem::path dir;

@@ -218,11 +218,16 @@ std::uint64_t packed_bytes(const LayoutInfo& L, std::int64_t rows, std::int64_t 
   return std::uint64_t((rows + L.rows - 1) / L.rows) * std::uint64_t((cols + L.k - 1) / L.k) * std::uint64_t(L.block_bytes());
 }
 
+// The preset a source writes: its own, or its shapes with `layers` layers.
+model::SynthPreset preset_of(const ModelSource& src) {
+  const model::SynthPreset& preset = model::find_preset(src.preset);
+  return src.layers ? model::with_layers(preset, src.layers) : preset;
+}
+
 ModelShape shape_of(const std::string& path, const ModelSource& src) {
   ModelShape s;
   if (path == src.path && !src.preset.empty()) {
-    const model::SynthPreset& preset = model::find_preset(src.preset);
-    const model::ModelConfig c = model::synth_config(src.layers ? model::with_layers(preset, src.layers) : preset, src.synth);
+    const model::ModelConfig c = model::synth_config(preset_of(src), src.synth);
     const LayoutInfo& stored = find_layout(gguf::ternary_layout_name(std::uint32_t(src.synth.ternary_type), src.path));
     for (const model::TensorSpec& t : model::tensor_specs(c)) {
       std::int64_t n = 1;
@@ -452,8 +457,7 @@ void ensure_model(const ModelSource& src, std::ostream& log) {
       << gguf::traits_of(std::uint32_t(src.synth.ternary_type), src.path).name << ", scale group " << src.synth.scale_group
       << (src.synth.unfolded ? ", unfolded" : "") << (src.layers ? cat(", ", src.layers, " layers") : std::string()) << ") into " << src.path << "\n" << std::flush;
   replace_file_atomically(src.path, [&](const fs::path& partial) {
-    const model::SynthPreset& preset = model::find_preset(src.preset);
-    model::write_synthetic(src.layers ? model::with_layers(preset, src.layers) : preset, partial.string(), src.synth);
+    model::write_synthetic(preset_of(src), partial.string(), src.synth);
   });
 }
 

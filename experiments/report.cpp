@@ -147,17 +147,21 @@ Json machine_json(const Machine& m) {
               {"started_utc", m.started_utc}};
 }
 
-std::vector<ArmSpeedup> arm_speedups(const Json& run) {
+std::vector<std::pair<std::string, const Json*>> run_tests(const Json& run) {
   std::vector<std::pair<std::string, const Json*>> tests;
   if (run.contains("arms")) tests.emplace_back("", &run);
   for (const auto& [k, v] : run.items())
-    if (v.is_object() && v.contains("arms")) tests.emplace_back(k + ": ", &v);
+    if (v.is_object() && v.contains("arms")) tests.emplace_back(k, &v);
+  return tests;
+}
+
+std::vector<ArmSpeedup> arm_speedups(const Json& run) {
   std::vector<ArmSpeedup> out;
-  for (const auto& [test, obj] : tests)
+  for (const auto& [test, obj] : run_tests(run))
     for (const Json& arm : (*obj)["arms"]) {
       if (arm.value("control", false) || !arm.contains("name")) continue;
       ArmSpeedup a;
-      a.name = test + (arm["name"].is_string() ? arm["name"].get<std::string>() : arm["name"].dump());
+      a.name = (test.empty() ? test : test + ": ") + (arm["name"].is_string() ? arm["name"].get<std::string>() : arm["name"].dump());
       a.verified = arm.value("verified", true);
       if (arm.contains("speedup_vs_baseline")) {
         const Stat s = stat_from(arm["speedup_vs_baseline"]);

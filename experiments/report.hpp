@@ -113,6 +113,9 @@ struct ArmSpeedup {
   bool valid = false;
 };
 std::vector<ArmSpeedup> arm_speedups(const Json& run);
+// The tests a run holds, each with its arms: the run itself when it has arms (test ""), and each
+// object member that does (the speed kind's "prefill" and "decode").
+std::vector<std::pair<std::string, const Json*>> run_tests(const Json& run);
 
 RunReport report_timing(const RunSpec& run, const TimingResult& r);
 // Words every timed table shares: how the arms were ordered, the ratio column's header and note

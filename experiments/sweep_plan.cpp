@@ -43,8 +43,6 @@ const Json& field(const Json& j, const std::string& key, const fs::path& file) {
   return j[key];
 }
 
-std::string text_of(const Json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
-
 // A word for a POSIX shell, single-quoted unless it needs no quotes.
 std::string shell_word(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") == std::string::npos)

@@ -54,14 +54,17 @@ double Perplexity::standard_error() const {
 
 namespace {
 
-// -log softmax(l)[next], in double.
-double negative_log_likelihood(const float* l, int vocab, std::int32_t next) {
+// log sum exp(l), in double, shifted by the largest logit.
+double log_sum_exp(const float* l, int vocab) {
   double mx = l[0];
   for (int v = 1; v < vocab; ++v) mx = std::max(mx, double(l[v]));
   double sum = 0;
   for (int v = 0; v < vocab; ++v) sum += std::exp(double(l[v]) - mx);
-  return std::log(sum) + mx - double(l[next]);
+  return std::log(sum) + mx;
 }
+
+// -log softmax(l)[next].
+double negative_log_likelihood(const float* l, int vocab, std::int32_t next) { return log_sum_exp(l, vocab) - double(l[next]); }
 
 void add_token(Perplexity& p, double nll) {
   p.nll_sum += nll;
@@ -117,11 +120,7 @@ std::vector<float> all_logits(Model& m, std::span<const std::int32_t> tokens) {
 
 void DivergenceAccumulator::add(const float* la, const float* lb, std::int32_t next) {
   const auto log_softmax = [&](const float* l, std::vector<double>& out) {
-    double mx = l[0];
-    for (int v = 1; v < vocab_; ++v) mx = std::max(mx, double(l[v]));
-    double sum = 0;
-    for (int v = 0; v < vocab_; ++v) sum += std::exp(double(l[v]) - mx);
-    const double lse = std::log(sum) + mx;
+    const double lse = log_sum_exp(l, vocab_);
     out.resize(std::size_t(vocab_));
     for (int v = 0; v < vocab_; ++v) out[std::size_t(v)] = double(l[v]) - lse;
   };
@@ -170,6 +169,7 @@ LogitDivergence logit_divergence(Model& ref, Model& other, std::span<const std::
   if (other.config().n_vocab != vocab)
     fail(other.file().source, ": vocabulary of ", other.config().n_vocab, " tokens, ", ref.file().source, " has ", vocab);
   if (chunk < 2) fail("logit divergence: chunks of at least 2 tokens");
+  if (tokens.size() < 2) fail("logit divergence: no predicted position (", tokens.size(), " tokens)");
   DivergenceAccumulator acc(vocab);
   for (std::size_t at = 0; at + 1 < tokens.size(); at += std::size_t(chunk)) {
     const auto part = tokens.subspan(at, std::min(tokens.size() - at, std::size_t(chunk)));
@@ -178,7 +178,6 @@ LogitDivergence logit_divergence(Model& ref, Model& other, std::span<const std::
     for (std::size_t t = 0; t + 1 < part.size(); ++t)
       acc.add(a.data() + t * std::size_t(vocab), b.data() + t * std::size_t(vocab), part[t + 1]);
   }
-  if (tokens.size() < 2) fail("logit divergence: no predicted position (", tokens.size(), " tokens)");
   return acc.result();
 }
 

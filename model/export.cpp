@@ -46,10 +46,7 @@ void write_unfolded(const TernaryMatrix& m, const ModelConfig& c, const std::str
       for (std::int64_t k = 0; k < cols; ++k) row[std::size_t(k)] *= double((*signs)[std::size_t(k)]);
     }
     if (permute_grouped) {
-      for (int rr = 0; rr < rep_heads; ++rr)
-        for (int kh = 0; kh < nk; ++kh)
-          for (int d = 0; d < hd; ++d)
-            moved[std::size_t(d + hd * (kh + nk * rr))] = row[std::size_t(d + hd * (rr + rep_heads * kh))];
+      grouped_to_tiled(row.data(), moved.data(), hd, nk, rep_heads);
       row.swap(moved);
     }
     for (std::int64_t k = 0; k < cols; ++k) {

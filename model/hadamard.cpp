@@ -38,11 +38,4 @@ void Rotation::inverse(float* x, std::int64_t k) const {
   ops.multiply(x, s.data(), k);
 }
 
-void tiled_to_grouped(const float* tiled, float* grouped, int head_dim, int n_k, int rep) {
-  for (int r = 0; r < rep; ++r)
-    for (int k = 0; k < n_k; ++k)
-      for (int d = 0; d < head_dim; ++d)
-        grouped[d + head_dim * (r + rep * k)] = tiled[d + head_dim * (k + n_k * r)];
-}
-
 }  // namespace ternlab::model

@@ -44,6 +44,18 @@ struct Rotation {
 };
 
 // GDN output, tiled -> grouped value-head order (spec §6.4): view as [hd, nk, rep], swap the last two.
-void tiled_to_grouped(const float* tiled, float* grouped, int head_dim, int n_k, int rep);
+// grouped_to_tiled is its inverse (model export moves ssm_out's columns back to tiled order).
+template <class T>
+void tiled_to_grouped(const T* tiled, T* grouped, int head_dim, int n_k, int rep) {
+  for (int r = 0; r < rep; ++r)
+    for (int k = 0; k < n_k; ++k)
+      for (int d = 0; d < head_dim; ++d) grouped[d + head_dim * (r + rep * k)] = tiled[d + head_dim * (k + n_k * r)];
+}
+template <class T>
+void grouped_to_tiled(const T* grouped, T* tiled, int head_dim, int n_k, int rep) {
+  for (int r = 0; r < rep; ++r)
+    for (int k = 0; k < n_k; ++k)
+      for (int d = 0; d < head_dim; ++d) tiled[d + head_dim * (k + n_k * r)] = grouped[d + head_dim * (r + rep * k)];
+}
 
 }  // namespace ternlab::model
