@@ -148,7 +148,6 @@ TEST_SUITE("export") {
     const LogitDivergence d = logit_divergence(*a, *b, text, 20);
     CHECK(d.positions == 38);
     CHECK(d.kl_mean > 0);
-    CHECK(d.kl_max >= d.kl_p99);
     CHECK(d.max_abs_logit > 0);
     CHECK(std::isfinite(d.other_ppl.value()));
     // Loading the same file into tq2_0 with --requantise-scales takes the same merge and says so
