@@ -30,6 +30,7 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/measure.hpp"
 #include "kernels/peers/i2s.hpp"
+#include "kernels/peers/peer_matmul.hpp"
 #include "kernels/planner.hpp"
 #include "kernels/testdata.hpp"
 #include "layouts/matrix.hpp"
@@ -96,14 +97,27 @@ void list_kernels(const KernelsOptions& o) {
     } else {
       c = best_kernel(*L);
     }
+    // A peer's format runs the peer's own kernel wherever ternlab meets it (model, bench, quickstart);
+    // ternlab's kernels for its bytes are listed after it as ternlab's, the planner's pick unmarked.
+    const peers::PeerFormat* peer = peers::find_peer(L->name);
+    const std::string chosen = peer ? peers::peer_kernel_name(*peer) : c.variant.name();
+    if (peer) {
+      for (std::string& n : c.notes)
+        if (n == c.variant.name() + ": chosen") n = c.variant.name() + ": ternlab's choice for these bytes, where --kernel asks for ternlab's";
+      c.notes.insert(c.notes.begin(), cat(chosen, ": ", peer->label, "'s own algorithm, ported faithfully; it runs ", L->name,
+                                          " unless --kernel names one of ternlab's (best of ternlab's here: ", c.variant.name(), ")"));
+    }
     std::vector<std::string> variants, names;
     for (const KernelVariant& k : kernels_for(*L)) {
-      variants.push_back((k.name() == c.variant.name() ? "*" : "") + k.name());
+      variants.push_back((k.name() == chosen ? "*" : "") + k.name());
       names.push_back(k.name());
     }
-    listing.add({std::string(L->name), join(variants, "  ")});
-    json["layouts"].push_back({{"layout", std::string(L->name)}, {"variants", names}, {"chosen", c.variant.name()},
-                               {"why", notes ? c.notes : std::vector<std::string>{}}});
+    listing.add({std::string(L->name), peer ? cat("*", chosen, " (", peer->label, "'s own) | ternlab's: ", join(variants, "  "))
+                                            : join(variants, "  ")});
+    nlohmann::ordered_json entry = {{"layout", std::string(L->name)}, {"variants", names}, {"chosen", chosen}};
+    if (peer) entry["peer_kernel"] = {{"name", chosen}, {"of", std::string(peer->label)}, {"ternlab_best", c.variant.name()}};
+    entry["why"] = notes ? c.notes : std::vector<std::string>{};
+    json["layouts"].push_back(std::move(entry));
     if (notes)
       for (const std::string& n : c.notes) why.add({std::string(L->name), n});
   }

@@ -11,7 +11,10 @@
 #include <memory>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
+#include <toml++/toml.h>
 
 #include "cli/commands.hpp"
 #include "common/table.hpp"
@@ -21,8 +24,10 @@
 #include "common/npy.hpp"
 #include "common/strings.hpp"
 #include "layouts/registry.hpp"
+#include "experiments/measure.hpp"
 #include "experiments/progress.hpp"
 #include "experiments/results.hpp"
+#include "experiments/runner.hpp"
 #include "model/experiments.hpp"
 #include "model/export.hpp"
 #include "model/model.hpp"
@@ -248,7 +253,7 @@ void run_generate(const GenerateOptions& o) {
     if (i + 1 < o.n) logits = m->forward(s, std::span(&next, 1));
   }
   const double plain_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << "\n";
+  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel_name() << "\n";
   if (lo.plan == PlanMode::measure)
     for (const std::string& n : m->kernel_notes()) std::cout << "  " << n << "\n";
   std::cout << "prompt tokens:";
@@ -304,7 +309,7 @@ void run_verify_costs(const VerifyCostOptions& o) {
   const VerifyCosts c = measure_verify_costs(*m, prompt, o.max_batch, o.rounds, o.clock == "cpu");
   int gdn = 0;
   for (int l = 0; l < m->config().n_layer; ++l) gdn += m->config().is_gdn(l);
-  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << ", " << o.threads
+  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel_name() << ", " << o.threads
             << " threads, " << m->config().n_layer << " layers (" << gdn << " Gated DeltaNet), hidden "
             << m->config().n_embd << "; after a " << o.prompt << "-token prompt, median of " << o.rounds
             << " interleaved rounds, " << (o.clock == "cpu" ? "process CPU time" : "wall time") << "\n"
@@ -375,7 +380,7 @@ void run_logits(const LogitsOptions& o) {
     if (out.ends_with(".npy")) write_npy_f32(out, logits, rows, cols);
     else write_csv_f32(out, logits, rows, cols);
   }
-  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel().name() << "\n";
+  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel_name() << "\n";
   std::cout << "tokens:";
   for (auto t : ids) std::cout << " " << t;
   std::cout << "\nlogits: " << rows << " positions x " << cols << " vocab (float32; row t scores the token after token t)";
@@ -455,7 +460,7 @@ void run_perplexity(const PerplexityOptions& o) {
   }
   if (o.json) {
     nlohmann::ordered_json j = {{"model", o.path}, {"text", o.text}, {"layout", std::string(m->layout().name)},
-                                {"kernel", m->kernel().name()}, {"tokens", ids.size()}, {"ctx", o.chunk}, {"stride", o.stride},
+                                {"kernel", m->kernel_name()}, {"tokens", ids.size()}, {"ctx", o.chunk}, {"stride", o.stride},
                                 {"predicted", p.predicted}, {"perplexity", p.value()}, {"standard_error", p.standard_error()},
                                 {"windows", p.chunk_values}};
     if (kl) {
@@ -469,7 +474,7 @@ void run_perplexity(const PerplexityOptions& o) {
     return;
   }
   std::cout << "layout " << m->layout().name << " (" << fixed_text(m->layout().bits_per_weight(), 4) << " bits/weight), kernel "
-            << m->kernel().name() << (m->weight_code() == WeightCode::ternary ? "" : " (shapes only)") << "\n";
+            << m->kernel_name() << (m->weight_code() == WeightCode::ternary ? "" : " (shapes only)") << "\n";
   print_weights(*m);
   std::cout << "windows:";
   for (std::size_t i = 0; i < p.chunk_values.size(); ++i) std::cout << " [" << i + 1 << "]" << fixed_text(p.chunk_values[i], 4);
@@ -497,128 +502,98 @@ void run_perplexity(const PerplexityOptions& o) {
 }
 
 struct BenchOptions {
-  std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "estimate", format = "md", output;
+  std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "estimate", format = "md", output, results = "results";
   std::vector<int> prompt{64}, gen{32}, threads{1};
   int repetitions = 5, warmup = 1;
   bool requantise = false;
 };
 
 // `model bench` as llama-bench: pp (prefill of P tokens from an empty context) and tg (N tokens
-// decoded one at a time from an empty context) for every layout x thread count, each test run
-// `warmup` times untimed and `repetitions` times timed, arms interleaved within every repetition;
-// tok/s as mean and standard deviation over the repetitions. Every arm's greedy tokens are checked
-// against the first arm's before timing. Markdown, CSV or JSON (llama-bench's field names).
+// decoded one at a time from an empty context) for every layout x thread count. The flags become
+// a `model-bench` experiment (experiments/model_bench_kind.cpp) that the runner of `ternlab run`
+// measures: arms interleaved within every repetition beside the read ceiling, greedy tokens checked
+// against the first layout's before timing, a results folder written. Its summary (t/s as mean and
+// standard deviation, llama-bench's field names) goes to standard output or -o as markdown, CSV or
+// JSON; the runner's own tables go to standard error.
 void run_bench(const BenchOptions& o) {
   if (o.format != "md" && o.format != "csv" && o.format != "json")
     fail("model bench: --format '", o.format, "' (md, csv or json)");
-  struct Arm {
-    std::string layout;
-    int threads = 1;
-    std::unique_ptr<Model> model;
-    std::string check;
-  };
-  std::vector<Arm> arms;
-  std::stringstream names(o.layouts);
-  for (std::string name; std::getline(names, name, ',');)
-    for (int t : o.threads) {
-      LoadOptions lo = load_options(name, "", t, o.mode, o.requantise);
-      lo.plan = parse_plan_mode(o.plan);
-      show_load_progress(lo, cat(name, " threads=", t));
-      arms.push_back({name, t, load_model(o.path, lo), ""});
-    }
-  if (arms.empty()) fail("model bench: no layout named (--layouts)");
-  const int vocab = arms.front().model->config().n_vocab;
-  // Outputs verified before timing: the same greedy continuation of an 8-token prompt as the first arm.
-  const auto check_prompt = random_tokens(8, vocab, 7);
-  const auto want = greedy(*arms.front().model, check_prompt, 4);
-  for (Arm& a : arms) {
-    const auto got = greedy(*a.model, check_prompt, 4);
-    a.check = &a == &arms.front() ? "reference" : got == want ? "equal" : cat("DIFFERS from ", arms.front().layout, a.model->scale_requantisation().changed ? " (lossy load)" : "");
-  }
-  struct Test {
-    std::string name;
-    int n_prompt = 0, n_gen = 0;
-  };
-  std::vector<Test> tests;
+  std::vector<std::string> tests;
   for (int p : o.prompt)
-    if (p > 0) tests.push_back({cat("pp", p), p, 0});
+    if (p > 0) tests.push_back(cat("pp", p));
   for (int n : o.gen)
-    if (n > 0) tests.push_back({cat("tg", n), 0, n});
+    if (n > 0) tests.push_back(cat("tg", n));
   if (tests.empty()) fail("model bench: no test: every -p and -n is 0");
-  const auto run_once = [&](Model& m, const Test& t) {
-    Session s = m.new_session();
-    const double t0 = seconds_now(false);
-    if (t.n_prompt) {
-      m.forward(s, random_tokens(t.n_prompt, vocab, 7));
-    } else {
-      std::int32_t next = 1;
-      for (int i = 0; i < t.n_gen; ++i) next = argmax(m.forward(s, std::span(&next, 1)));
+  toml::array layouts, threads;
+  std::stringstream names(o.layouts);
+  for (std::string name; std::getline(names, name, ',');) layouts.push_back(name);
+  if (layouts.empty()) fail("model bench: no layout named (--layouts)");
+  for (int t : o.threads) threads.push_back(t);
+  toml::table arm{{"layout", layouts}, {"threads", threads}};
+  // The baseline is the first layout at each arm's thread count: its ratios compare like with like.
+  toml::table config{{"kind", "model-bench"}, {"name", "model-bench"}, {"model", o.path}, {"output", o.results},
+                     {"tests", join(tests, ",")}, {"rounds", o.repetitions}, {"warmup", o.warmup}, {"sample_ms", 0.001},
+                     {"load", o.mode}, {"plan", o.plan}, {"requantise_scales", o.requantise},
+                     {"baseline", *layouts.front().value<std::string>()}, {"arm", toml::array{arm}}};
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / cat("ternlab-model-bench-", getpid(), ".toml");
+  write_file_atomically(file, cat("# ternlab model bench ", o.path, "\n", config, "\n"));
+  struct Remove {
+    std::filesystem::path p;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove(p, ec);
     }
-    return seconds_now(false) - t0;
-  };
-  // samples[arm][test]: seconds per repetition.
-  std::vector<std::vector<std::vector<double>>> samples(arms.size(), std::vector<std::vector<double>>(tests.size()));
-  for (int r = 0; r < o.warmup + o.repetitions; ++r)
-    for (std::size_t a = 0; a < arms.size(); ++a)
-      for (std::size_t t = 0; t < tests.size(); ++t) {
-        const double sec = run_once(*arms[a].model, tests[t]);
-        if (r >= o.warmup) samples[a][t].push_back(sec);
-      }
-  const auto mean_sd = [](const std::vector<double>& v) {
-    double m = 0, ss = 0;
-    for (double x : v) m += x;
-    m /= double(v.size());
-    for (double x : v) ss += (x - m) * (x - m);
-    return std::pair{m, v.size() > 1 ? std::sqrt(ss / double(v.size() - 1)) : 0.0};
-  };
+  } remove{file};
+  const experiments::RunOutcome outcome = experiments::run_experiment_file(file.string(), {}, std::cerr);
+  std::ifstream in(std::filesystem::path(outcome.folder) / "summary.json");
+  const experiments::Json summary = experiments::Json::parse(in);
+  const experiments::Json& records = summary.at("runs").at(0).at("records");
+
   std::ostringstream out;
-  Table table({{"layout"}, {"kernel"}, {"threads", Align::right}, {"MB/token", Align::right}, {"test"}, {"t/s", Align::right},
-               {"greedy check"}});
-  experiments::Rows rows;
-  rows.file = "bench.csv";
-  rows.columns = {"model_filename", "layout", "kernel", "n_threads", "ternary_bytes_per_token", "test", "n_prompt", "n_gen",
-                  "repetitions", "avg_ts", "stddev_ts", "avg_ns", "stddev_ns", "samples_ts", "greedy_check"};
-  nlohmann::ordered_json json = nlohmann::ordered_json::array();
-  for (std::size_t a = 0; a < arms.size(); ++a)
-    for (std::size_t t = 0; t < tests.size(); ++t) {
-      const Arm& arm = arms[a];
-      const Test& test = tests[t];
-      const int tokens = test.n_prompt + test.n_gen;
-      std::vector<double> ts, ns;
-      for (double sec : samples[a][t]) ts.push_back(tokens / sec), ns.push_back(sec * 1e9);
-      const auto [avg_ts, sd_ts] = mean_sd(ts);
-      const auto [avg_ns, sd_ns] = mean_sd(ns);
-      const std::uint64_t bytes = arm.model->ternary_bytes_per_token();
-      table.add({arm.layout, arm.model->kernel().name(), cat(arm.threads), fixed_text(double(bytes) / 1e6, 2), test.name,
-                 cat(fixed_text(avg_ts, 2), " ± ", fixed_text(sd_ts, 2)), arm.check});
-      std::string joined;
-      for (double x : ts) joined += cat(joined.empty() ? "" : ";", fixed_text(x, 3));
-      rows.add({o.path, arm.layout, arm.model->kernel().name(), arm.threads, std::int64_t(bytes), test.name, test.n_prompt, test.n_gen,
-                o.repetitions, avg_ts, sd_ts, avg_ns, sd_ns, joined, arm.check});
-      json.push_back({{"model_filename", o.path}, {"layout", arm.layout}, {"kernel", arm.model->kernel().name()},
-                      {"n_threads", arm.threads}, {"ternary_bytes_per_token", bytes}, {"test", test.name},
-                      {"n_prompt", test.n_prompt}, {"n_gen", test.n_gen}, {"repetitions", o.repetitions}, {"avg_ts", avg_ts},
-                      {"stddev_ts", sd_ts}, {"avg_ns", avg_ns}, {"stddev_ns", sd_ns}, {"samples_ts", ts}, {"samples_ns", ns},
-                      {"greedy_check", arm.check}});
-    }
   if (o.format == "md") {
+    Table table({{"layout"}, {"kernel"}, {"threads", Align::right}, {"MB/token", Align::right}, {"test"}, {"t/s", Align::right},
+                 {"of read ceiling", Align::right}, {"greedy check"}});
+    for (const auto& r : records) {
+      const double fraction = experiments::stat_from(r.at("read_ceiling_fraction")).median;
+      table.add({r.at("layout").get<std::string>(), r.at("kernel").get<std::string>(), cat(r.at("n_threads").get<int>()),
+                 fixed_text(r.at("ternary_bytes_per_token").get<double>() / 1e6, 2), r.at("test").get<std::string>(),
+                 r.at("verified").get<bool>() ? cat(fixed_text(experiments::number_of(r.at("avg_ts")), 2), " ± ",
+                                                    fixed_text(experiments::number_of(r.at("stddev_ts")), 2))
+                                              : "—",
+                 std::isfinite(fraction) ? fixed_text(fraction * 100, 1) + "%" : "—", r.at("greedy_check").get<std::string>()});
+    }
     out << table.markdown();
     out << "\nt/s: mean ± standard deviation over " << o.repetitions << " repetitions after " << o.warmup
         << " untimed; pp: P prompt tokens in one batch, tg: N tokens decoded one at a time, both from an empty context; "
-           "arms interleaved within every repetition. greedy check: an 8-token prompt's 4 greedy tokens against "
-        << arms.front().layout << "'s, before timing. Peak resident memory " << fixed_text(double(peak_rss_bytes()) / double(1 << 30), 2)
-        << " GiB (every arm loaded at once).\n";
+           "arms interleaved within every repetition; of read ceiling: ternary weight bytes per repetition / its time / the "
+           "memory read ceiling measured beside it (median). greedy check: an 8-token prompt's greedy tokens against the first "
+           "layout's at the same thread count, before timing. Results folder: "
+        << outcome.folder << "\n";
   } else if (o.format == "csv") {
+    experiments::Rows rows;
+    rows.file = "bench.csv";
+    rows.columns = {"model_filename", "layout", "kernel", "n_threads", "ternary_bytes_per_token", "test", "n_prompt", "n_gen",
+                    "repetitions", "avg_ts", "stddev_ts", "avg_ns", "stddev_ns", "samples_ts", "greedy_check"};
+    for (const auto& r : records) {
+      std::string joined;
+      for (const auto& x : r.at("samples_ts")) joined += cat(joined.empty() ? "" : ";", fixed_text(x.get<double>(), 3));
+      rows.add({r.at("model_filename").get<std::string>(), r.at("layout").get<std::string>(), r.at("kernel").get<std::string>(),
+                r.at("n_threads").get<int>(), r.at("ternary_bytes_per_token").get<std::int64_t>(), r.at("test").get<std::string>(),
+                r.at("n_prompt").get<int>(), r.at("n_gen").get<int>(), r.at("repetitions").get<int>(),
+                experiments::number_of(r.at("avg_ts")), experiments::number_of(r.at("stddev_ts")), experiments::number_of(r.at("avg_ns")),
+                experiments::number_of(r.at("stddev_ns")), joined, r.at("greedy_check").get<std::string>()});
+    }
     out << experiments::csv_text(rows);
   } else {
-    out << json.dump(1) << "\n";
+    out << records.dump(1) << "\n";
   }
   if (o.output.empty()) {
     std::cout << out.str();
   } else {
     write_file_atomically(o.output, out.str());
-    std::cout << "wrote " << o.output << " (" << o.format << ", " << arms.size() * tests.size() << " rows)\n";
+    std::cout << "wrote " << o.output << " (" << o.format << ", " << records.size() << " rows); results folder " << outcome.folder << "\n";
   }
+  if (outcome.exit_code) fail("model bench: some arm failed to load or its greedy check (see the greedy check column)");
 }
 
 void add_verify_costs_command(CLI::App* model) {
@@ -779,7 +754,7 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("-p,--prompt", g.prompt, "Prompt text")->capture_default_str();
   gen->add_option("-n", g.n, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--layout", g.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
-  gen->add_option("--kernel", g.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
+  gen->add_option("--kernel", g.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0); default: the best listed, a peer format's own");
   gen->add_option("--threads", g.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--temperature", g.temperature, "0 = greedy")->capture_default_str();
   gen->add_option("--top-p", g.top_p, "Nucleus mass")->capture_default_str();
@@ -813,7 +788,7 @@ void add_model_commands(CLI::App& app) {
   logits->add_option("-p,--prompt", lg.prompt, "Prompt text (tokenised with the file's tokenizer)");
   logits->add_option("--tokens", lg.tokens, "Token ids, separated by commas or spaces");
   logits->add_option("--layout", lg.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
-  logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
+  logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0); default: the best listed, a peer format's own");
   logits->add_option("--threads", lg.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   logits->add_option("--load", lg.mode, "Load mode: mmap or memory")->capture_default_str();
   logits->add_flag("--requantise-scales", lg.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
@@ -834,7 +809,7 @@ void add_model_commands(CLI::App& app) {
   ppl->add_option("--kl-base", px.kl_base, "Compare with logits a --save-logits run wrote: KL divergence, top-1 agreement, "
                                            "perplexity ratio with its error");
   ppl->add_option("--layout", px.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
-  ppl->add_option("--kernel", px.kernel, "Kernel (strategy or strategy/isa); default: the best listed");
+  ppl->add_option("--kernel", px.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0); default: the best listed, a peer format's own");
   ppl->add_option("--threads", px.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   ppl->add_option("--load", px.mode, "Load mode: mmap or memory")->capture_default_str();
   ppl->add_flag("--requantise-scales", px.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
@@ -857,6 +832,7 @@ void add_model_commands(CLI::App& app) {
   bench->add_option("--warmup", b.warmup, "Untimed runs of every test first")->capture_default_str()->check(CLI::NonNegativeNumber);
   bench->add_option("--format", b.format, "md, csv or json")->capture_default_str();
   add_output_option(bench, b.output, "Write the table to this file (default: standard output)");
+  bench->add_option("--results", b.results, "Folder for the results folder (as `ternlab run` writes it)")->capture_default_str();
   // The options this command had before llama-bench's: still accepted, each saying what replaced it.
   static std::vector<int> old_prompt, old_decode;
   static int old_ppl = 0;

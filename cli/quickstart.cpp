@@ -26,6 +26,7 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/catalog.hpp"
 #include "kernels/oracle.hpp"
+#include "kernels/peers/peer_matmul.hpp"
 #include "kernels/testdata.hpp"
 #include "layouts/registry.hpp"
 
@@ -141,6 +142,12 @@ int run_model_part(const Options& o) {
   return 0;
 }
 
+std::string peer_layouts() {
+  std::vector<std::string> names;
+  for (const peers::PeerFormat& p : peers::kPeerFormats) names.push_back(std::string(p.layout));
+  return join(names);
+}
+
 int run_quickstart(const Options& o) {
   std::cout << "ternlab quickstart: a " << o.rows << " x " << o.cols
             << " synthetic ternary matrix (unit scales) in every layout, one q8_K activation row with d = 1\n\n";
@@ -149,39 +156,67 @@ int run_quickstart(const Options& o) {
   const Q8KBatch x = quantize_batch(a.f.data(), 1, o.cols);
   const std::vector<std::int64_t> want = oracle_int(w, a.i8, 1);
 
-  Table table({{"layout"}, {"kernel"}, {"bits/w", Align::right}, {"MB", Align::right}, {"oracle", Align::right},
+  Table table({{"layout"}, {"kernel"}, {"whose"}, {"bits/w", Align::right}, {"MB", Align::right}, {"oracle", Align::right},
                {"gemv ms", Align::right}, {"Gweights/s", Align::right}, {"GB/s", Align::right}});
+  const double weights = double(o.rows) * double(o.cols);
+  const auto median_seconds = [&](const auto& call) {
+    std::vector<double> times;
+    for (int r = 0; r < o.reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      call();
+      times.push_back(seconds_since(t0));
+    }
+    std::nth_element(times.begin(), times.begin() + o.reps / 2, times.end());
+    return times[std::size_t(o.reps / 2)];
+  };
+  const auto matches_oracle = [&](const std::vector<float>& y) {
+    for (std::int64_t n = 0; n < o.rows; ++n)
+      if (double(y[std::size_t(n)]) != double(want[std::size_t(n)])) return false;
+    return true;
+  };
+  const auto add_row = [&](const LayoutInfo& L, const std::string& kernel, const std::string& whose, std::size_t bytes,
+                           const std::string& check, double t) {
+    table.add({std::string(L.name), kernel, whose, fixed_text(L.bits_per_weight(), 3), fixed_text(double(bytes) / 1e6, 2), check,
+               fixed_text(t * 1e3, 3), fixed_text(weights / t / 1e9, 3), fixed_text(double(bytes) / t / 1e9, 3)});
+  };
   int failures = 0, checked = 0;
+  ThreadPool one_thread(1);
   for (const LayoutInfo* L : all_layouts()) {
     if (o.rows % L->rows != 0 || o.cols % L->k != 0) continue;
     const PackedMatrix p = pack(w, *L);
     if (unpack(p) != w) fail("quickstart: ", L->name, " does not round-trip");
+    // A peer's format runs the peer's own algorithm first (a faithful port of its kernel); the
+    // kernels ternlab generates for the same bytes follow as ternlab's.
+    const peers::PeerFormat* peer = peers::find_peer(L->name);
+    if (peer) {
+      const auto pm = peers::pack_peer(*peer, w, cat("quickstart ", L->name));
+      std::vector<float> y(std::size_t(o.rows));
+      const std::string failure = pm->apply_checked(one_thread, x, y.data(), o.rows);
+      const bool exact = failure.empty() && matches_oracle(y);
+      failures += failure.empty() ? 0 : 1;
+      ++checked;
+      const double t = median_seconds([&] { pm->apply(one_thread, x, y.data(), o.rows); });
+      add_row(*L, peers::peer_kernel_name(*peer), cat(peer->label, "'s own"), pm->bytes(),
+              !failure.empty() ? "FAIL" : exact ? "exact" : "peer-exact", t);
+    }
     const std::string best = best_kernel(*L).variant.name();
     for (const KernelVariant& k : kernels_for(*L)) {
       std::vector<float> y(std::size_t(o.rows));
       k.gemv(p, x.row(0), y.data(), 0, p.row_groups());  // verify every kernel, time the best one
-      bool exact = true;
-      for (std::int64_t n = 0; n < o.rows; ++n) exact = exact && double(y[std::size_t(n)]) == double(want[std::size_t(n)]);
+      const bool exact = matches_oracle(y);
       failures += exact ? 0 : 1;
       ++checked;
       if (k.name() != best && exact) continue;
-      std::vector<double> times;
-      for (int r = 0; r < o.reps; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        k.gemv(p, x.row(0), y.data(), 0, p.row_groups());
-        times.push_back(seconds_since(t0));
-      }
-      std::nth_element(times.begin(), times.begin() + o.reps / 2, times.end());
-      const double t = times[std::size_t(o.reps / 2)];
-      const double weights = double(o.rows) * double(o.cols);
-      table.add({std::string(L->name), k.name(), fixed_text(L->bits_per_weight(), 3), fixed_text(double(p.bytes.size()) / 1e6, 2),
-                 exact ? "exact" : "FAIL", fixed_text(t * 1e3, 3), fixed_text(weights / t / 1e9, 3),
-                 fixed_text(double(p.bytes.size()) / t / 1e9, 3)});
+      const double t = median_seconds([&] { k.gemv(p, x.row(0), y.data(), 0, p.row_groups()); });
+      add_row(*L, k.name(), peer ? "ternlab's, on these bytes" : "ternlab's", p.bytes.size(), exact ? "exact" : "FAIL", t);
     }
   }
   std::cout << table.text();
   std::cout << "\n" << checked << " kernels checked against the oracle; each layout's best kernel (dispatch) timed: median of "
-            << o.reps << " single-threaded gemv calls after one verified call.\n";
+            << o.reps << " single-threaded gemv calls after one verified call. A peer's format (" << peer_layouts()
+            << ") is timed first with the peer's own algorithm, ported faithfully (its byte layout, activations and dot products; "
+               "peer-exact: equal to the peer's own arithmetic, which rescales activations its own way), then with ternlab's "
+               "best kernel for the same bytes; reference/scalar is ternlab's slow, obviously-right baseline, not the peer's speed.\n";
   if (failures) {
     std::cerr << "ternlab quickstart: " << failures << " kernel(s) disagree with the integer oracle\n";
     return 1;

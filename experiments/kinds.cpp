@@ -18,6 +18,7 @@ void register_builtin_kinds();
 void register_kernel_kinds();  // kernel_kinds.cpp
 void register_model_kinds();   // model_kinds.cpp
 void register_speculative_kind();  // speculative_kind.cpp
+void register_model_bench_kind();  // model_bench_kind.cpp
 void register_tradeoff_kind();     // tradeoff_kind.cpp
 void register_lattice_kind();      // lattice_kind.cpp
 
@@ -97,6 +98,7 @@ void register_builtin_kinds() {
     register_kernel_kinds();
     register_model_kinds();
     register_speculative_kind();
+    register_model_bench_kind();
     register_tradeoff_kind();
     register_lattice_kind();
     return true;

@@ -17,6 +17,7 @@
 #include "experiments/config.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/results.hpp"
+#include "kernels/planner.hpp"
 #include "model/config.hpp"
 #include "model/model.hpp"
 #include "model/synth.hpp"
@@ -25,6 +26,7 @@ namespace ternlab::experiments {
 
 struct RunContext;
 struct TimingResult;
+struct RunReport;
 
 // Where the run's model lives: the `model` file, or the cache path of the synthetic `preset`.
 struct ModelSource {
@@ -44,6 +46,8 @@ struct ModelArm {
   int threads = 1;
   double bits_per_weight = 0;
   bool requantise_scales = false;  // LOSSY load (model::LoadOptions::requantise_scales), by name only
+  bool kernel_named = false;       // the arm's kernel key names one ("best" and none do not)
+  PlanMode plan = PlanMode::estimate;  // measure: an arm without a named kernel lets the planner time the candidates at load
   std::unique_ptr<model::Model> model;
   std::string failure;  // non-empty: not timed
   std::vector<std::int32_t> tokens;
@@ -74,6 +78,8 @@ ModelSource model_source(const RunSpec& run);
 void validate_model_kind(const RunSpec& run);
 // The memory estimate against the memory available, for the printed plan.
 std::string memory_notes(const RunSpec& run);
+// Tokens one session of a `model-bench` run holds at most: its longest test (model_bench_kind.cpp).
+std::int64_t model_bench_context_tokens(const RunSpec& run);
 // Tokens one session of a `speculative` run holds at most (speculative_kind.cpp).
 std::int64_t speculative_context_tokens(const RunSpec& run);
 // The ring slots (GDN state copies) it holds at most: its longest draft.
@@ -102,6 +108,8 @@ Json run_json_head(const RunSpec& run, const std::string& title, const ModelArms
 ArmSetup setup_of(const ModelArm& a);
 // One arm's pp n (decode false) or tg n call over `stream`, billed its ternary weight bytes per forward pass.
 ArmSetup speed_setup(const ModelArm& a, bool decode, int n, int chunk, const std::vector<std::int32_t>& stream);
+// The report of one pp n (decode false) or tg n phase: table, rows, summary object, plot, warnings.
+RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResult& r, bool decode, int n);
 // Progress units of a model run: loading and checking each arm, then measuring them.
 std::int64_t model_units(const RunSpec& run, int rounds, int warmup);
 

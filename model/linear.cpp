@@ -21,6 +21,7 @@ void TernaryLinear::apply(const Q8KBatch& x, float* y, ThreadPool& pool) const {
     apply_float(x, y, pool);
     return;
   }
+  if (peer) return peer->apply(pool, x, y, out());
   const MatmulOutput one{&kernel, &w, y};
   run_matmuls(pool, std::span(&one, 1), x);
 }
@@ -58,10 +59,21 @@ void apply_all(std::span<const LinearOutput> outputs, const Q8KBatch& x, ThreadP
   for (const auto& o : outputs) {
     const TernaryLinear& l = *o.linear;
     check_width(l, x);
-    if (!l.dense && !l.records) ternary.push_back({&l.kernel, &l.w, o.y});
+    if (!l.dense && !l.records && !l.peer) ternary.push_back({&l.kernel, &l.w, o.y});
   }
   if (ternary.size() == outputs.size()) return run_matmuls(pool, ternary, x);
   for (const auto& o : outputs) o.linear->apply(x, o.y, pool);
+}
+
+std::string TernaryLinear::kernel_name() const { return peer ? peers::peer_kernel_name(peer->format()) : kernel.name(); }
+
+const peers::PeerFormat* peer_for(const std::string& layout, const std::string& kernel) {
+  if (kernel.empty()) return peers::find_peer(layout);
+  const peers::PeerFormat* p = peers::find_peer_kernel(kernel);
+  if (p && layout != p->layout)
+    fail("kernel '", kernel, "' is ", p->label, "'s own algorithm over its own format: it runs layout ", p->layout,
+         ", not '", layout, "' (set the layout to ", p->layout, ")");
+  return p;
 }
 
 KernelVariant choose_kernel(const LayoutInfo& layout, const std::string& kernel) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/catalog.hpp"
+#include "kernels/peers/peer_matmul.hpp"
 #include "kernels/thread_pool.hpp"
 #include "layouts/matrix.hpp"
 #include "lattice/record_kernels.hpp"
@@ -26,11 +27,16 @@ struct TernaryLinear {
   std::shared_ptr<const std::vector<float>> dense;
   std::shared_ptr<const lattice::RecordMatrix> records;
   lattice::RecordKernelVariant record_kernel;
+  // When set, a peer's own format and kernel (BitNet's I2_S, ggml's TQ2_0) run the matmul instead
+  // of `kernel`; `w` then keeps only the shape (the peer holds the bytes).
+  std::shared_ptr<const peers::PeerMatmul> peer;
   std::int64_t in() const { return w.cols; }
   std::int64_t out() const { return w.rows; }
   // y is tokens x out(), row-major.
   void apply(const Q8KBatch& x, float* y, ThreadPool& pool) const;
-  std::size_t bytes() const { return w.bytes.size(); }
+  std::size_t bytes() const { return peer ? peer->bytes() : w.bytes.size(); }
+  // The kernel that runs this matmul: the peer's ("ggml-tq2_0/avx2") or ternlab's ("t2r"'s "broadcast/avx512vnni").
+  std::string kernel_name() const;
 
  private:
   void apply_float(const Q8KBatch& x, float* y, ThreadPool& pool) const;
@@ -48,5 +54,11 @@ void apply_all(std::span<const LinearOutput> outputs, const Q8KBatch& x, ThreadP
 // The kernel for `layout`: the one named `kernel` ("strategy/isa" or just "strategy") if given,
 // otherwise best_kernel(layout) (kernels/dispatch.hpp: the richest ISA under the ceiling).
 KernelVariant choose_kernel(const LayoutInfo& layout, const std::string& kernel = "");
+
+// The peer whose own kernel runs a model loaded in `layout` with `kernel` named (empty: none named):
+// a peer kernel named ("bitnet-i2s", "ggml-tq2_0/avx2"), or, with none named, the peer whose format
+// `layout` is; null where ternlab's kernels run. Throws where a peer kernel is named for another
+// layout than its own format, naming both.
+const peers::PeerFormat* peer_for(const std::string& layout, const std::string& kernel);
 
 }  // namespace ternlab::model

@@ -137,7 +137,12 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   m->cfg_ = ModelConfig::from_gguf(f);
   const ModelConfig& c = m->cfg_;
   const LayoutInfo& stored = find_layout(gguf::ternary_layout_name(std::uint32_t(c.ternary_type), f.source));
-  m->layout_ = o.layout.empty() ? &stored : &find_layout(o.layout);
+  // A peer's kernel named without a layout runs that peer's format.
+  const peers::PeerFormat* named_peer = o.layout.empty() ? peers::find_peer_kernel(o.kernel) : nullptr;
+  m->layout_ = named_peer ? &find_layout(named_peer->layout) : o.layout.empty() ? &stored : &find_layout(o.layout);
+  const peers::PeerFormat* peer = peer_for(std::string(m->layout_->name), o.kernel);
+  if (peer && o.weights != WeightCode::ternary)
+    fail(peer->label, "'s kernel multiplies ternary weights; float or Λ24 weights run ternlab's (give --kernel with a ternlab kernel)");
   m->chunk_ = std::max(1, o.prefill_chunk);
   if (o.threads < 1) fail("threads must be at least 1");
   m->pool_ = std::make_unique<ThreadPool>(o.threads);
@@ -198,6 +203,14 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     TernaryLinear l;
     l.name = name;
     l.w = read_packed(f, name, *m->layout_, o.requantise_scales ? &m->requantised_ : nullptr);
+    if (peer) {
+      l.peer = peers::pack_peer(*peer, unpack(l.w), name);
+      l.w.bytes = {};  // the peer holds the weights in its own bytes
+      if (m->kernel_notes_.empty())
+        m->kernel_notes_ = {cat(peers::peer_kernel_name(*peer), ": ", peer->label, "'s own algorithm (a faithful port), what ",
+                                peer->layout, " runs unless --kernel names one of ternlab's kernels for its bytes")};
+      return l;
+    }
     if (!kernel && !o.kernel.empty()) {
       kernel = choose_kernel(*m->layout_, o.kernel);
       m->kernel_notes_ = {kernel->name() + ": named"};

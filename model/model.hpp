@@ -30,7 +30,9 @@ struct LoadOptions {
   // LOSSY: round every ternary tensor's scales to the layout's scale format (layouts/matrix.hpp
   // requantise) where the exact repack would refuse; Model::scale_requantisation() says what moved.
   bool requantise_scales = false;
-  std::string kernel = "";  // empty: the planner's choice (below)
+  // empty: the planner's choice (below), or for a peer format (i2_s, tq2_0) the peer's own kernel;
+  // a peer's kernel ("bitnet-i2s", "ggml-tq2_0") runs its format (model/linear.hpp peer_for).
+  std::string kernel = "";
   // How the kernel is chosen when none is named: estimate = best_kernel (the ISA ladder); measure =
   // the planner times every candidate on the output head (the largest matrix, a gemv as in
   // decode) once, or reads its earlier choice from the wisdom file (kernels/planner.hpp).
@@ -163,6 +165,8 @@ class Model {
   const ModelConfig& config() const { return cfg_; }
   const LayoutInfo& layout() const { return *layout_; }
   const KernelVariant& kernel() const { return head_.kernel; }
+  // The kernel every matmul runs, by name: ternlab's (kernel()) or a peer's own ("bitnet-i2s/avx2").
+  std::string kernel_name() const { return head_.kernel_name(); }
   // Why that kernel: the planner's or dispatch's notes.
   const std::vector<std::string>& kernel_notes() const { return kernel_notes_; }
   // What LoadOptions::requantise_scales did over all ternary tensors repacked (all zero when off).

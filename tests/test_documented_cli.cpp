@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -210,6 +211,17 @@ TEST_SUITE("docs-cli") {
       const auto& v = l["variants"];
       CHECK(std::find(v.begin(), v.end(), l["chosen"]) != v.end());
     }
+    // A peer's format: the peer's own kernel is the one chosen, ternlab's best listed beside it.
+    const auto peer_formats = json_of({TERNLAB_CLI, "kernels", "--json", "--layouts", "tq2_0,i2_s"});
+    REQUIRE(peer_formats["layouts"].size() == 2);
+    for (const auto& l : peer_formats["layouts"]) {
+      REQUIRE(l.contains("peer_kernel"));
+      CHECK(l["chosen"] == l["peer_kernel"]["name"]);
+      const std::string prefix = l["layout"] == "i2_s" ? "bitnet-i2s/" : "ggml-tq2_0/";
+      CHECK(l["chosen"].get<std::string>().starts_with(prefix));
+      const auto& v = l["variants"];
+      CHECK(std::find(v.begin(), v.end(), l["peer_kernel"]["ternlab_best"]) != v.end());
+    }
     const auto census = json_of({TERNLAB_CLI, "kernels", "census", "--json", "--layouts", "t2p"});
     REQUIRE(!census["loops"].empty());
     CHECK(census["loops"][0]["per_64"].contains("dot"));
@@ -227,6 +239,30 @@ TEST_SUITE("docs-cli") {
     // census honours --isa: no loop of a kernel above the ceiling is listed.
     const auto avx2 = json_of({TERNLAB_CLI, "kernels", "census", "--json", "--layouts", "t2p,pq2_0", "--isa", "avx2"});
     for (const auto& loop : avx2["loops"]) CHECK_MESSAGE(loop["kernel"].get<std::string>().find("avx512") == std::string::npos, loop["kernel"]);
+  }
+
+  TEST_CASE("quickstart times a peer's format with the peer's own kernel first, then ternlab's, each named") {
+    const test::ScratchDir scratch("ternlab-quickstart-peers");
+    const fs::path log = scratch.dir / "log.txt";
+    REQUIRE(run_in(scratch.dir, {TERNLAB_CLI, "quickstart", "--kernels-only", "--rows", "256", "--cols", "512", "--reps", "1"}, log,
+                   scratch.dir / "wisdom.toml") == 0);
+    std::ifstream in(log);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    const auto row_of = [&](const std::string& layout, const std::string& whose) {
+      for (std::size_t i = 0; i < lines.size(); ++i)
+        if (lines[i].starts_with(layout + " ") && lines[i].find(whose) != std::string::npos) return std::optional<std::size_t>(i);
+      return std::optional<std::size_t>();
+    };
+    for (const auto& [layout, peer] : {std::pair<std::string, std::string>{"tq2_0", "ggml TQ2_0's own"}, {"i2_s", "BitNet I2_S's own"}}) {
+      CAPTURE(layout);
+      const auto own = row_of(layout, peer), ternlab = row_of(layout, "ternlab's, on these bytes");
+      REQUIRE(own);
+      REQUIRE(ternlab);
+      CHECK(*own < *ternlab);
+      CHECK(lines[*own].find("exact") != std::string::npos);
+      CHECK(lines[*own].find("FAIL") == std::string::npos);
+    }
   }
 
   TEST_CASE("model bench as llama-bench: lists of lengths and threads, repetitions, every format; bad values exit 2") {
@@ -247,12 +283,30 @@ TEST_SUITE("docs-cli") {
     int tg = 0, equal = 0;
     for (std::size_t i = 1; i < lines.size(); ++i) {
       tg += lines[i].find(",tg4,0,4,3,") != std::string::npos;
-      equal += lines[i].find(",equal") != std::string::npos || lines[i].find(",reference") != std::string::npos;
+      equal += lines[i].find(",equal") != std::string::npos || lines[i].find(",baseline") != std::string::npos;
       // Three samples a row: two ';' between them.
       CHECK(std::count(lines[i].begin(), lines[i].end(), ';') == 2);
     }
     CHECK(tg == 4);
     CHECK(equal == 12);  // every arm's greedy tokens equal the first's (exact layouts)
+    // The same results model as `ternlab run`: a results folder whose summary holds the records.
+    std::vector<fs::path> folders;
+    for (const auto& e : fs::directory_iterator(tmp / "results"))
+      if (e.path().filename().string().starts_with("model-bench-")) folders.push_back(e.path());
+    REQUIRE(folders.size() == 1);
+    for (const char* f : {"summary.json", "summary.md", "rounds.csv", "index.html", "experiment.toml"})
+      CHECK_MESSAGE(fs::exists(folders[0] / f), f);
+    std::ifstream summary_in(folders[0] / "summary.json");
+    const auto summary = nlohmann::json::parse(summary_in);
+    const auto& run = summary["runs"][0];
+    CHECK(run["kind"] == "model-bench");
+    CHECK(run["records"].size() == 12);
+    CHECK(run["tests"] == nlohmann::json::array({"pp8", "pp16", "tg4"}));
+    for (const char* test : {"pp8", "pp16", "tg4"}) CHECK(run[test]["arms"].size() == 4);
+    for (const auto& r : run["records"]) {
+      CHECK(r["samples_ts"].size() == 3);
+      CHECK(r["avg_ts"].get<double>() > 0);
+    }
     const std::vector<std::string> bad = {TERNLAB_CLI, "model", "bench", model, "--layouts", "pq2_0,t2q"};
     CHECK(run_in(tmp, bad, log, tmp / "wisdom.toml") == 2);
     const std::string said = tail_of(log);

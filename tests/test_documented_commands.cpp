@@ -137,6 +137,7 @@ std::vector<std::string> small_sizes(const std::string& kind, const std::string&
     s.insert(s.end(), {"preset=tiny", "verify_tokens=2"});
   if (kind == "prefill" || kind == "decode" || kind == "perplexity" || kind == "greedy") s.push_back("tokens=8");
   if (kind == "speed") s.insert(s.end(), {"prefill_tokens=8", "decode_tokens=4"});
+  if (kind == "model-bench") s.insert(s.end(), {"preset=tiny", "verify_tokens=2", "tests=pp8,tg4"});
   if (kind == "profile" || kind == "greedy") s.push_back("prompt_tokens=4");
   if (kind == "speculative")
     s.insert(s.end(), {"verify_tokens=2", "tokens=8", "prompt_tokens=4", "speculate.draft_len=2", "speculate.corrupt=0.5"});

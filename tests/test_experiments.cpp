@@ -313,4 +313,17 @@ threads = 4
     }
     fs::remove_all(dir);
   }
+
+  TEST_CASE("model-bench: its tests are ppN and tgN items; anything else is refused at the key") {
+    const std::string base = "kind = \"model-bench\"\npreset = \"tiny\"\n[[arm]]\nlayout = \"pq2_0\"\n";
+    CHECK_NOTHROW(plan_of("tests = \"pp64,pp512,tg32\"\n" + base));
+    CHECK_NOTHROW(plan_of(base));  // default pp64,tg32
+    for (const char* bad : {"pp", "pp0", "tg-3", "pp64x", "qq8", "pp64,,tg4"})
+      check_error([&] { plan_of(cat("tests = \"", bad, "\"\n") + base); }, "exp.toml:1: key 'tests'", "is not a test", "ppN");
+    check_error([&] { plan_of("tests = \"pp8,pp8\"\n" + base); }, "exp.toml:1: key 'tests'", "'pp8' is listed twice");
+    check_error([&] { plan_of("plan = \"guess\"\n" + base); }, "exp.toml:1: key 'plan'", "guess");
+    // A peer's kernel for another layout's arm is refused at the arm.
+    check_error([&] { plan_of(base + "kernel = \"ggml-tq2_0\"\n"); }, "exp.toml:5: key 'arm[0].kernel'", "ggml-tq2_0", "tq2_0", "pq2_0");
+  }
 }
+

@@ -21,18 +21,18 @@ namespace {
 
 // The tiny preset written once per process (PQ2_0 and PTQ1_0 twins share trits and scales).
 struct TempFiles {
-  std::map<int, std::string> paths;
+  std::map<int, std::string> paths;  // by type * 1000 + scale group
   ~TempFiles() {
     for (const auto& [type, p] : paths) std::filesystem::remove(p);
   }
 };
 
-const std::string& tiny_path(int type = 142) {
+const std::string& tiny_path(int type = 142, int scale_group = 128) {
   static TempFiles files;
-  auto& p = files.paths[type];
+  auto& p = files.paths[type * 1000 + scale_group];
   if (p.empty()) {
-    p = (std::filesystem::temp_directory_path() / cat("ternlab-test-", getpid(), "-tiny-", type, ".gguf")).string();
-    write_synthetic(find_preset("tiny"), p, {2026, type});
+    p = (std::filesystem::temp_directory_path() / cat("ternlab-test-", getpid(), "-tiny-", type, "-g", scale_group, ".gguf")).string();
+    write_synthetic(find_preset("tiny"), p, {2026, type, scale_group});
   }
   return p;
 }
@@ -501,5 +501,58 @@ TEST_SUITE("model") {
     CHECK(d.ref_ppl.value() == doctest::Approx(plain.value()).epsilon(1e-12));
     CHECK(d.log_ratio == doctest::Approx(std::log(d.other_ppl.value() / d.ref_ppl.value())).epsilon(1e-9));
     CHECK(d.log_ratio_error > 0);
+  }
+
+  TEST_CASE("a peer's format runs the peer's own kernel, named; ternlab's kernel for its bytes when asked") {
+    // ggml's TQ2_0 holds this file exactly (one scale per 256 weights). The yardstick: the same
+    // file repacked into pq2_0, which every ternlab kernel computes to the same bits.
+    const std::string& path = tiny_path(35, 256);
+    LoadOptions base;
+    base.layout = "pq2_0";
+    const auto want_model = Model::load(path, base);
+    std::vector<std::vector<float>> want_logits;
+    const auto want = greedy(*want_model, kPrompt, 3, &want_logits);
+    const auto max_diff = [&](Model& m) {
+      std::vector<std::vector<float>> logits;
+      CHECK(greedy(m, kPrompt, 3, &logits) == want);
+      double d = 0;
+      for (std::size_t i = 0; i < logits.size(); ++i)
+        for (std::size_t j = 0; j < logits[i].size(); ++j) d = std::max(d, double(std::fabs(logits[i][j] - want_logits[i][j])));
+      return d;
+    };
+    const std::string path_name = isa_supported(Isa::avx2) ? "/avx2" : "/generic";
+    LoadOptions o;
+    o.layout = "tq2_0";
+    const auto peer = Model::load(path, o);
+    CHECK(peer->kernel_name() == "ggml-tq2_0" + path_name);
+    REQUIRE(!peer->kernel_notes().empty());
+    CHECK(peer->kernel_notes().front().find("ggml TQ2_0's own algorithm") != std::string::npos);
+    // ggml's own float order: not the same bits, but the same tokens and logits within rounding
+    // (the tiny model's logits are O(10); float sums of 256-weight blocks agree to ~1e-5 of that).
+    const double peer_diff = max_diff(*peer);
+    MESSAGE("ggml TQ2_0's own kernel against pq2_0: max |logit diff| ", peer_diff);
+    CHECK(peer_diff < 1e-3);
+    // Named alone, the peer's kernel brings its format.
+    LoadOptions named;
+    named.kernel = "ggml-tq2_0";
+    CHECK(Model::load(path, named)->kernel_name() == "ggml-tq2_0" + path_name);
+    // ternlab's kernel on the peer's bytes: ternlab's bits.
+    o.kernel = "slot-mask";
+    const auto own = Model::load(path, o);
+    CHECK(own->kernel_name().starts_with("slot-mask/"));
+    CHECK(max_diff(*own) == 0.0);
+    // A peer's kernel for another format is refused, naming both.
+    LoadOptions wrong;
+    wrong.layout = "t2r";
+    wrong.kernel = "bitnet-i2s";
+    test::check_error([&] { Model::load(path, wrong); }, "bitnet-i2s", "i2_s", "t2r");
+    // BitNet's format holds one scale per tensor: the requantising load runs BitNet's own kernel.
+    LoadOptions i2s;
+    i2s.layout = "i2_s";
+    i2s.requantise_scales = true;
+    const auto bitnet = Model::load(path, i2s);
+    CHECK(bitnet->kernel_name() == "bitnet-i2s" + path_name);
+    CHECK(bitnet->scale_requantisation().changed > 0);
+    CHECK(std::isfinite(perplexity(*bitnet, kPrompt, 8).value()));
   }
 }

@@ -6,6 +6,7 @@
 #include "kernels/cpu.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/peers/i2s.hpp"
+#include "kernels/peers/peer_matmul.hpp"
 #include "kernels/peers/tq2.hpp"
 #include "kernels/testdata.hpp"
 #include "tests/support.hpp"
@@ -171,5 +172,58 @@ TEST_SUITE("peers") {
     ThreadPool pool(1);
     std::vector<float> y(4);
     test::check_error([&] { run_tq2_mul_mat(pool, w, x, y.data(), 4); }, "blk.0.ffn_down", "512");
+  }
+
+  TEST_CASE("every peer behind PeerMatmul: its own driver's outputs, its own check, its kernel's names") {
+    const std::int64_t rows = 136, cols = 512;
+    ThreadPool pool(2);
+    for (const PeerFormat& peer : kPeerFormats) {
+      CAPTURE(peer.layout);
+      const TernaryMatrix m = tq2_weights(rows, cols, 11, ScaleKind::unit);  // one scale: every peer holds it
+      const auto pm = pack_peer(peer, m, "blk.0.ffn_up.weight");
+      CHECK(&pm->format() == &peer);
+      CHECK(pm->rows() == rows);
+      CHECK(pm->cols() == cols);
+      for (std::int64_t tokens : {1, 5}) {
+        CAPTURE(tokens);
+        const std::vector<float> xf = make_float_activations(tokens, cols, 12);
+        const Q8KBatch x = quantize_batch(xf.data(), tokens, cols);
+        std::vector<float> y(std::size_t(rows * tokens), NAN), again(y.size(), NAN), direct(y.size(), NAN);
+        CHECK(pm->apply_checked(pool, x, y.data(), rows) == "");
+        pm->apply(pool, x, again.data(), rows);
+        CHECK(std::memcmp(y.data(), again.data(), y.size() * sizeof(float)) == 0);
+        // The peer's own entry points on the same input give the same bits.
+        if (peer.layout == "i2_s") {
+          const I2sMatrix w = pack_i2s(m, "w");
+          CHECK(pm->bytes() == w.bytes.size());
+          std::vector<float> xd(std::size_t(tokens * cols));
+          for (std::int64_t t = 0; t < tokens; ++t)
+            for (std::int64_t k = 0; k < cols; ++k) {
+              const BlockQ8K& b = x.row(t)[k / kQK];
+              xd[std::size_t(t * cols + k)] = b.d * float(b.qs[k % kQK]);
+            }
+          const I8sActs a = quantize_i8s(xd.data(), tokens, cols);
+          if (tokens == 1) run_i2s_gemv(pool, w, a, direct.data());
+          else run_i2s_gemm(pool, w, a, direct.data(), rows);
+        } else {
+          const Tq2Matrix w = pack_tq2(m, "w");
+          CHECK(pm->bytes() == w.bytes.size());
+          run_tq2_mul_mat(pool, w, x, direct.data(), rows);
+        }
+        CHECK(std::memcmp(y.data(), direct.data(), y.size() * sizeof(float)) == 0);
+      }
+      const std::string path = isa_supported(Isa::avx2) ? "/avx2" : "/generic";
+      CHECK(peer_kernel_name(peer) == std::string(peer.strategy()) + path);
+      CHECK(find_peer_kernel(peer.strategy()) == &peer);
+      CHECK(find_peer_kernel(std::string(peer.strategy()) + "/avx2") == &peer);
+      CHECK(find_peer_kernel(std::string(peer.strategy()) + "/generic") == &peer);
+      CHECK(find_peer_kernel(std::string(peer.strategy()) + "/avx512vnni") == nullptr);
+      CHECK(find_peer(peer.layout) == &peer);
+    }
+    CHECK(find_peer_kernel("slot-mask") == nullptr);
+    CHECK(find_peer_kernel("slot-mask/avx2") == nullptr);
+    // A format that cannot hold the matrix refuses it, naming the tensor (TQ2_0: two scales in a block).
+    const TernaryMatrix two_scales = make_weights(8, 256, 3, Fill::random, ScaleKind::random);
+    test::check_error([&] { pack_peer(*find_peer("tq2_0"), two_scales, "blk.3.ffn_down.weight"); }, "blk.3.ffn_down.weight");
   }
 }
