@@ -1,5 +1,5 @@
 // `ternlab kernels`: the kernel variants each layout has on this CPU and the one dispatch picks.
-// `ternlab bench`:   every layout x strategy x ISA (and BitNet's I2_S) on the default shapes (gemv
+// `ternlab bench`:   every layout x strategy x ISA (and the peers' arms) on the default shapes (gemv
 //                    32768 x 8192, gemm 17408 x 5120 at 4 and 64 columns), 1 and 2 threads: its
 //                    flags become experiment configs that the runner of `ternlab run` measures
 //                    (verified, interleaved, against per-round memory and int8 compute ceilings).
@@ -145,7 +145,7 @@ void list_kernels(const KernelsOptions& o) {
 }
 
 // `ternlab bench`: the flags become experiment configs (experiments/bench.hpp), run by the same
-// runner as `ternlab run`; after its tables, the ratios to pq2_0's unpack arm and to BitNet's I2_S.
+// runner as `ternlab run`; after its tables, the ratios to pq2_0's unpack arm and to the best peer arm.
 int bench(const experiments::BenchSpec& spec, bool print_config) {
   const std::vector<experiments::BenchConfig> configs = experiments::bench_configs(spec);
   if (print_config) {
@@ -208,7 +208,7 @@ void add_kernel_commands(CLI::App& app) {
   static bool print_config = false;
   b->add_option("--threads", o.threads, "Thread counts (persistent pools; one run each)")->delimiter(',');
   b->add_option("--cols", o.cols, "gemm column (token) counts")->delimiter(',');
-  b->add_option("--layouts", o.layouts, "Only these layouts (and i2_s: BitNet's I2_S peer arm)")->delimiter(',')->check(known_layouts());
+  b->add_option("--layouts", o.layouts, "Only these layouts (i2_s, tq2_0, tq1_0: the peer arms of BitNet's I2_S, ggml's TQ2_0 and TQ1_0)")->delimiter(',')->check(known_layouts());
   b->add_option("--gemv", o.gemv_shape, "gemv shape ROWSxCOLS");
   b->add_option("--gemm", o.gemm_shape, "gemm weight shape ROWSxCOLS");
   b->add_option("--isa", isa, "ISA ceiling: arms above it are left out");

@@ -754,7 +754,7 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("-p,--prompt", g.prompt, "Prompt text")->capture_default_str();
   gen->add_option("-n", g.n, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--layout", g.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
-  gen->add_option("--kernel", g.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0); default: the best listed, a peer format's own");
+  gen->add_option("--kernel", g.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   gen->add_option("--threads", g.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--temperature", g.temperature, "0 = greedy")->capture_default_str();
   gen->add_option("--top-p", g.top_p, "Nucleus mass")->capture_default_str();
@@ -788,7 +788,7 @@ void add_model_commands(CLI::App& app) {
   logits->add_option("-p,--prompt", lg.prompt, "Prompt text (tokenised with the file's tokenizer)");
   logits->add_option("--tokens", lg.tokens, "Token ids, separated by commas or spaces");
   logits->add_option("--layout", lg.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
-  logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0); default: the best listed, a peer format's own");
+  logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   logits->add_option("--threads", lg.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   logits->add_option("--load", lg.mode, "Load mode: mmap or memory")->capture_default_str();
   logits->add_flag("--requantise-scales", lg.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
@@ -809,7 +809,7 @@ void add_model_commands(CLI::App& app) {
   ppl->add_option("--kl-base", px.kl_base, "Compare with logits a --save-logits run wrote: KL divergence, top-1 agreement, "
                                            "perplexity ratio with its error");
   ppl->add_option("--layout", px.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
-  ppl->add_option("--kernel", px.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0); default: the best listed, a peer format's own");
+  ppl->add_option("--kernel", px.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   ppl->add_option("--threads", px.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   ppl->add_option("--load", px.mode, "Load mode: mmap or memory")->capture_default_str();
   ppl->add_flag("--requantise-scales", px.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "

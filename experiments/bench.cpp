@@ -135,7 +135,10 @@ std::string bench_ratios(const std::vector<Json>& summaries) {
   std::string s;
   if (to_unpack.rows())
     s += cat("\nratios to the stock pq2_0 unpack arm (same ISA, threads, shape; medians):\n", to_unpack.text("  "));
-  if (to_peer.rows()) s += cat("\nratios to the best peer arm (BitNet I2_S or ggml TQ2_0, same threads and shape; medians):\n", to_peer.text("  "));
+  std::vector<std::string> peer_labels;
+  for (const peers::PeerFormat& p : peers::kPeerFormats) peer_labels.emplace_back(p.label);
+  if (to_peer.rows())
+    s += cat("\nratios to the best peer arm (", join(peer_labels, ", "), "; same threads and shape; medians):\n", to_peer.text("  "));
   return s;
 }
 

@@ -27,6 +27,7 @@
 #include "kernels/oracle.hpp"
 #include "kernels/peers/i2s.hpp"
 #include "kernels/peers/peers.hpp"
+#include "kernels/peers/tq1.hpp"
 #include "kernels/peers/tq2.hpp"
 #include "kernels/testdata.hpp"
 #include "layouts/registry.hpp"
@@ -37,10 +38,10 @@ namespace {
 
 constexpr std::int64_t kMaxDim = std::int64_t(1) << 20;
 
-// The peers' formats and AVX2 kernels (kernels/peers: BitNet's I2_S, ggml's TQ2_0): an arm whose
-// layout names one runs it beside the layouts, verified by the peer's own bit-exact check and, where
-// its arithmetic gives integers, against the oracle. The same names are declared layouts (one byte
-// format per peer, layouts/tq2_0.hpp, i2_s.hpp): an arm naming one of the catalog's kernels
+// The peers' formats and AVX2 kernels (kernels/peers: BitNet's I2_S, ggml's TQ2_0 and TQ1_0): an
+// arm whose layout names one runs it beside the layouts, verified by the peer's own bit-exact check
+// and, where its arithmetic gives integers, against the oracle. The same names are declared layouts
+// (one byte format per peer, layouts/tq2_0.hpp, tq1_0.hpp, i2_s.hpp): an arm naming one of the catalog's kernels
 // (reference/scalar, ...) runs that kernel on the layout instead.
 const peers::PeerFormat* arm_peer(const ArmSpec& arm) {
   const Located at = arm.at("layout");
@@ -235,9 +236,29 @@ std::string compare_exact(const std::vector<float>& y, const std::vector<std::in
   return "";
 }
 
-// A peer arm on the run's weights (unit scales: I2_S's one per-tensor scale is 1, and TQ2_0's
-// 256-weight block scales are 1) and the run's activations: I2_S quantises the same floats to its
-// I8_S, TQ2_0 reads the q8_K blocks the layouts read, so its outputs are the oracle's integers too.
+// A ggml peer (TQ2_0, TQ1_0) on the run's q8_K blocks: ggml's mul_mat over rotating copies of
+// `first`, checked bit for bit against the model of the path that ran and against the oracle.
+// Returns the number of copies.
+template <class M>
+int ggml_peer(M first, void (*run)(ThreadPool&, const M&, const Q8KBatch&, float*, std::int64_t),
+              void (*check_model)(const M&, const Q8KBatch&, std::span<const float>, std::int64_t),
+              const std::shared_ptr<const MatrixData>& data, ThreadPool* pool, const std::shared_ptr<std::vector<float>>& y,
+              std::int64_t rows, const WeightCopies& cold, ArmSetup& setup, std::function<std::string()>& check) {
+  setup.weight_bytes = double(first.bytes.size());
+  const int copies = copies_of(cold, setup.weight_bytes);
+  const auto w = std::make_shared<Rotation<M>>(Rotation<M>{std::make_shared<const std::vector<M>>(std::size_t(copies), std::move(first))});
+  setup.call = [=] { run(*pool, w->next(), data->x, y->data(), rows); };
+  check = [=] {
+    check_model(w->copies->front(), data->x, *y, rows);
+    return compare_exact(*y, data->want, rows);
+  };
+  return copies;
+}
+
+// A peer arm on the run's weights (unit scales: I2_S's one per-tensor scale is 1, and TQ2_0's and
+// TQ1_0's 256-weight block scales are 1) and the run's activations: I2_S quantises the same floats to
+// its I8_S, the ggml peers read the q8_K blocks the layouts read, so their outputs are the oracle's
+// integers too.
 ArmSetup peer_arm(const ArmSpec& a, const peers::PeerFormat& peer, const std::shared_ptr<const MatrixData>& data, const Shape& s,
                   int threads, ThreadPool* pool, double act_bytes, double out_bytes, const WeightCopies& cold) {
   auto y = std::make_shared<std::vector<float>>(std::size_t(s.rows * s.tokens));
@@ -260,17 +281,14 @@ ArmSetup peer_arm(const ArmSpec& a, const peers::PeerFormat& peer, const std::sh
       peers::check_i2s(w->copies->front(), *x, *y, rows);
       return std::string();
     };
+  } else if (peer.layout == "tq2_0") {
+    copies = ggml_peer(peers::pack_tq2(data->weights, a.name), peers::run_tq2_mul_mat, peers::check_tq2, data, pool, y, rows, cold,
+                       setup, check);
+  } else if (peer.layout == "tq1_0") {
+    copies = ggml_peer(peers::pack_tq1(data->weights, a.name), peers::run_tq1_mul_mat, peers::check_tq1, data, pool, y, rows, cold,
+                       setup, check);
   } else {
-    peers::Tq2Matrix first = peers::pack_tq2(data->weights, a.name);
-    setup.weight_bytes = double(first.bytes.size());
-    copies = copies_of(cold, setup.weight_bytes);
-    const auto w = std::make_shared<Rotation<peers::Tq2Matrix>>(
-        Rotation<peers::Tq2Matrix>{std::make_shared<const std::vector<peers::Tq2Matrix>>(std::size_t(copies), std::move(first))});
-    setup.call = [=] { peers::run_tq2_mul_mat(*pool, w->next(), data->x, y->data(), rows); };
-    check = [=] {
-      peers::check_tq2(w->copies->front(), data->x, *y, rows);
-      return compare_exact(*y, data->want, rows);
-    };
+    fail("peer arm '", a.name, "': no driver for the peer format ", peer.layout);
   }
   setup.name = a.name;
   setup.layout = std::string(peer.layout);

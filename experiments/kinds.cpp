@@ -49,7 +49,7 @@ std::vector<KeySpec> matrix_keys() {
       {"shape.rows", Type::integer, true, "weight rows (default 256)"},
       {"shape.cols", Type::integer, true, "inner size, a multiple of 128 (default 1024)"},
       {"arm.name", Type::string, false, "the arm's name in tables and plots"},
-      {"arm.layout", Type::string, true, "a registered layout (gemv, gemm: or a peer format, i2_s for BitNet's I2_S, tq2_0 for ggml's TQ2_0)"},
+      {"arm.layout", Type::string, true, "a registered layout (gemv, gemm: or a peer format, i2_s for BitNet's I2_S, tq2_0 and tq1_0 for ggml's TQ2_0 and TQ1_0)"},
       {"arm.kernel", Type::string, true, "best, a strategy (reference, slot-mask, ...) or strategy/isa"},
       {"arm.threads", Type::integer, true, "threads of a persistent pool (default: the top-level threads)"},
       {"arm.spawn", Type::boolean, true, "spawn fresh threads on every call instead of using the pool"},

@@ -94,7 +94,7 @@ std::vector<KeySpec> model_keys() {
        "ceilings and freed: for arms that cannot fit together; ratios then compare separate passes)"},
       {"arm.name", Type::string, false, "the arm's name in tables and plots"},
       {"arm.layout", Type::string, true, "a registered layout every ternary weight is repacked into at load"},
-      {"arm.kernel", Type::string, true, "best, a strategy (reference, slot-mask, ...), strategy/isa, or a peer's own kernel (bitnet-i2s, ggml-tq2_0: its format's default)"},
+      {"arm.kernel", Type::string, true, "best, a strategy (reference, slot-mask, ...), strategy/isa, or a peer's own kernel (bitnet-i2s, ggml-tq2_0, ggml-tq1_0: its format's default)"},
       {"arm.threads", Type::integer, true, "threads of the arm's model (default: the top-level threads)"},
       {"arm.load", Type::string, true, "mmap or memory for this arm (default: the top-level load)"},
       {"arm.model", Type::string, true, "a different GGUF file for this arm (e.g. the same weights saved as PTQ1_0)"},

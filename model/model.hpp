@@ -30,8 +30,8 @@ struct LoadOptions {
   // LOSSY: round every ternary tensor's scales to the layout's scale format (layouts/matrix.hpp
   // requantise) where the exact repack would refuse; Model::scale_requantisation() says what moved.
   bool requantise_scales = false;
-  // empty: the planner's choice (below), or for a peer format (i2_s, tq2_0) the peer's own kernel;
-  // a peer's kernel ("bitnet-i2s", "ggml-tq2_0") runs its format (model/linear.hpp peer_for).
+  // empty: the planner's choice (below), or for a peer format (i2_s, tq2_0, tq1_0) the peer's own kernel;
+  // a peer's kernel ("bitnet-i2s", "ggml-tq2_0", "ggml-tq1_0") runs its format (model/linear.hpp peer_for).
   std::string kernel = "";
   // How the kernel is chosen when none is named: estimate = best_kernel (the ISA ladder); measure =
   // the planner times every candidate on the output head (the largest matrix, a gemv as in

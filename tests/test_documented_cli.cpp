@@ -254,7 +254,7 @@ TEST_SUITE("docs-cli") {
         if (lines[i].starts_with(layout + " ") && lines[i].find(whose) != std::string::npos) return std::optional<std::size_t>(i);
       return std::optional<std::size_t>();
     };
-    for (const auto& [layout, peer] : {std::pair<std::string, std::string>{"tq2_0", "ggml TQ2_0's own"}, {"i2_s", "BitNet I2_S's own"}}) {
+    for (const auto& [layout, peer] : {std::pair<std::string, std::string>{"tq2_0", "ggml TQ2_0's own"}, {"tq1_0", "ggml TQ1_0's own"}, {"i2_s", "BitNet I2_S's own"}}) {
       CAPTURE(layout);
       const auto own = row_of(layout, peer), ternlab = row_of(layout, "ternlab's, on these bytes");
       REQUIRE(own);

@@ -521,7 +521,7 @@ layout = "t2p"
     BenchSpec b;
     b.threads = {1};
     b.cols = {3};
-    b.layouts = {"pq2_0", "t2p", "i2_s", "tq2_0"};
+    b.layouts = {"pq2_0", "t2p", "i2_s", "tq2_0", "tq1_0"};
     b.gemv_shape = b.gemm_shape = "128x256";
     b.rounds = 1;
     b.min_seconds = 1e-4;
@@ -544,7 +544,7 @@ layout = "t2p"
           if (k.strategy != Strategy::reference && !named_only(k.strategy) && isa_supported(k.isa) && isa_at_or_below(k.isa, best_isa()) && k.gemv &&
               (!gemm || k.gemm))
             want.insert(cat(layout, " ", k.name()));
-      if (isa_supported(Isa::avx2)) want.insert({"BitNet I2_S", "ggml TQ2_0"});
+      if (isa_supported(Isa::avx2)) want.insert({"BitNet I2_S", "ggml TQ2_0", "ggml TQ1_0"});
       // A t2p arm has a ratio to pq2_0's unpack arm where one of the same ISA is among the arms.
       for (const std::string& name : want)
         if (name.starts_with("t2p ") && want.count(cat("pq2_0 unpack/", name.substr(name.find('/') + 1)))) unpack_pairs.insert(c.kind);
@@ -571,6 +571,10 @@ layout = "t2p"
           CHECK(arm["layout"] == "tq2_0");
           CHECK(arm["bits_per_weight"].get<double>() == doctest::Approx(66.0 * 8 / 256));
         }
+        if (arm["name"] == "ggml TQ1_0") {
+          CHECK(arm["layout"] == "tq1_0");
+          CHECK(arm["bits_per_weight"].get<double>() == doctest::Approx(54.0 * 8 / 256));
+        }
       }
     }
     const std::string ratios = bench_ratios(summaries);
@@ -596,6 +600,8 @@ layout = "t2p"
 [[arm]]
 layout = "tq2_0"
 [[arm]]
+layout = "tq1_0"
+[[arm]]
 layout = "i2_s"
 )");
     std::ostringstream out;
@@ -608,13 +614,14 @@ layout = "i2_s"
       if (arm["control"] != true) ran.insert(arm["layout"].get<std::string>());
     const std::string md = read_text(fs::path(o.folder) / "summary.md");
     if (isa_supported(Isa::avx2)) {
-      CHECK(ran == std::set<std::string>{"t2p", "tq2_0", "i2_s"});
+      CHECK(ran == std::set<std::string>{"t2p", "tq2_0", "tq1_0", "i2_s"});
       CHECK_FALSE(run.contains("skipped_arms"));
     } else {
       CHECK(ran == std::set<std::string>{"t2p"});
       REQUIRE(run.contains("skipped_arms"));
-      CHECK(run["skipped_arms"].size() == 2);
+      CHECK(run["skipped_arms"].size() == 3);
       CHECK(md.find("(ggml TQ2_0) skipped: its kernel is AVX2 code") != std::string::npos);
+      CHECK(md.find("(ggml TQ1_0) skipped: its kernel is AVX2 code") != std::string::npos);
       // Naming the peer's kernel makes it required: refused before anything runs.
       const fs::path named = write_quick_config(dir, "gemv", 1, "[shape]\nrows = 16\ncols = 256\n[[arm]]\nlayout = \"tq2_0\"\nkernel = \"ggml-tq2_0/avx2\"\n");
       check_error([&] { run_experiment_file(named.string(), quiet(), out); }, "TQ2_0", "no AVX2");

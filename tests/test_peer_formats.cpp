@@ -12,6 +12,7 @@
 #include "kernels/catalog.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/peers/i2s.hpp"
+#include "kernels/peers/tq1.hpp"
 #include "kernels/peers/tq2.hpp"
 #include "kernels/testdata.hpp"
 #include "model/experiments.hpp"
@@ -142,6 +143,10 @@ TEST_SUITE("peer-formats") {
     const peers::Tq2Matrix t = peers::pack_tq2(m, "w");
     const PackedMatrix p = pack(m, find_layout("tq2_0"));
     CHECK(std::equal(t.bytes.begin(), t.bytes.end(), p.bytes.begin(), p.bytes.end()));
+    const TernaryMatrix m1 = test::share_scales(make_weights(8, 1024, 5, Fill::random, ScaleKind::random), find_layout("tq1_0"));
+    const peers::Tq1Matrix t1 = peers::pack_tq1(m1, "w");
+    const PackedMatrix p1 = pack(m1, find_layout("tq1_0"));
+    CHECK(std::equal(t1.bytes.begin(), t1.bytes.end(), p1.bytes.begin(), p1.bytes.end()));
     // I2_S: the arm keeps the codes under the largest block scale.
     const TernaryMatrix r = make_weights(8, 1024, 4, Fill::random, ScaleKind::random);
     const peers::I2sMatrix i = peers::pack_i2s(r, "w");

@@ -5,6 +5,7 @@
 #include "common/error.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/peers/i2s.hpp"
+#include "kernels/peers/tq1.hpp"
 #include "kernels/peers/tq2.hpp"
 
 namespace ternlab::peers {
@@ -59,25 +60,29 @@ class I2sMatmul final : public PeerMatmul {
   I2sMatrix w_;
 };
 
-class Tq2Matmul final : public PeerMatmul {
+// ggml's formats read the q8_K blocks as they are; Matrix is Tq2Matrix or Tq1Matrix, with its
+// mul_mat and its bit-exact check.
+template <class Matrix, void (*MulMat)(ThreadPool&, const Matrix&, const Q8KBatch&, float*, std::int64_t),
+          void (*Check)(const Matrix&, const Q8KBatch&, std::span<const float>, std::int64_t)>
+class GgmlMatmul final : public PeerMatmul {
  public:
-  Tq2Matmul(const PeerFormat& peer, Tq2Matrix w) : peer_(peer), w_(std::move(w)) {}
+  GgmlMatmul(const PeerFormat& peer, Matrix w) : peer_(peer), w_(std::move(w)) {}
   const PeerFormat& format() const override { return peer_; }
   std::int64_t rows() const override { return w_.rows; }
   std::int64_t cols() const override { return w_.cols; }
   std::size_t bytes() const override { return w_.bytes.size(); }
-  void apply(ThreadPool& pool, const Q8KBatch& x, float* y, std::int64_t ldy) const override {
-    run_tq2_mul_mat(pool, w_, x, y, ldy);
-  }
+  void apply(ThreadPool& pool, const Q8KBatch& x, float* y, std::int64_t ldy) const override { MulMat(pool, w_, x, y, ldy); }
   std::string apply_checked(ThreadPool& pool, const Q8KBatch& x, float* y, std::int64_t ldy) const override {
     apply(pool, x, y, ldy);
-    return failure_of([&] { check_tq2(w_, x, {y, std::size_t(x.tokens * ldy)}, ldy); });
+    return failure_of([&] { Check(w_, x, {y, std::size_t(x.tokens * ldy)}, ldy); });
   }
 
  private:
   const PeerFormat& peer_;
-  Tq2Matrix w_;
+  Matrix w_;
 };
+using Tq2Matmul = GgmlMatmul<Tq2Matrix, run_tq2_mul_mat, check_tq2>;
+using Tq1Matmul = GgmlMatmul<Tq1Matrix, run_tq1_mul_mat, check_tq1>;
 
 }  // namespace
 
@@ -87,6 +92,10 @@ std::unique_ptr<const PeerMatmul> pack_i2s_matmul(const PeerFormat& peer, const 
 
 std::unique_ptr<const PeerMatmul> pack_tq2_matmul(const PeerFormat& peer, const TernaryMatrix& m, std::string name) {
   return std::make_unique<Tq2Matmul>(peer, pack_tq2(m, std::move(name)));
+}
+
+std::unique_ptr<const PeerMatmul> pack_tq1_matmul(const PeerFormat& peer, const TernaryMatrix& m, std::string name) {
+  return std::make_unique<Tq1Matmul>(peer, pack_tq1(m, std::move(name)));
 }
 
 std::unique_ptr<const PeerMatmul> pack_peer(const PeerFormat& peer, const TernaryMatrix& m, std::string name) {

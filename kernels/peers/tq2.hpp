@@ -28,6 +28,7 @@ namespace ternlab::peers {
 
 inline constexpr int kTq2Block = 256;       // weights per block
 inline constexpr int kTq2BlockBytes = 66;   // 64 code bytes, then the fp16 scale
+inline constexpr int kTq2ScaleOffset = 64;
 
 struct Tq2Matrix {
   std::string name;  // the tensor's name, for errors

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "common/fp16.hpp"
+#include "kernels/peers/ggml_avx2.hpp"
 #include "kernels/peers/tq2.hpp"
 
 #if defined(__x86_64__)
@@ -42,11 +43,7 @@ float tq2_dot_avx2(const std::uint8_t* w, const BlockQ8K* y, std::int64_t blocks
     const float scale = y[b].d * fp16[d];
     acc = _mm256_fmadd_ps(lanes, _mm256_set1_ps(scale), acc);
   }
-  // ggml's hsum_float_8: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
-  __m128 r = _mm_add_ps(_mm256_extractf128_ps(acc, 1), _mm256_castps256_ps128(acc));
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(r);
+  return ggml::hsum_float_8(acc);
 }
 
 }  // namespace ternlab::peers::detail
