@@ -417,7 +417,8 @@ std::vector<GeneratedBlock> generated_blocks(const fs::path& file, const std::st
     } else if (line == end) {
       if (!open) malformed.push_back(cat(name, ":", n, ": '", end, "' without a block"));
       open = nullptr;
-    } else if (line.find("<!-- generated") != std::string::npos || line.find("<!-- end generated") != std::string::npos) {
+    } else if (line.rfind("<!-- generated", 0) == 0 || line.rfind("<!-- end generated", 0) == 0) {
+      // (An indented marker is an example in a code block, not a block.)
       malformed.push_back(cat(name, ":", n, ": not a block marker (its own line, `<!-- generated: COMMAND (noise: BAND) -->`): ", line));
     } else if (open) {
       open->text += (open->text.empty() ? "" : "\n") + line;
