@@ -6,21 +6,25 @@
 // are run in-process by suite experiments-docs, and docs/new-layout.md's by suite tutorial; neither is
 // run again here. Commands that need a file this checkout does not have or minutes of time are listed
 // in kSkipped with the reason, and each listed skip must still be found in the docs.
+// Suite docs-numbers, below, checks the pages' generated blocks of numbers against fresh runs.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "common/error.hpp"
 #include "common/strings.hpp"
 #include "tests/support.hpp"
 
@@ -156,6 +160,30 @@ int run_in(const fs::path& dir, const std::vector<std::string>& argv, const fs::
   int status = 0;
   if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// README.md, then docs/**/*.md.
+std::vector<fs::path> markdown_pages() {
+  const fs::path src = TERNLAB_SOURCE_DIR;
+  std::vector<fs::path> files = {src / "README.md"};
+  for (const auto& e : fs::recursive_directory_iterator(src / "docs"))
+    if (e.path().extension() == ".md") files.push_back(e.path());
+  std::sort(files.begin() + 1, files.end());
+  return files;
+}
+
+// A working folder for documented commands: the checkout's folders as links, build/ holding the two
+// binaries, so commands read the checkout's files and write nothing into it.
+fs::path make_work_folder(const fs::path& work) {
+  const fs::path src = TERNLAB_SOURCE_DIR;
+  fs::create_directories(work / "build");
+  for (const auto& e : fs::directory_iterator(src)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("build", 0) != 0 && n != "results" && n[0] != '.') fs::create_directory_symlink(e.path(), work / n);
+  }
+  fs::create_symlink(TERNLAB_CLI, work / "build" / "ternlab");
+  fs::create_symlink(TERNLAB_GBENCH, work / "build" / "ternlab_gbench");
+  return work;
 }
 
 std::string tail_of(const fs::path& log) {
@@ -358,24 +386,16 @@ TEST_SUITE("docs-cli") {
 
   TEST_CASE("every documented ternlab command other than run runs on small sizes") {
     const fs::path src = TERNLAB_SOURCE_DIR;
-    std::vector<fs::path> files = {src / "README.md"};
-    for (const auto& e : fs::recursive_directory_iterator(src / "docs"))
-      if (e.path().extension() == ".md" && e.path() != src / "docs" / "new-layout.md") files.push_back(e.path());
+    std::vector<fs::path> files = markdown_pages();
+    std::erase(files, src / "docs" / "new-layout.md");
     for (const auto& e : fs::directory_iterator(src / "configs"))
       if (e.path().extension() == ".toml") files.push_back(e.path());
-    // README first: later pages may use the files its commands write (/tmp/tiny.gguf, results/).
+    // README first (markdown_pages keeps it there): later pages may use the files its commands write
+    // (/tmp/tiny.gguf, results/).
     std::sort(files.begin() + 1, files.end());
 
-    // The working folder: the checkout's folders as links, build/ holding the two binaries.
     const fs::path tmp = fs::temp_directory_path() / cat("ternlab-docs-cli-", getpid());
-    const fs::path work = tmp / "work";
-    fs::create_directories(work / "build");
-    for (const auto& e : fs::directory_iterator(src)) {
-      const std::string n = e.path().filename().string();
-      if (n.rfind("build", 0) != 0 && n != "results" && n[0] != '.') fs::create_directory_symlink(e.path(), work / n);
-    }
-    fs::create_symlink(TERNLAB_CLI, work / "build" / "ternlab");
-    fs::create_symlink(TERNLAB_GBENCH, work / "build" / "ternlab_gbench");
+    const fs::path work = make_work_folder(tmp / "work");
     {
       std::ifstream text(src / "models" / "bonsai-kjv-py" / "heldout-prose.txt");
       std::string head(400, '\0');
@@ -413,5 +433,256 @@ TEST_SUITE("docs-cli") {
     for (const auto& [text, why] : kSkipped) CHECK_MESSAGE(std::count(skips_found.begin(), skips_found.end(), text) >= 1, text);
     std::error_code ec;
     fs::remove_all(tmp, ec);
+  }
+}
+
+// Generated numbers (docs/writing-docs.md): a block of a page between
+//   <!-- generated: COMMAND (noise: BAND) -->  and  <!-- end generated -->
+// holds what COMMAND printed when scripts/regen-docs.sh last ran it. Suite docs-numbers runs every
+// block's command again and compares the two texts: the words must be the same and each number within
+// BAND of the fresh one (`exact`: the same digits; `±P%`: relative; `±X`: absolute). Timings do not
+// repeat, so a block may not hold a rate; those are quoted as past measurements (machine, date,
+// command) instead.
+namespace {
+
+struct GeneratedBlock {
+  std::string where;    // "docs/model.md:52", the start marker's line
+  int first_line = 0;   // the first line of the quoted output
+  std::string command;
+  std::string band;     // as written: "exact", "±0.02%", "±0.001"
+  std::string text;     // the quoted output, lines joined with '\n'
+};
+
+// The blocks of one page, or the reason the page's markers are malformed.
+std::vector<GeneratedBlock> generated_blocks(const fs::path& file, const std::string& name, std::vector<std::string>& malformed) {
+  static const std::regex start(R"(^<!-- generated: (.*) \(noise: ([^)]*)\) -->$)");
+  const std::string end = "<!-- end generated -->";
+  std::vector<GeneratedBlock> out;
+  std::ifstream f(file);
+  GeneratedBlock* open = nullptr;
+  int n = 0;
+  for (std::string line; std::getline(f, line);) {
+    ++n;
+    std::smatch m;
+    if (std::regex_match(line, m, start)) {
+      if (open) malformed.push_back(cat(open->where, ": no '", end, "' before the next block"));
+      // BAND, then optionally ", markdown" (the output pasted verbatim, which the comparison does not mind).
+      std::string band = m[2];
+      if (const std::size_t comma = band.find(", "); comma != std::string::npos) {
+        if (band.substr(comma + 2) != "markdown") malformed.push_back(cat(name, ":", n, ": noise '", band, "': after the band only ', markdown'"));
+        band.resize(comma);
+      }
+      out.push_back({cat(name, ":", n), n + 1, m[1], band, ""});
+      open = &out.back();
+    } else if (line == end) {
+      if (!open) malformed.push_back(cat(name, ":", n, ": '", end, "' without a block"));
+      open = nullptr;
+    } else if (line.rfind("<!-- generated", 0) == 0 || line.rfind("<!-- end generated", 0) == 0) {
+      // (An indented marker is an example in a code block, not a block.)
+      malformed.push_back(cat(name, ":", n, ": not a block marker (its own line, `<!-- generated: COMMAND (noise: BAND) -->`): ", line));
+    } else if (open) {
+      open->text += (open->text.empty() ? "" : "\n") + line;
+    }
+  }
+  if (open) malformed.push_back(cat(open->where, ": no '", end, "'"));
+  return out;
+}
+
+struct TextPiece {
+  bool is_number = false;
+  std::string text;   // a number as written; other text with its white space collapsed to one space
+  double value = 0;
+  int line = 0;       // counted from the text's first line, 0-based
+};
+
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)); }
+
+// Numbers and the text between them, no piece across a line end. A number is digits with optional
+// thousands commas ("2,621,440"), fraction and exponent; a leading '-' counts when it follows a space or
+// a bracket. Digits that are part of a name (t2p, q8_K) are text; letters after a number (1.5x) are text.
+std::vector<TextPiece> pieces_of(const std::string& s) {
+  std::vector<TextPiece> out;
+  std::string words;
+  int line = 0, words_line = 0;
+  const auto flush = [&] {
+    std::string collapsed;
+    for (char c : words) {
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        if (!collapsed.empty() && collapsed.back() != ' ') collapsed += ' ';
+      } else {
+        collapsed += c;
+      }
+    }
+    while (!collapsed.empty() && collapsed.back() == ' ') collapsed.pop_back();
+    if (!collapsed.empty()) out.push_back({false, collapsed, 0, words_line});
+    words.clear();
+  };
+  for (std::size_t i = 0; i < s.size();) {
+    const bool after_word = i > 0 && (word_char(s[i - 1]) || s[i - 1] == '.');
+    const bool sign = s[i] == '-' && i + 1 < s.size() && digit(s[i + 1]) &&
+                      (i == 0 || std::isspace(static_cast<unsigned char>(s[i - 1])) || s[i - 1] == '(' || s[i - 1] == '[');
+    if ((digit(s[i]) && !after_word) || sign) {
+      std::size_t j = i + (sign ? 1 : 0);
+      while (j < s.size() && digit(s[j])) ++j;
+      while (j + 3 < s.size() && s[j] == ',' && digit(s[j + 1]) && digit(s[j + 2]) && digit(s[j + 3]) && (j + 4 >= s.size() || !digit(s[j + 4])))
+        j += 4;
+      if (j + 1 < s.size() && s[j] == '.' && digit(s[j + 1])) {
+        ++j;
+        while (j < s.size() && digit(s[j])) ++j;
+      }
+      if (j + 1 < s.size() && (s[j] == 'e' || s[j] == 'E')) {
+        std::size_t k = j + 1;
+        if (k < s.size() && (s[k] == '+' || s[k] == '-')) ++k;
+        if (k < s.size() && digit(s[k])) {
+          while (k < s.size() && digit(s[k])) ++k;
+          j = k;
+        }
+      }
+      flush();
+      std::string written = s.substr(i, j - i);
+      std::string plain = written;
+      std::erase(plain, ',');
+      out.push_back({true, written, std::strtod(plain.c_str(), nullptr), line});
+      i = j;
+      continue;
+    }
+    if (s[i] == '\n') {
+      // One piece per line at most, so a difference is reported at its own line.
+      flush();
+      ++line;
+      ++i;
+      continue;
+    }
+    if (words.empty()) words_line = line;
+    words += s[i++];
+  }
+  flush();
+  return out;
+}
+
+// Whether `fresh` is within the band of `quoted`; the band as written in the marker.
+bool within_band(const TextPiece& quoted, const TextPiece& fresh, const std::string& band) {
+  if (band == "exact") return quoted.text == fresh.text;
+  const std::string plus_minus = "±";
+  if (band.rfind(plus_minus, 0) != 0) fail("noise band '", band, "': write exact, ±P% or ±X");
+  std::string amount = band.substr(plus_minus.size());
+  const bool relative = !amount.empty() && amount.back() == '%';
+  if (relative) amount.pop_back();
+  char* end = nullptr;
+  const double x = std::strtod(amount.c_str(), &end);
+  if (amount.empty() || *end != '\0' || x < 0) fail("noise band '", band, "': write exact, ±P% or ±X");
+  const double allowed = relative ? x / 100 * std::max(std::abs(quoted.value), std::abs(fresh.value)) : x;
+  return std::abs(quoted.value - fresh.value) <= allowed;
+}
+
+// The differences between a block's quoted text and a fresh run's output, one line each, naming the
+// page's line; empty when they agree within the band.
+std::vector<std::string> disagreements(const GeneratedBlock& b, const std::string& fresh_output, const std::string& file) {
+  const auto quoted = pieces_of(b.text);
+  const auto fresh = pieces_of(fresh_output);
+  std::vector<std::string> out;
+  const std::size_t n = std::min(quoted.size(), fresh.size());
+  for (std::size_t i = 0; i < n && out.size() < 10; ++i) {
+    const std::string at = cat(file, ":", b.first_line + quoted[i].line);
+    if (quoted[i].is_number != fresh[i].is_number || (!quoted[i].is_number && quoted[i].text != fresh[i].text)) {
+      out.push_back(cat(at, ": the text says '", quoted[i].text, "', a fresh run prints '", fresh[i].text, "' (the words differ: regenerate the block)"));
+      return out;  // past a shifted word every later pair is shifted too
+    }
+    if (quoted[i].is_number && !within_band(quoted[i], fresh[i], b.band))
+      out.push_back(cat(at, ": the text says ", quoted[i].text, ", a fresh run prints ", fresh[i].text, " (noise: ", b.band, ")"));
+  }
+  if (out.empty() && quoted.size() != fresh.size())
+    out.push_back(cat(file, ":", b.first_line, ": the text has ", quoted.size(), " pieces, a fresh run ", fresh.size(), " (regenerate the block)"));
+  return out;
+}
+
+// Runs `command` under bash from `dir`: its standard output, or throws with the exit status and errors.
+std::string shell_output(const fs::path& dir, const std::string& command, const fs::path& scratch) {
+  const fs::path out = scratch / "out.txt", err = scratch / "err.txt";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0 || ::chdir(dir.c_str()) != 0) ::_exit(126);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    ::setenv("TERNLAB_WISDOM", (scratch / "wisdom.toml").c_str(), 1);
+    ::execl("/bin/bash", "bash", "-o", "pipefail", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  const bool exited = pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status);
+  if (!exited || WEXITSTATUS(status) != 0) fail("exit status ", exited ? WEXITSTATUS(status) : -1, "\n", tail_of(err));
+  std::ifstream f(out);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Rates measured in one run: they do not repeat, so no checked block may quote one.
+const std::vector<std::string> kTimingUnits = {"tok/s", "GB/s", "Gweights/s", "GMAC/s", "ms/call", "ms a token"};
+
+}  // namespace
+
+TEST_SUITE("docs-numbers") {
+  TEST_CASE("a block's numbers are compared with a fresh run's within its band, and its words exactly") {
+    const GeneratedBlock b{"a.md:3", 4, "cmd", "±0.02%", "    perplexity 36.9804 over 2,621,440 weights\n    t2p 1.5x"};
+    CHECK(disagreements(b, "perplexity 36.9770 over 2,621,440 weights\nt2p 1.5x\n", "a.md").empty());
+    const auto drift = disagreements(b, "perplexity 36.9000 over 2,621,440 weights\nt2p 1.5x", "a.md");
+    REQUIRE(drift.size() == 1);
+    CHECK(drift[0] == "a.md:4: the text says 36.9804, a fresh run prints 36.9000 (noise: ±0.02%)");
+    const auto words = disagreements(b, "perplexity 36.9804 over 2,621,440 weights\nt2r 1.5x", "a.md");
+    REQUIRE(words.size() == 1);
+    CHECK(words[0].find("a.md:5: the text says 't2p") == 0);
+    GeneratedBlock exact = b;
+    exact.band = "exact";
+    CHECK(disagreements(exact, "perplexity 36.9805 over 2,621,440 weights\nt2p 1.5x", "a.md").size() == 1);
+    CHECK(disagreements(exact, "perplexity 36.9804 over 2,621,441 weights\nt2p 1.5x", "a.md").size() == 1);
+    GeneratedBlock absolute = b;
+    absolute.band = "±0.01";
+    CHECK(disagreements(absolute, "perplexity 36.9900 over 2,621,440 weights\nt2p 1.5x", "a.md").empty());
+    CHECK(disagreements(absolute, "perplexity 37.0000 over 2,621,440 weights\nt2p 1.5x", "a.md").size() == 1);
+    const auto pieces = pieces_of("q8_K t2p -3 (-0.5e-3) 2026-12-05");
+    std::vector<std::string> numbers;
+    for (const auto& p : pieces)
+      if (p.is_number) numbers.push_back(p.text);
+    CHECK(numbers == std::vector<std::string>{"-3", "-0.5e-3", "2026", "12", "05"});
+    absolute.band = "0.01";
+    CHECK_THROWS(disagreements(absolute, "perplexity 36.9900 over 2,621,440 weights\nt2p 1.5x", "a.md"));
+  }
+
+  TEST_CASE("every generated block of the docs agrees with a fresh run of its command") {
+    const fs::path src = TERNLAB_SOURCE_DIR;
+    const test::ScratchDir scratch("ternlab-docs-numbers");
+    const fs::path work = make_work_folder(scratch.dir / "work");
+    std::vector<std::string> malformed;
+    int blocks = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (const fs::path& file : markdown_pages()) {
+      const std::string name = fs::relative(file, src).string();
+      for (const GeneratedBlock& b : generated_blocks(file, name, malformed)) {
+        ++blocks;
+        for (const std::string& unit : kTimingUnits)
+          CHECK_MESSAGE(b.text.find(unit) == std::string::npos, b.where, ": a timing (", unit,
+                        ") in a checked block; quote it as a past measurement (machine, date, command) instead");
+        std::string fresh;
+        try {
+          fresh = shell_output(work, b.command, scratch.dir);
+        } catch (const Error& e) {
+          FAIL_CHECK(b.where, ": ", b.command, "\n", e.what());
+          continue;
+        }
+        try {
+          for (const std::string& d : disagreements(b, fresh, name)) FAIL_CHECK(d, "\n  command: ", b.command);
+        } catch (const Error& e) {
+          FAIL_CHECK(b.where, ": ", e.what());
+        }
+      }
+    }
+    for (const std::string& m : malformed) FAIL_CHECK(m);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    MESSAGE(blocks, " generated blocks checked in ", seconds, " s");
+    CHECK(blocks >= 1);
   }
 }
