@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ struct LoopCensus {
   // No int8 multiply-accumulate instruction anywhere: the loop is the one with the most integer
   // multiplies, each counted as a dot of multiply_products products (macs: products).
   bool by_multiplies = false;
+  // The callees of the calls inside the loop ("ternlab::isa::Avx2::fp16(unsigned char const*)", "*%rax"
+  // for an indirect one), in address order. Each is a defect of the kernel: a hot loop calls nothing.
+  std::vector<std::string> calls;
+  // Chosen among the loops seen running in a call of the kernel (census_of with a run), not from
+  // the code alone.
+  bool seen_running = false;
   // Instructions of a class per 64 multiply-accumulates.
   double per64(InsnClass c) const { return macs > 0 ? 64.0 * count[std::size_t(c)] / macs : 0.0; }
 };
@@ -55,6 +62,17 @@ struct LoopCensus {
 // search by integer multiplies (by_multiplies). Throws ternlab::Error when objdump is missing or
 // no such loop exists, saying which.
 LoopCensus census_of(const void* fn);
+
+// The hot loop of `fn` as `run` executes it on this thread: of the innermost multiply-accumulate
+// loops of fn and of the functions it calls that ran, two calls deep, the loops that ran (a
+// one-shot hardware breakpoint at each loop's head and each callee's entry, so a loop of a path the
+// call does not take is never counted), the one doing the most multiply-accumulates an iteration
+// (seen_running). run() is called several times. Where the system gives no hardware breakpoints
+// (perf_event_open refused, an emulator), census_of(fn)'s choice from the code alone.
+LoopCensus census_of(const void* fn, const std::function<void()>& run);
+
+// Whether census_of(fn, run) can see which loops run here (hardware breakpoints available).
+bool can_watch_loops();
 
 // Every instruction inside a loop of the function at `fn` (not of the functions it calls), in
 // address order: what the compiler made of a plain loop, e.g. whether its float arithmetic is

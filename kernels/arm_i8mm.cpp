@@ -27,6 +27,7 @@
 
 #pragma GCC push_options
 #pragma GCC target("arch=armv8.2-a+dotprod+i8mm")
+#include "kernels/strategies/block_scales.hpp"
 
 namespace ternlab::detail {
 

@@ -13,14 +13,6 @@
 
 namespace ternlab {
 
-// A block's scale as float for policy P: fp16 through the policy's own conversion (F16C / fcvt,
-// the same values as decode_scale), every other format through decode_scale, so that every
-// strategy's epilogue reads scales one way.
-template <class P>
-inline float block_scale(ScaleFormat f, const std::uint8_t* p) {
-  return f == ScaleFormat::fp16 ? P::fp16(p) : decode_scale(f, p);
-}
-
 // Blocks the slot-mask strategy walks as 128-weight chunks (one q8_K half each) with the scales
 // read from the block, k a multiple of 128: one scale per row per block (t2p: one chunk; t2p-g256,
 // tq2_0: two chunks under it), or one per row per scale group where the groups split each chunk

@@ -55,19 +55,11 @@ std::uint16_t encode_bf16(float v) {
 const float* e4m3_float_table() {
   static const std::array<float, 256> table = [] {
     std::array<float, 256> t{};
-    for (int c = 0; c < 256; ++c) {
-      const int e = (c >> 3) & 15, m = c & 7;
-      const float mag = (e == 15 && m == 7) ? std::nanf("")
-                        : e == 0            ? std::ldexp(float(m), -9)
-                                            : std::ldexp(float(8 + m), e - 10);
-      t[std::size_t(c)] = (c & 0x80) ? -mag : mag;
-    }
+    for (int c = 0; c < 256; ++c) t[std::size_t(c)] = decode_e4m3(std::uint8_t(c));
     return t;
   }();
   return table.data();
 }
-
-float decode_e4m3(std::uint8_t b) { return e4m3_float_table()[b]; }
 
 EncodedScale encode_scale_nearest(ScaleFormat f, float v) {
   EncodedScale out;

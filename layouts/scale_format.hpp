@@ -14,6 +14,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 #include "common/fp16.hpp"
@@ -38,7 +39,14 @@ constexpr std::string_view scale_format_name(ScaleFormat f) {
 }
 
 // Every formats' values are exact in float (e8m0's 2^-127 as a float subnormal).
-float decode_e4m3(std::uint8_t b);
+// Inline and from the bits: a kernel's per-row loops decode scales through this, and a call there
+// would be a call in a hot loop. e4m3 (FN): 0x7f and 0xff are NaN, exponent 0 is subnormal.
+inline float decode_e4m3(std::uint8_t b) {
+  const std::uint32_t e = (b >> 3) & 15u, m = b & 7u;
+  float v = e == 0 ? float(m) * 0x1p-9f : std::bit_cast<float>(((e + 120u) << 23) | (m << 20));
+  if ((b & 0x7f) == 0x7f) v = std::numeric_limits<float>::quiet_NaN();
+  return b & 0x80 ? -v : v;
+}
 // The 256 e4m3 codes as floats (decode_e4m3's table), for loops that decode many.
 const float* e4m3_float_table();
 

@@ -1,23 +1,57 @@
 // The instruction census reads loops back from machine code: on a probe loop written in assembly,
 // whose instructions are known by construction, it must find exactly that loop and count each class;
 // on every SIMD kernel of every layout it must find a multiply-accumulate loop; in the elementwise
-// float ops of every vector-ops build, packed arithmetic.
+// float ops of every vector-ops build, packed arithmetic. Of the loops that run: no call in any
+// kernel's hot loop, and the walkthroughs' comparisons (docs/walkthroughs/02, 05, 09, docs/kernels.md)
+// on every ISA this machine runs.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "inspect/census.hpp"
+#include "inspect/kernel_census.hpp"
 #include "kernels/catalog.hpp"
 #include "kernels/cpu.hpp"
+#include "kernels/dispatch.hpp"
 #include "kernels/portable/portable.hpp"
 #include "kernels/vector/vector_ops.hpp"
 #include "layouts/registry.hpp"
 
 using namespace ternlab;
 using inspect::InsnClass;
+using inspect::KernelOp;
+
+namespace {
+
+// Per 64 weights of the loop: every instruction.
+double all_per64(const inspect::LoopCensus& c) {
+  double sum = 0;
+  for (InsnClass cls : inspect::kInsnClasses) sum += c.per64(cls);
+  return sum;
+}
+
+// The gemv loop of the kernel named `kernel` ("slot-mask/avx2") of layout `layout`; nullopt where
+// this machine does not list it.
+std::optional<inspect::LoopCensus> gemv_loop(const char* layout, const std::string& kernel) {
+  const LayoutInfo& L = find_layout(layout);
+  for (const KernelVariant& k : kernels_for(L))
+    if (k.name() == kernel) return inspect::kernel_census(L, k, KernelOp::gemv);
+  return std::nullopt;
+}
+
+// The ISAs with a native slot-mask kernel for t2p here (avx2, avx512vnni; neon, dotprod, ...).
+std::vector<std::string> slot_mask_isas() {
+  std::vector<std::string> out;
+  for (const KernelVariant& k : kernels_for(find_layout("t2p")))
+    if (k.strategy == Strategy::slot_mask && !k.emulated && !k.gfni) out.emplace_back(isa_name(k.isa));
+  return out;
+}
+
+}  // namespace
 
 // Never called: only disassembled. Per iteration: 1 load, 3 chores, 2 dots, 3 other.
 #if defined(__x86_64__)
@@ -180,4 +214,100 @@ TEST_SUITE("census") {
       }
     CHECK(counted > 0);
   }
+
+  TEST_CASE("the census counts the loop that runs: for t2p, not the per-row path that t2p-g64 takes") {
+    if (!inspect::can_watch_loops()) return;  // no hardware breakpoints: the choice is the code's
+    for (const std::string& isa : slot_mask_isas()) {
+      CAPTURE(isa);
+      const auto t2p = gemv_loop("t2p", "slot-mask/" + isa);
+      const auto g64 = gemv_loop("t2p-g64", "slot-mask/" + isa);
+      REQUIRE(t2p);
+      CHECK(t2p->seen_running);
+      // One instantiation, two plans: t2p keeps its rows in registers, t2p-g64's two scale groups
+      // go through memory, so when both are counted from one function the loops must differ.
+      if (g64 && g64->function == t2p->function) CHECK(g64->begin != t2p->begin);
+    }
+  }
+
+  TEST_CASE("no hot loop of any kernel listed here calls a function") {
+    int counted = 0;
+    for (const LayoutInfo* L : all_layouts())
+      for (const KernelVariant& k : kernels_for(*L)) {
+        if (k.strategy == Strategy::reference) continue;  // decodes through tables: no kernel loop
+        for (const KernelOp op : {KernelOp::gemv, KernelOp::gemm}) {
+          if (!inspect::kernel_entry(k, op)) continue;
+          CAPTURE(L->name);
+          CAPTURE(k.name());
+          const std::string op_name = inspect::to_string(op);
+          CAPTURE(op_name);
+          const inspect::LoopCensus c = inspect::kernel_census(*L, k, op);
+          std::string callees;
+          for (const std::string& callee : c.calls) callees += callee + "; ";
+          INFO("loop in ", c.function, " calls: ", callees);
+          CHECK(c.calls.empty());
+          CHECK(c.seen_running == inspect::can_watch_loops());
+          ++counted;
+        }
+      }
+    CHECK(counted > 0);
+  }
+
+  TEST_CASE("the walkthroughs' comparisons hold on every ISA this machine runs") {
+    for (const std::string& isa : slot_mask_isas()) {
+      CAPTURE(isa);
+      const auto slot_mask = gemv_loop("t2p", "slot-mask/" + isa);
+      const auto unpack = gemv_loop("pq2_0", "unpack/" + isa);
+      REQUIRE(slot_mask);
+      if (!unpack) continue;  // no stock kernel on this ISA
+      // Chapters 2 and 5: t2p's slot-mask loop spends fewer chores per 64 weights than the stock
+      // unpacking loop on the same ISA, and fewer instructions in all.
+      CHECK(slot_mask->per64(InsnClass::chore) < unpack->per64(InsnClass::chore));
+      CHECK(all_per64(*slot_mask) < all_per64(*unpack));
+      // Chapter 2: the stock loop spends more than one chore per dot.
+      CHECK(unpack->per64(InsnClass::chore) > unpack->per64(InsnClass::dot));
+      // Same multiplies: the two loops differ in their chores, not in their dots.
+      CHECK(slot_mask->per64(InsnClass::dot) == doctest::Approx(unpack->per64(InsnClass::dot)));
+    }
+#if defined(__x86_64__)
+    // docs/kernels.md: a vpmaddubsw ymm is 32 multiply-accumulates and a vpdpbusd zmm 64, so the
+    // dot column is 2 on AVX2 and 1 on AVX-512 where NEON's sdot gives the blog's 4.
+    if (const auto avx2 = gemv_loop("t2p", "slot-mask/avx2")) CHECK(avx2->per64(InsnClass::dot) == 2.0);
+    if (const auto avx512 = gemv_loop("t2p", "slot-mask/avx512vnni")) {
+      CHECK(avx512->per64(InsnClass::dot) == 1.0);
+      // Chapter 5: AVX-512 VNNI extracts plain codes and needs no recombination: fewer chores than AVX2's.
+      if (const auto avx2 = gemv_loop("t2p", "slot-mask/avx2"))
+        CHECK(avx512->per64(InsnClass::chore) < avx2->per64(InsnClass::chore));
+    }
+    // Chapter 5: shifting every slot down and widening each slot's dot costs more chores than the
+    // masks in place and the one widening a group.
+    if (const auto widen = gemv_loop("t2p", "slot-mask-widen/avx2"))
+      CHECK(widen->per64(InsnClass::chore) > gemv_loop("t2p", "slot-mask/avx2")->per64(InsnClass::chore));
+#endif
+    // Chapter 9: the portable kernel's vectorised compile multiplies in vector registers, far fewer
+    // instructions per 64 weights than the scalar compile's one imul a weight, and the intrinsics
+    // kernel fewer still.
+    const auto scalar = gemv_loop("t2p", "portable/scalar");
+    REQUIRE(scalar);
+    CHECK(scalar->by_multiplies);
+    CHECK(scalar->per64(InsnClass::dot) == 64.0);
+    for (const KernelVariant& k : kernels_for(find_layout("t2p"))) {
+      if (k.strategy != Strategy::portable || k.isa == Isa::scalar) continue;
+      const auto vectorised = gemv_loop("t2p", k.name());
+      CAPTURE(k.name());
+      CHECK(vectorised->per64(InsnClass::dot) < scalar->per64(InsnClass::dot));
+      CHECK(all_per64(*vectorised) < all_per64(*scalar));
+      const auto intrinsics = gemv_loop("t2p", "slot-mask/" + std::string(isa_name(k.isa)));
+      if (intrinsics) CHECK(all_per64(*intrinsics) < all_per64(*vectorised));
+    }
+  }
+
+  TEST_CASE("the kernel the dispatcher picks for t2p is one the census lists, and its loop calls nothing") {
+    const LayoutInfo& L = find_layout("t2p");
+    const KernelVariant k = best_kernel(L).variant;
+    CAPTURE(k.name());
+    const inspect::LoopCensus c = inspect::kernel_census(L, k, KernelOp::gemv);
+    CHECK(c.macs > 0);
+    CHECK(c.calls.empty());
+  }
 }
+

@@ -254,7 +254,9 @@ struct Avx2 : Rows8<Avx2> {
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), slot_widen(acc));
   }
 
-  static float fp16(const std::uint8_t* p) {
+  // Always inlined: the scale loops call it per row and block, and out of line (GCC's choice for
+  // some instantiations) every call was a call in a hot loop.
+  [[gnu::always_inline]] static float fp16(const std::uint8_t* p) {
     std::uint16_t h;
     __builtin_memcpy(&h, p, 2);
     return _cvtsh_ss(h);

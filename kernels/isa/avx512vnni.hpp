@@ -399,7 +399,9 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   static void perm_pieces(PermAcc acc, __m256i* out) { out[0] = low_half(acc), out[1] = high_half(acc); }
   static void perm_store(PermAcc acc, std::int32_t* lanes) { _mm512_store_si512(lanes, acc); }
 
-  static float fp16(const std::uint8_t* p) {
+  // Always inlined: the scale loops call it per row and block, and out of line (GCC's choice for
+  // some instantiations) every call was a call in a hot loop.
+  [[gnu::always_inline]] static float fp16(const std::uint8_t* p) {
     std::uint16_t h;
     __builtin_memcpy(&h, p, 2);
     return _cvtsh_ss(h);

@@ -98,7 +98,9 @@ struct Neon {
   }
   static void perm_store(PermAcc acc, std::int32_t* lanes) { vst1q_s32(lanes, acc); }
 
-  static float fp16(const std::uint8_t* p) {
+  // Always inlined: the scale loops call it per row and block, and out of line (GCC's choice for
+  // some instantiations) every call was a call in a hot loop.
+  [[gnu::always_inline]] static float fp16(const std::uint8_t* p) {
     __fp16 h;
     __builtin_memcpy(&h, p, 2);
     return float(h);

@@ -14,6 +14,7 @@
 //
 // Exactness: each slot is shifted down to its code u in 0..3 and multiplied by the int8 activation
 // in int32, so nothing can overflow; the strategy's epilogue is the oracle's.
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -72,10 +73,14 @@ struct Portable {
     if (G % 2) out[2 * G] = out[2 * G + 1] = 0;
   }
   static int pair_position(int a, int u, int h) { return neon_pair_position(a, u, h); }
-  static float fp16(const std::uint8_t* p) {
+  // From the bits, inlined: the scale loops call it per row and block, and fp16_to_float's table
+  // lookup is a call (fp16_table()) in the hot loop. Exact: every fp16 value is a float.
+  [[gnu::always_inline]] static float fp16(const std::uint8_t* p) {
     std::uint16_t h;
     std::memcpy(&h, p, 2);
-    return fp16_to_float(h);
+    const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 0x3ffu;
+    if (e == 0) return std::bit_cast<float>(sign | std::bit_cast<std::uint32_t>(float(m) * 0x1p-24f));
+    return std::bit_cast<float>(sign | (e == 31 ? 0x7f800000u : (e + 112u) << 23) | (m << 13));
   }
 };
 

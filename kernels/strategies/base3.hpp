@@ -14,6 +14,7 @@
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/block_scales.hpp"
 
 namespace ternlab::strategies {
 

@@ -9,6 +9,20 @@
 
 #include "layouts/scale_format.hpp"
 
+namespace ternlab {
+
+// A block's scale as float for policy P: fp16 through the policy's own conversion (F16C / fcvt,
+// the same values as decode_scale), every other format through decode_scale, so that every
+// strategy's epilogue reads scales one way. Defined here, below the ISA translation unit's target
+// pragma: compiled for the baseline target it could not inline P::fp16, and the F16C conversion
+// became a call in the per-row loops.
+template <class P>
+[[gnu::always_inline]] inline float block_scale(ScaleFormat f, const std::uint8_t* p) {
+  return f == ScaleFormat::fp16 ? P::fp16(p) : decode_scale(f, p);
+}
+
+}  // namespace ternlab
+
 namespace ternlab::strategies {
 
 // One switch on the format per block, not per scale, and e4m3 through its float table: an

@@ -32,6 +32,7 @@
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/block_scales.hpp"
 #include "layouts/matrix.hpp"
 
 namespace ternlab::strategies {

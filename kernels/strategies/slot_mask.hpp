@@ -143,8 +143,9 @@ struct SlotMask {
   // acc += row r's chunk c of the block at `block` from its scale-group sums s (times
   // 2^P::kSlotShift), in the reference's float operations: one fma under the row's scale where its
   // groups' scales are equal (the +1 offset leaves with the chunk's ysum), else one fma per group
-  // in order, each with its own scale and its own q8_K sums.
-  static void add_split_chunk(const SlotVectorPlan& p, const std::uint8_t* block, int c, int r, const std::int32_t* s,
+  // in order, each with its own scale and its own q8_K sums. Always inlined: it runs per row in
+  // the per-row loops, where GCC's -O3 build (portable/avx2) had made it a call.
+  [[gnu::always_inline]] static void add_split_chunk(const SlotVectorPlan& p, const std::uint8_t* block, int c, int r, const std::int32_t* s,
                               const BlockActs& b, float& acc) {
     const ScaleFormat f = p.layout->scale_format();
     const int* at = p.scale_at[r] + c * p.scale_groups;

@@ -21,6 +21,7 @@
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_id.hpp"
 #include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/block_scales.hpp"
 
 namespace ternlab::strategies {
 
