@@ -56,6 +56,12 @@ std::vector<KeySpec> matrix_keys() {
   };
 }
 
+std::vector<std::string> timed_small_overrides(const std::vector<std::string>& extra) {
+  std::vector<std::string> s = {"rounds=1", "warmup=0", "ceiling_mib=1", "sample_ms=0.01"};
+  s.insert(s.end(), extra.begin(), extra.end());
+  return s;
+}
+
 namespace {
 std::map<std::string, std::function<std::string(const RunSpec&)>>& notes_registry() {
   static std::map<std::string, std::function<std::string(const RunSpec&)>> r;

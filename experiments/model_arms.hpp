@@ -69,21 +69,23 @@ struct ModelArms {
   std::uint64_t ternary_bytes = 0;   // of the baseline's model, per decoded token
 };
 
+// The keys every model kind reads, each with its default and bounds (the only place they are stated).
+namespace key {
+inline constexpr IntegerKey verify_tokens{"verify_tokens", 4, 1, 4096};
+inline constexpr IntegerKey prefill_chunk{"prefill_chunk", 64, 1, 1 << 16};
+inline constexpr BooleanKey requantise_scales{"requantise_scales", false, false};  // model-bench, tradeoff
+}  // namespace key
+
 // The keys every model kind accepts (model or preset, load, rounds, arms, ...).
 std::vector<KeySpec> model_keys();
 std::vector<KeySpec> with(std::vector<KeySpec> k, const std::vector<KeySpec>& extra);
 std::uint64_t run_seed(const RunSpec& run);
 ModelSource model_source(const RunSpec& run);
-// The common model keys, every arm and the memory estimate, before anything loads.
-void validate_model_kind(const RunSpec& run);
+// The common model keys, every arm, the kind's own keys (`own_keys`, may be empty) and the memory
+// estimate, in that order, before anything loads.
+void validate_model_kind(const RunSpec& run, const std::function<void(const RunSpec&)>& own_keys = nullptr);
 // The memory estimate against the memory available, for the printed plan.
 std::string memory_notes(const RunSpec& run);
-// Tokens one session of a `model-bench` run holds at most: its longest test (model_bench_kind.cpp).
-std::int64_t model_bench_context_tokens(const RunSpec& run);
-// Tokens one session of a `speculative` run holds at most (speculative_kind.cpp).
-std::int64_t speculative_context_tokens(const RunSpec& run);
-// The ring slots (GDN state copies) it holds at most: its longest draft.
-std::int64_t speculative_ring_slots(const RunSpec& run);
 
 // The arms as planned, nothing loaded (the synthetic preset is written once if missing).
 ModelArms plan_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n);

@@ -58,7 +58,33 @@ namespace {
 namespace fs = std::filesystem;
 using model::Model;
 
-constexpr std::int64_t kMaxSeed = std::numeric_limits<std::int64_t>::max();
+// The kinds' own keys, each with its default and bounds.
+namespace prefill_key {
+constexpr IntegerKey tokens{"tokens", 64, 1, 1 << 20};
+}
+namespace decode_key {
+constexpr IntegerKey tokens{"tokens", 32, 1, 1 << 20};
+}
+namespace speed_key {
+constexpr IntegerKey prefill_tokens{"prefill_tokens", 64, 1, 1 << 20};
+constexpr IntegerKey decode_tokens{"decode_tokens", 32, 1, 1 << 20};
+}  // namespace speed_key
+namespace perplexity_key {
+constexpr IntegerKey tokens{"tokens", 256, 2, std::int64_t(1) << 30};
+constexpr IntegerKey chunk{"chunk", 64, 2, 1 << 20};
+}  // namespace perplexity_key
+namespace greedy_key {
+constexpr IntegerKey tokens{"tokens", 16, 1, 1 << 20};
+constexpr IntegerKey prompt_tokens{"prompt_tokens", 8, 1, 1 << 20};
+}  // namespace greedy_key
+namespace profile_key {
+constexpr IntegerKey prompt_tokens{"prompt_tokens", 16, 1, 1 << 20};
+}
+namespace faults_key {
+constexpr IntegerKey tokens{"tokens", 8, 2, 1 << 16};
+constexpr BooleanKey drop_cache{"drop_cache", true};
+constexpr IntegerKey rounds = key::rounds(3), warmup = key::warmup(0);
+}  // namespace faults_key
 
 std::string preset_names() {
   std::vector<std::string> n;
@@ -87,8 +113,8 @@ std::vector<KeySpec> model_keys() {
       {"ceiling_mib", Type::integer, true, "buffer of the memory read ceiling (default 1024 MiB)"},
       {"sample_ms", Type::number, true, "each timed sample repeats the call for about this long (default 20)"},
       {"pin", Type::boolean, true, "pin the ceiling's pool threads to CPUs (default false)"},
-      {"verify_tokens", Type::integer, true, "greedy tokens every arm must share with the baseline before timing (default 4)"},
-      {"prefill_chunk", Type::integer, true, "prompt tokens per gemm batch (default 64)"},
+      key::verify_tokens.spec("greedy tokens every arm must share with the baseline before timing"),
+      key::prefill_chunk.spec("prompt tokens per gemm batch"),
       {"arms", Type::string, false,
        "interleaved (default: every arm loaded, then timed round by round) or one-at-a-time (each arm loaded, timed beside its own "
        "ceilings and freed: for arms that cannot fit together; ratios then compare separate passes)"},
@@ -108,7 +134,7 @@ std::vector<KeySpec> with(std::vector<KeySpec> k, const std::vector<KeySpec>& ex
   return k;
 }
 
-std::uint64_t run_seed(const RunSpec& run) { return std::uint64_t(run.integer("seed", 2026, 0, kMaxSeed)); }
+std::uint64_t run_seed(const RunSpec& run) { return std::uint64_t(key::seed(run)); }
 
 ModelSource model_source(const RunSpec& run) {
   Located m = run.at("model");
@@ -268,18 +294,9 @@ ModelShape shape_of(const std::string& path, const ModelSource& src) {
 }
 
 // Tokens a session of this run holds at most: the greedy check's, or the kind's own.
-std::int64_t context_tokens(const RunSpec& run) {
-  std::int64_t n = 8 + run.integer("verify_tokens", 4, 1, 4096);
-  if (run.kind == "prefill") n = std::max(n, run.integer("tokens", 64, 1, 1 << 20));
-  if (run.kind == "decode") n = std::max(n, run.integer("tokens", 32, 1, 1 << 20));
-  if (run.kind == "speed") n = std::max({n, run.integer("prefill_tokens", 64, 1, 1 << 20), run.integer("decode_tokens", 32, 1, 1 << 20)});
-  if (run.kind == "perplexity") n = std::max(n, run.integer("chunk", 64, 2, 1 << 20));
-  if (run.kind == "tradeoff") n = std::max({n, run.integer("chunk", 64, 2, 1 << 20), run.integer("decode_tokens", 32, 1, 1 << 20)});
-  if (run.kind == "greedy") n = std::max(n, run.integer("prompt_tokens", 8, 1, 1 << 20) + run.integer("tokens", 16, 1, 1 << 20));
-  if (run.kind == "profile") n = std::max(n, run.integer("prompt_tokens", 16, 1, 1 << 20) + 1);
-  if (run.kind == "speculative") n = std::max(n, speculative_context_tokens(run));
-  if (run.kind == "model-bench") n = std::max(n, model_bench_context_tokens(run));
-  return n;
+std::int64_t context_tokens(const RunSpec& run, const ModelKindHooks& kind) {
+  const std::int64_t check = 8 + key::verify_tokens(run);
+  return kind.context_tokens ? std::max(check, kind.context_tokens(run)) : check;
 }
 
 // One arm's resident memory, by part (docs/experiments.md, "Memory").
@@ -319,11 +336,12 @@ RunMemory estimate_memory(const RunSpec& run) {
   RunMemory m;
   m.one_at_a_time = one_at_a_time(run);
   m.available = available_memory();
-  if (run.kind != "greedy") m.ceiling = run.integer("ceiling_mib", 1024, 1, 1 << 20) << 20;
+  const ModelKindHooks& kind = find_kind(run.kind, run.at("kind")).model;
+  if (kind.read_ceiling) m.ceiling = key::ceiling_mib(run) << 20;
   const ModelSource src = model_source(run);
-  const std::int64_t ctx = context_tokens(run);
-  const std::int64_t chunk = std::min<std::int64_t>(ctx, run.integer("prefill_chunk", 64, 1, 1 << 16));
-  const std::int64_t verify = run.integer("verify_tokens", 4, 1, 4096);
+  const std::int64_t ctx = context_tokens(run, kind);
+  const std::int64_t chunk = std::min<std::int64_t>(ctx, key::prefill_chunk(run));
+  const std::int64_t verify = key::verify_tokens(run);
   std::map<std::string, ModelShape> shapes;
   for (const ArmSpec& a : run.arms) {
     const std::string path = arm_model_path(a, src);
@@ -356,10 +374,9 @@ RunMemory estimate_memory(const RunSpec& run) {
       if (!c.is_gdn(l))  // values, and keys in whole tiles of positions (model::KeyCache)
         session += 4 * (ctx + model::KeyCache::padded(ctx)) * std::int64_t(c.n_head_kv) * c.head_dim;
     e.sessions = 2 * (session + gdn);
-    // Speculative decoding's ring: one copy of every GDN layer's states per draft.
-    if (run.kind == "speculative") e.sessions += speculative_ring_slots(run) * gdn;
+    if (kind.state_copies) e.sessions += kind.state_copies(run) * gdn;
     const std::int64_t width = std::max({c.n_embd, c.n_ff, c.conv_channels(), 2 * c.attn_dim()});
-    const std::int64_t logit_rows = run.kind == "perplexity" || run.kind == "tradeoff" ? run.integer("chunk", 64, 2, 1 << 20) : 1;
+    const std::int64_t logit_rows = kind.logit_rows ? kind.logit_rows(run) : 1;
     e.scratch = 4 * chunk * 8 * width + 4 * std::int64_t(c.n_vocab) * (logit_rows + verify);
     m.arms.push_back(e);
   }
@@ -423,10 +440,10 @@ std::string model_arm_kernel(const ArmSpec& a, const LayoutInfo& L) {
 // it by far more than 1%.
 constexpr double kPeerPerplexityTolerance = 1e-2;
 
-void validate_model_kind(const RunSpec& run) {
+void validate_model_kind(const RunSpec& run, const std::function<void(const RunSpec&)>& own_keys) {
   run_seed(run);
-  run.integer("verify_tokens", 4, 1, 4096);
-  run.integer("prefill_chunk", 64, 1, 1 << 16);
+  key::verify_tokens(run);
+  key::prefill_chunk(run);
   const ModelSource src = model_source(run);
   check_timed_run(run);
   for (const ArmSpec& a : run.arms) {
@@ -435,34 +452,7 @@ void validate_model_kind(const RunSpec& run) {
     arm_load(run, a);
     arm_model_path(a, src);
   }
-  if (run.kind == "prefill") run.integer("tokens", 64, 1, 1 << 20);
-  if (run.kind == "decode") run.integer("tokens", 32, 1, 1 << 20);
-  if (run.kind == "greedy") {
-    run.integer("tokens", 16, 1, 1 << 20);
-    run.integer("prompt_tokens", 8, 1, 1 << 20);
-  }
-  if (run.kind == "speed") {
-    run.integer("prefill_tokens", 64, 1, 1 << 20);
-    run.integer("decode_tokens", 32, 1, 1 << 20);
-  }
-  if (run.kind == "profile") {
-    run.integer("prompt_tokens", 16, 1, 1 << 20);
-    for (const ArmSpec& a : run.arms) {
-      if (arm_disturbance(a) != "none" && arm_threads(run, a) < 2)
-        fail_at(a.at("disturb"), "a disturbance needs at least 2 threads (it competes with the last pool thread)");
-      arm_pins_workers(a);
-    }
-  }
-  if (run.kind == "faults") {
-    run.integer("tokens", 8, 2, 1 << 16);
-    run.boolean("drop_cache", true);
-  }
-  if (run.kind == "perplexity") {
-    run.integer("tokens", 256, 2, std::int64_t(1) << 30);
-    run.integer("chunk", 64, 2, 1 << 20);
-    if (const Located t = run.at("text"); t && !fs::is_regular_file(as_string(t)))
-      fail_at(t, "no such text file '", as_string(t), "'");
-  }
+  if (own_keys) own_keys(run);
   check_memory(run);
 }
 
@@ -520,7 +510,7 @@ model::LoadOptions load_options(const RunSpec& run, const ModelArm& arm) {
     o.kernel = "";
     o.plan = PlanMode::measure;
   }
-  o.prefill_chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
+  o.prefill_chunk = int(key::prefill_chunk(run));
   return o;
 }
 
@@ -749,11 +739,11 @@ void cache_check(const ModelArms& m, const TimingResult& r, int tokens_per_call,
 
 // The pp n or tg n table of the timed arms.
 RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResult& r, bool decode, int n) {
-  const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
-  const int chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
+  const int verify_n = int(key::verify_tokens(run));
+  const int chunk = int(key::prefill_chunk(run));
   RunReport rep;
   const std::string label = cat(decode ? "tg" : "pp", n);
-  rep.title = run.kind == "speed" || run.kind == "model-bench" ? cat(run.name(), " ", label) : run.name();
+  rep.title = find_kind(run.kind, run.at("kind")).model.test_in_title ? cat(run.name(), " ", label) : run.name();
   const std::string prefix = decode ? "decode_" : "prefill_";
   std::ostringstream md;
   md << "### " << rep.title << "\n\n" << model_line(m);
@@ -849,9 +839,9 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
 namespace {
 
 RunReport run_speed(const RunSpec& run, RunContext& ctx, bool decode) {
-  const int n = int(run.integer("tokens", decode ? 32 : 64, 1, 1 << 20));
-  const int chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
-  ModelArms m = plan_arms(run, ctx, 8, int(run.integer("verify_tokens", 4, 1, 4096)));
+  const int n = int(decode ? decode_key::tokens(run) : prefill_key::tokens(run));
+  const int chunk = int(key::prefill_chunk(run));
+  ModelArms m = plan_arms(run, ctx, 8, int(key::verify_tokens(run)));
   std::vector<std::int32_t> stream;  // drawn once the baseline has told the vocabulary
   const auto prepare = [&](std::size_t, ModelArm& a) {
     if (stream.empty()) stream = model::random_tokens(n, std::max(m.vocab, 1), run_seed(run) + 1);
@@ -863,9 +853,9 @@ RunReport run_speed(const RunSpec& run, RunContext& ctx, bool decode) {
 
 // pp N then tg N over the same loaded arms: one report with both tables, arm values merged per arm.
 RunReport run_prefill_decode(const RunSpec& run, RunContext& ctx) {
-  const int pn = int(run.integer("prefill_tokens", 64, 1, 1 << 20)), dn = int(run.integer("decode_tokens", 32, 1, 1 << 20));
-  const int chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
-  ModelArms m = plan_arms(run, ctx, 8, int(run.integer("verify_tokens", 4, 1, 4096)));
+  const int pn = int(speed_key::prefill_tokens(run)), dn = int(speed_key::decode_tokens(run));
+  const int chunk = int(key::prefill_chunk(run));
+  ModelArms m = plan_arms(run, ctx, 8, int(key::verify_tokens(run)));
   std::vector<std::int32_t> pstream, dstream;
   const auto prepare = [&](std::size_t, ModelArm& a) {
     if (pstream.empty()) {
@@ -911,8 +901,8 @@ RunReport finish(RunReport rep, std::ostringstream& md, Json js, const ModelArms
 }
 
 RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
-  const int chunk = int(run.integer("chunk", 64, 2, 1 << 20));
-  const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
+  const int chunk = int(perplexity_key::chunk(run));
+  const int verify_n = int(key::verify_tokens(run));
   ModelArms m = plan_arms(run, ctx, 8, verify_n);
   std::vector<std::int32_t> stream;
   std::string source;
@@ -928,11 +918,11 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
         std::stringstream ss;
         ss << f.rdbuf();
         stream = model::Tokenizer::from_gguf(a.model->file()).encode(ss.str());
-        if (run.at("tokens") && stream.size() > std::size_t(run.integer("tokens", 256, 2, std::int64_t(1) << 30)))
-          stream.resize(std::size_t(run.integer("tokens", 256, 2, std::int64_t(1) << 30)));
+        if (run.at("tokens") && stream.size() > std::size_t(perplexity_key::tokens(run)))
+          stream.resize(std::size_t(perplexity_key::tokens(run)));
         source = cat("text file ", as_string(text_at), " (", stream.size(), " tokens)");
       } else {
-        stream = model::random_tokens(int(run.integer("tokens", 256, 2, std::int64_t(1) << 30)), std::max(m.vocab, 1), run_seed(run) + 2);
+        stream = model::random_tokens(int(perplexity_key::tokens(run)), std::max(m.vocab, 1), run_seed(run) + 2);
         source = cat(stream.size(), " pseudo-random tokens (seed ", run_seed(run) + 2, ")");
       }
     }
@@ -1005,8 +995,8 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
 // --- greedy -------------------------------------------------------------------------------------
 
 RunReport run_greedy(const RunSpec& run, RunContext& ctx) {
-  const int n = int(run.integer("tokens", 16, 1, 1 << 20));
-  const int prompt_len = int(run.integer("prompt_tokens", 8, 1, 1 << 20));
+  const int n = int(greedy_key::tokens(run));
+  const int prompt_len = int(greedy_key::prompt_tokens(run));
   const ModelArms m = load_and_check(run, ctx, prompt_len, n);
   RunReport rep;
   rep.title = run.name();
@@ -1083,8 +1073,8 @@ class BusyThread {
 
 
 RunReport run_profile(const RunSpec& run, RunContext& ctx) {
-  const int prompt_len = int(run.integer("prompt_tokens", 16, 1, 1 << 20));
-  const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
+  const int prompt_len = int(profile_key::prompt_tokens(run));
+  const int verify_n = int(key::verify_tokens(run));
   ModelArms m = plan_arms(run, ctx, 8, verify_n);
   std::vector<std::int32_t> prompt;  // drawn once the baseline has told the vocabulary
   // Each arm decodes the same token after the same prefilled context: a snapshot assigned to the
@@ -1363,10 +1353,10 @@ FaultSample fault_sample(const RunSpec& run, const ModelArm& arm, bool drop, int
 }
 
 RunReport run_faults(const RunSpec& run, RunContext& ctx) {
-  const int n_tokens = int(run.integer("tokens", 8, 2, 1 << 16));
-  const int rounds = int(run.integer("rounds", 3, 1, 100000));
-  const int warmup = int(run.integer("warmup", 0, 0, 100000));
-  const bool drop = run.boolean("drop_cache", true);
+  const int n_tokens = int(faults_key::tokens(run));
+  const int rounds = int(faults_key::rounds(run));
+  const int warmup = int(faults_key::warmup(run));
+  const bool drop = faults_key::drop_cache(run);
   ModelArms m = plan_arms(run, ctx, 1, 1);
   // Rounds alternate the arm order, so neither load mode always runs on a cache the other warmed.
   std::vector<std::vector<FaultSample>> samples(m.arms.size());
@@ -1450,45 +1440,111 @@ RunReport run_faults(const RunSpec& run, RunContext& ctx) {
 
 }  // namespace
 
+namespace {
+
+// A model kind's registry entry: the shared model keys and `own` keys, validated with its own keys
+// before the memory estimate, which reads them.
+KindInfo model_kind(const std::string& name, const std::string& summary, const std::vector<KeySpec>& own,
+                    std::function<void(const RunSpec&)> own_keys, std::function<RunReport(const RunSpec&, RunContext&)> run,
+                    std::function<std::int64_t(const RunSpec&)> units) {
+  register_plan_notes(name, memory_notes);
+  return {name, summary, with(model_keys(), own), {},
+          [own_keys = std::move(own_keys)](const RunSpec& r) { validate_model_kind(r, own_keys); }, std::move(run), std::move(units)};
+}
+
+}  // namespace
+
+// Their small overrides take the tiny preset: micro's 260-row output matrix does not fit t2r's 16-row blocks.
 void register_model_kinds() {
-  const std::vector<KeySpec> keys = model_keys();
-  for (const char* kind : {"prefill", "decode", "speed", "perplexity", "greedy", "profile", "faults"}) register_plan_notes(kind, memory_notes);
-  register_kind({"prefill", "pp N: prompt tokens/s of a whole model per arm (layout x kernel x threads x load)",
-                 with(keys, {{"tokens", Type::integer, true, "prompt length (default 64)"}}), {}, validate_model_kind,
-                 [](const RunSpec& r, RunContext& c) { return run_speed(r, c, false); },
-                 [](const RunSpec& r) { return model_units(r, 5, 1); }});
-  register_kind({"decode", "tg N: decode tokens/s and the decode bandwidth fraction against the memory read ceiling",
-                 with(keys, {{"tokens", Type::integer, true, "decoded tokens per call (default 32)"}}), {}, validate_model_kind,
-                 [](const RunSpec& r, RunContext& c) { return run_speed(r, c, true); },
-                 [](const RunSpec& r) { return model_units(r, 5, 1); }});
-  register_kind({"speed", "pp N and tg N over the same loaded arms: prefill and decode tokens/s, decode bandwidth fraction",
-                 with(keys, {{"prefill_tokens", Type::integer, true, "prompt length of pp (default 64)"},
-                             {"decode_tokens", Type::integer, true, "decoded tokens of tg (default 32)"}}),
-                 {}, validate_model_kind, run_prefill_decode,
-                 [](const RunSpec& r) { return model_units(r, 5, 1) + measure_units(r.arms.size(), measure_options(r)); }});
-  register_kind({"perplexity", "perplexity per arm over a text file or a synthetic stream; equal across arms to 4 decimals",
-                 with(keys, {{"tokens", Type::integer, true, "stream length (default 256; caps a text file's tokens)"},
-                             {"chunk", Type::integer, true, "tokens per chunk, each from a fresh state (default 64)"},
-                             {"text", Type::string, true, "a text file, tokenized with the model's tokenizer"}}),
-                 {}, validate_model_kind, run_perplexity, [](const RunSpec& r) { return model_units(r, 1, 0); }});
-  register_kind({"greedy", "greedy-token equivalence of every arm with the baseline arm, max |logit difference| (untimed)",
-                 with(keys, {{"tokens", Type::integer, true, "greedy tokens compared (default 16)"},
-                             {"prompt_tokens", Type::integer, true, "pseudo-random prompt length (default 8)"}}),
-                 {}, validate_model_kind, run_greedy, [](const RunSpec& r) { return std::int64_t(2 * r.arms.size()); }});
-  register_kind({"profile", "per-op wall time of one decode token (matmul, quantize, Hadamard, GDN, attention, norms, other)",
-                 with(keys, {{"prompt_tokens", Type::integer, true, "context before the profiled token (default 16)"},
-                             {"arm.disturb", Type::string, true,
-                              "none (default), busy (a competing busy thread on the last pool thread's CPU while the arm runs) "
-                              "or busy-niced (the same at nice 19)"},
-                             {"arm.pin_workers", Type::boolean, true, "pin the model's pool worker t to CPU t (default false)"}}),
-                 {},
-                 validate_model_kind, run_profile, [](const RunSpec& r) { return model_units(r, 5, 1); }});
-  register_kind({"faults", "page faults and wall time of the load, the first decoded token and later ones, per load mode (mmap, memory)",
-                 with(keys, {{"tokens", Type::integer, true, "greedy decode tokens after the load (default 8; at least 2)"},
-                             {"drop_cache", Type::boolean, true, "evict the file from the page cache before each load (default true)"}}),
-                 {}, validate_model_kind, run_faults, [](const RunSpec& r) {
-                   return std::int64_t(r.arms.size()) * (r.integer("rounds", 3, 1, 100000) + r.integer("warmup", 0, 0, 100000));
-                 }});
+  KindInfo prefill = model_kind("prefill", "pp N: prompt tokens/s of a whole model per arm (layout x kernel x threads x load)",
+                                {prefill_key::tokens.spec("prompt length")}, [](const RunSpec& r) { prefill_key::tokens(r); },
+                                [](const RunSpec& r, RunContext& c) { return run_speed(r, c, false); },
+                                [](const RunSpec& r) { return model_units(r, 5, 1); });
+  prefill.model.context_tokens = prefill_key::tokens;
+  prefill.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "tokens=8"});
+  register_kind(std::move(prefill));
+
+  KindInfo decode = model_kind("decode", "tg N: decode tokens/s and the decode bandwidth fraction against the memory read ceiling",
+                               {decode_key::tokens.spec("decoded tokens per call")}, [](const RunSpec& r) { decode_key::tokens(r); },
+                               [](const RunSpec& r, RunContext& c) { return run_speed(r, c, true); },
+                               [](const RunSpec& r) { return model_units(r, 5, 1); });
+  decode.model.context_tokens = decode_key::tokens;
+  decode.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "tokens=8"});
+  register_kind(std::move(decode));
+
+  KindInfo speed = model_kind(
+      "speed", "pp N and tg N over the same loaded arms: prefill and decode tokens/s, decode bandwidth fraction",
+      {speed_key::prefill_tokens.spec("prompt length of pp"), speed_key::decode_tokens.spec("decoded tokens of tg")},
+      [](const RunSpec& r) {
+        speed_key::prefill_tokens(r);
+        speed_key::decode_tokens(r);
+      },
+      run_prefill_decode, [](const RunSpec& r) { return model_units(r, 5, 1) + measure_units(r.arms.size(), measure_options(r)); });
+  speed.model.context_tokens = [](const RunSpec& r) { return std::max(speed_key::prefill_tokens(r), speed_key::decode_tokens(r)); };
+  speed.model.test_in_title = true;
+  speed.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "prefill_tokens=8", "decode_tokens=4"});
+  register_kind(std::move(speed));
+
+  KindInfo perplexity = model_kind(
+      "perplexity", "perplexity per arm over a text file or a synthetic stream; equal across arms to 4 decimals",
+      {perplexity_key::tokens.spec("stream length", "; caps a text file's tokens"),
+       perplexity_key::chunk.spec("tokens per chunk, each from a fresh state"),
+       {"text", Type::string, true, "a text file, tokenized with the model's tokenizer"}},
+      [](const RunSpec& r) {
+        perplexity_key::tokens(r);
+        perplexity_key::chunk(r);
+        if (const Located t = r.at("text"); t && !fs::is_regular_file(as_string(t))) fail_at(t, "no such text file '", as_string(t), "'");
+      },
+      run_perplexity, [](const RunSpec& r) { return model_units(r, 1, 0); });
+  perplexity.model.context_tokens = perplexity_key::chunk;
+  perplexity.model.logit_rows = perplexity_key::chunk;  // every position of a chunk is scored
+  perplexity.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "tokens=8"});
+  register_kind(std::move(perplexity));
+
+  KindInfo greedy = model_kind(
+      "greedy", "greedy-token equivalence of every arm with the baseline arm, max |logit difference| (untimed)",
+      {greedy_key::tokens.spec("greedy tokens compared"), greedy_key::prompt_tokens.spec("pseudo-random prompt length")},
+      [](const RunSpec& r) {
+        greedy_key::tokens(r);
+        greedy_key::prompt_tokens(r);
+      },
+      run_greedy, [](const RunSpec& r) { return std::int64_t(2 * r.arms.size()); });
+  greedy.model.context_tokens = [](const RunSpec& r) { return greedy_key::prompt_tokens(r) + greedy_key::tokens(r); };
+  greedy.model.read_ceiling = false;
+  greedy.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "tokens=8", "prompt_tokens=4"});
+  register_kind(std::move(greedy));
+
+  KindInfo profile = model_kind(
+      "profile", "per-op wall time of one decode token (matmul, quantize, Hadamard, GDN, attention, norms, other)",
+      {profile_key::prompt_tokens.spec("context before the profiled token"),
+       {"arm.disturb", Type::string, true,
+        "none (default), busy (a competing busy thread on the last pool thread's CPU while the arm runs) "
+        "or busy-niced (the same at nice 19)"},
+       {"arm.pin_workers", Type::boolean, true, "pin the model's pool worker t to CPU t (default false)"}},
+      [](const RunSpec& r) {
+        profile_key::prompt_tokens(r);
+        for (const ArmSpec& a : r.arms) {
+          if (arm_disturbance(a) != "none" && arm_threads(r, a) < 2)
+            fail_at(a.at("disturb"), "a disturbance needs at least 2 threads (it competes with the last pool thread)");
+          arm_pins_workers(a);
+        }
+      },
+      run_profile, [](const RunSpec& r) { return model_units(r, 5, 1); });
+  profile.model.context_tokens = [](const RunSpec& r) { return profile_key::prompt_tokens(r) + 1; };
+  profile.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "prompt_tokens=4"});
+  register_kind(std::move(profile));
+
+  KindInfo faults = model_kind(
+      "faults", "page faults and wall time of the load, the first decoded token and later ones, per load mode (mmap, memory)",
+      {faults_key::tokens.spec("greedy decode tokens after the load", "; at least 2"),
+       faults_key::drop_cache.spec("evict the file from the page cache before each load")},
+      [](const RunSpec& r) {
+        faults_key::tokens(r);
+        faults_key::drop_cache(r);
+      },
+      run_faults, [](const RunSpec& r) { return std::int64_t(r.arms.size()) * (faults_key::rounds(r) + faults_key::warmup(r)); });
+  faults.small_overrides = timed_small_overrides({"preset=tiny", "tokens=3"});
+  register_kind(std::move(faults));
 }
 
 }  // namespace ternlab::experiments
