@@ -2,9 +2,10 @@
 // sections whose arrays form a grid inside one run, a validation that runs for the whole plan before
 // anything is measured, the run itself, and what shared code needs to know of the kind (hooks and
 // flags instead of comparisons of kind names). The kernel kinds (bandwidth, gemv, gemm, oracle) are
-// in kernel_kinds.cpp; the model kinds (prefill, decode, speed, perplexity, greedy, profile) in
-// model_kinds.cpp, the same way, sharing the arm helpers of arms.hpp; speculative (speculative
-// decoding against plain decode) in speculative_kind.cpp, sharing the model arms of model_arms.hpp.
+// in kernel_kinds.cpp; the model kinds in speed_kinds.cpp (prefill, decode, speed),
+// perplexity_greedy_kinds.cpp, profile_kind.cpp, faults_kind.cpp, model_bench_kind.cpp,
+// speculative_kind.cpp and tradeoff_kind.cpp, sharing the arm helpers of arms.hpp and the model
+// arms of model_arms.hpp.
 #pragma once
 
 #include <cstdint>
