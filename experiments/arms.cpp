@@ -40,7 +40,7 @@ KernelVariant arm_kernel(const ArmSpec& arm, const LayoutInfo& L, bool need_gemm
 }
 
 int arm_threads(const RunSpec& run, const ArmSpec& arm) {
-  const int fallback = int(run.integer("threads", 1, 1, 4096));
+  const int fallback = int(key::threads(run));
   const Located at = arm.at("threads");
   return at ? int(as_integer(at, 1, 4096)) : fallback;
 }
@@ -129,22 +129,22 @@ Baselines resolve_baselines(const RunSpec& run) {
 void check_baseline(const RunSpec& run) { resolve_baselines(run); }
 
 void check_timed_run(const RunSpec& run) {
-  run.integer("rounds", 5, 1, 100000);
-  run.integer("warmup", 1, 0, 100000);
-  run.integer("threads", 1, 1, 4096);
-  run.integer("ceiling_mib", 1024, 1, 1 << 20);
-  run.number("sample_ms", 20, 0.001, 1e6);
-  run.boolean("pin", false);
+  key::rounds(5)(run);
+  key::warmup(1)(run);
+  key::threads(run);
+  key::ceiling_mib(run);
+  key::sample_ms(run);
+  key::pin(run);
   if (run.arms.empty()) fail(run.file, ": kind '", run.kind, "' needs at least one [[arm]] table");
   check_baseline(run);
 }
 
 MeasureOptions measure_options(const RunSpec& run, int rounds, int warmup) {
   MeasureOptions opt;
-  opt.rounds = int(run.integer("rounds", rounds, 1, 100000));
-  opt.warmup = int(run.integer("warmup", warmup, 0, 100000));
-  opt.sample_seconds = run.number("sample_ms", 20, 0.001, 1e6) / 1e3;
-  opt.ceiling_bytes = run.integer("ceiling_mib", 1024, 1, 1 << 20) << 20;
+  opt.rounds = int(key::rounds(rounds)(run));
+  opt.warmup = int(key::warmup(warmup)(run));
+  opt.sample_seconds = key::sample_ms(run) / 1e3;
+  opt.ceiling_bytes = key::ceiling_mib(run) << 20;
   if (!run.arms.empty()) {
     const Baselines b = resolve_baselines(run);
     opt.baseline = run.arms[b.primary].name;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,18 @@
 #include "layouts/registry.hpp"
 
 namespace ternlab::experiments {
+
+// The keys every timed kind shares. rounds and warmup keep their bounds; the default is the kind's.
+namespace key {
+inline constexpr IntegerKey seed{"seed", 2026, 0, std::numeric_limits<std::int64_t>::max()};
+inline constexpr IntegerKey threads{"threads", 1, 1, 4096};
+inline constexpr IntegerKey ceiling_mib{"ceiling_mib", 1024, 1, 1 << 20};
+inline constexpr NumberKey sample_ms{"sample_ms", 20, 0.001, 1e6};
+inline constexpr BooleanKey pin{"pin", false};
+inline constexpr BooleanKey control{"control", true};  // the kernel kinds' no-weights control arm
+constexpr IntegerKey rounds(std::int64_t fallback) { return {"rounds", fallback, 1, 100000}; }
+constexpr IntegerKey warmup(std::int64_t fallback) { return {"warmup", fallback, 0, 100000}; }
+}  // namespace key
 
 // Runs f(); a ternlab::Error it throws is re-thrown naming `at` (file, line, key).
 template <class F>

@@ -375,6 +375,12 @@ bool RunSpec::boolean(const std::string& key, bool fallback) const {
   const Located v = at(key);
   return v ? as_boolean(v) : fallback;
 }
+KeySpec IntegerKey::spec(const std::string& help, const std::string& note) const {
+  return {path, Type::integer, sweepable, cat(help, " (default ", fallback, note, ")")};
+}
+KeySpec BooleanKey::spec(const std::string& help, const std::string& note) const {
+  return {path, Type::boolean, sweepable, cat(help, " (default ", fallback ? "true" : "false", note, ")")};
+}
 std::string RunSpec::string(const std::string& key, const std::string& fallback) const {
   const Located v = at(key);
   return v ? as_string(v) : fallback;

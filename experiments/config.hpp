@@ -86,6 +86,29 @@ struct RunSpec {
   std::string name() const;  // "name" (or the file stem) plus the sweep point
 };
 
+// A key's default and bounds, stated once: validation, the memory estimate, the plan and the run
+// all read the key through one of these, so they cannot disagree. spec() is its schema entry, the
+// default appended to the help: "prompt length (default 64)", or with a note "(default 256; ...)".
+struct IntegerKey {
+  const char* path;
+  std::int64_t fallback, lo, hi;
+  bool sweepable = true;
+  std::int64_t operator()(const RunSpec& run) const { return run.integer(path, fallback, lo, hi); }
+  KeySpec spec(const std::string& help, const std::string& note = "") const;
+};
+struct NumberKey {
+  const char* path;
+  double fallback, lo, hi;
+  double operator()(const RunSpec& run) const { return run.number(path, fallback, lo, hi); }
+};
+struct BooleanKey {
+  const char* path;
+  bool fallback;
+  bool sweepable = true;
+  bool operator()(const RunSpec& run) const { return run.boolean(path, fallback); }
+  KeySpec spec(const std::string& help, const std::string& note = "") const;
+};
+
 // Readers for one Located value (arms use these directly).
 std::int64_t as_integer(const Located& v, std::int64_t lo, std::int64_t hi);
 double as_number(const Located& v, double lo, double hi);

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "common/strings.hpp"
 #include "common/table.hpp"
@@ -37,6 +38,7 @@ namespace ternlab::experiments {
 namespace {
 
 constexpr std::int64_t kMaxDim = std::int64_t(1) << 20;
+constexpr IntegerKey buffer_mib{"buffer_mib", 64, 1, 1 << 20};  // bandwidth: the buffer the arms stream over
 
 // The peers' formats and AVX2 kernels (kernels/peers: BitNet's I2_S, ggml's TQ2_0 and TQ1_0): an
 // arm whose layout names one runs it beside the layouts, verified by the peer's own bit-exact check
@@ -68,8 +70,8 @@ bool arm_shared_acts(const ArmSpec& arm) {
 }
 
 void check_common(const RunSpec& run) {
-  run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max());
-  run.boolean("control", true);
+  key::seed(run);
+  key::control(run);
   check_timed_run(run);
   for (const ArmSpec& a : run.arms) {
     arm_threads(run, a);
@@ -147,7 +149,7 @@ WeightCopies weight_copies(const RunSpec& run) {
             set == 2 * llc ? cat("2 x the ", llc >> 20, " MiB last-level cache")
                            : cat(set >> 20, " MiB, over 2 x the ", llc >> 20, " MiB last-level cache")};
   }
-  const std::int64_t ceiling = run.integer("ceiling_mib", 1024, 1, 1 << 20) << 20;
+  const std::int64_t ceiling = key::ceiling_mib(run) << 20;
   return {ceiling, 0, cat("the ", ceiling >> 20, " MiB ceiling buffer (this CPU reports no cache size)")};
 }
 
@@ -325,7 +327,7 @@ MatrixArms build_matrix_arms(const RunSpec& run, const std::vector<const ArmSpec
   std::vector<ArmSetup>& arms = out.arms;
   std::vector<std::string>& skipped = out.skipped;
   std::set<int>& thread_counts = out.thread_counts;
-  const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
+  const auto seed = std::uint64_t(key::seed(run));
   auto data = std::make_shared<MatrixData>();
   data->weights = make_weights(s.rows, s.cols, seed, Fill::random, ScaleKind::unit);
   data->acts = make_unit_activations(s.tokens, s.cols, seed + 1);
@@ -453,14 +455,14 @@ MatrixArms build_matrix_arms(const RunSpec& run, const std::vector<const ArmSpec
 
 RunReport run_matrix_kind(const RunSpec& run, RunContext& ctx, bool batch) {
   const Shape s = run_shape(run, batch);
-  const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
+  const auto seed = std::uint64_t(key::seed(run));
   std::vector<const ArmSpec*> specs;
   for (const ArmSpec& a : run.arms) specs.push_back(&a);
   MatrixArms built = build_matrix_arms(run, specs, s, batch, ctx.pools);
   std::vector<ArmSetup>& arms = built.arms;
   const std::vector<std::string>& skipped = built.skipped;
   const std::set<int>& thread_counts = built.thread_counts;
-  if (run.boolean("control", true)) {
+  if (key::control(run)) {
     // Same pools and row partition as the arms, no weight bytes: dispatch and output writes only.
     for (int threads : thread_counts) {
       ThreadPool* pool = &ctx.pools.get(threads);
@@ -515,9 +517,9 @@ std::int64_t matrix_units(const RunSpec& run) {
       ++arms;
     }
   MeasureOptions o;
-  o.rounds = int(run.integer("rounds", 5, 1, 100000));
-  o.warmup = int(run.integer("warmup", 1, 0, 100000));
-  return measure_units(arms + (run.boolean("control", true) ? counts.size() : 0), o);
+  o.rounds = int(key::rounds(5)(run));
+  o.warmup = int(key::warmup(1)(run));
+  return measure_units(arms + (key::control(run) ? counts.size() : 0), o);
 }
 
 // --- bandwidth ----------------------------------------------------------------------------------
@@ -528,17 +530,17 @@ std::vector<KeySpec> bandwidth_keys() {
     if (m.path.rfind("shape.", 0) != 0 && m.path != "arm.layout" && m.path != "arm.kernel" && m.path != "control" &&
         m.path != "weights" && m.path != "weight_copies")
       k.push_back(m);
-  k.push_back({"buffer_mib", Type::integer, true, "buffer the arms stream over (default 64 MiB)"});
+  k.push_back(buffer_mib.spec("buffer the arms stream over", " MiB"));
   return k;
 }
 
 void validate_bandwidth(const RunSpec& run) {
   check_common(run);
-  run.integer("buffer_mib", 64, 1, 1 << 20);
+  buffer_mib(run);
 }
 
 RunReport run_bandwidth(const RunSpec& run, RunContext& ctx) {
-  const std::int64_t bytes = run.integer("buffer_mib", 64, 1, 1 << 20) << 20;
+  const std::int64_t bytes = buffer_mib(run) << 20;
   auto buffer = std::make_shared<MemoryCeiling>(bytes);
   std::vector<ArmSetup> arms;
   for (const ArmSpec& a : run.arms) {
@@ -579,8 +581,8 @@ RunReport run_bandwidth(const RunSpec& run, RunContext& ctx) {
 
 std::int64_t bandwidth_units(const RunSpec& run) {
   MeasureOptions o;
-  o.rounds = int(run.integer("rounds", 5, 1, 100000));
-  o.warmup = int(run.integer("warmup", 1, 0, 100000));
+  o.rounds = int(key::rounds(5)(run));
+  o.warmup = int(key::warmup(1)(run));
   return measure_units(run.arms.size(), o);
 }
 
@@ -649,7 +651,7 @@ Cases oracle_cases(const RunSpec& run) {
 }
 
 void validate_oracle(const RunSpec& run) {
-  run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max());
+  key::seed(run);
   if (run.arms.empty()) fail(run.file, ": kind 'oracle' needs at least one [[arm]] table");
   oracle_cases(run);
   for (const ArmSpec& a : run.arms) arm_kernel(a, arm_layout(a), true);
@@ -663,7 +665,7 @@ std::int64_t oracle_units(const RunSpec& run) {
 
 RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
   const Cases c = oracle_cases(run);
-  const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
+  const auto seed = std::uint64_t(key::seed(run));
   RunReport rep;
   rep.title = run.name();
   std::ostringstream md;
@@ -806,16 +808,26 @@ GemvArms gemv_arms(const RunSpec& run, const std::vector<const ArmSpec*>& arms, 
 bool is_gemv_arm_skipped(const ArmSpec& arm) { return arm_peer(arm) && peer_skipped(arm); }
 
 void register_kernel_kinds() {
-  register_kind({"bandwidth", "streaming reads over a buffer per thread count: the memory read ceiling as arms", bandwidth_keys(), {},
-                 validate_bandwidth, run_bandwidth, bandwidth_units});
-  register_kind({"gemv", "one activation row through each arm's layout x kernel x threads", gemv_keys(), {},
-                 [](const RunSpec& r) { validate_matrix_kind(r, false); },
-                 [](const RunSpec& r, RunContext& c) { return run_matrix_kind(r, c, false); }, matrix_units});
-  register_kind({"gemm", "a batch of activation rows (x4 tiles); leftover rows padded or one gemv each", gemm_keys(), {},
-                 [](const RunSpec& r) { validate_matrix_kind(r, true); },
-                 [](const RunSpec& r, RunContext& c) { return run_matrix_kind(r, c, true); }, matrix_units});
-  register_kind({"oracle", "every arm against the integer oracle over a grid of cases (untimed)", oracle_keys(), {"cases"},
-                 validate_oracle, run_oracle, oracle_units});
+  const std::vector<std::string> small_matrix = timed_small_overrides({"shape.rows=64", "shape.cols=256"});
+  KindInfo bandwidth{"bandwidth", "streaming reads over a buffer per thread count: the memory read ceiling as arms", bandwidth_keys(), {},
+                     validate_bandwidth, run_bandwidth, bandwidth_units};
+  bandwidth.small_overrides = timed_small_overrides({"buffer_mib=1"});
+  register_kind(std::move(bandwidth));
+  KindInfo gemv{"gemv", "one activation row through each arm's layout x kernel x threads", gemv_keys(), {},
+                [](const RunSpec& r) { validate_matrix_kind(r, false); },
+                [](const RunSpec& r, RunContext& c) { return run_matrix_kind(r, c, false); }, matrix_units};
+  gemv.small_overrides = small_matrix;
+  register_kind(std::move(gemv));
+  KindInfo gemm{"gemm", "a batch of activation rows (x4 tiles); leftover rows padded or one gemv each", gemm_keys(), {},
+                [](const RunSpec& r) { validate_matrix_kind(r, true); },
+                [](const RunSpec& r, RunContext& c) { return run_matrix_kind(r, c, true); }, matrix_units};
+  gemm.small_overrides = small_matrix;
+  gemm.compute_bound = true;
+  register_kind(std::move(gemm));
+  KindInfo oracle{"oracle", "every arm against the integer oracle over a grid of cases (untimed)", oracle_keys(), {"cases"},
+                  validate_oracle, run_oracle, oracle_units};
+  oracle.small_overrides = {"cases.tokens=[1,5]", "cases.cols=256"};
+  register_kind(std::move(oracle));
 }
 
 }  // namespace ternlab::experiments

@@ -16,7 +16,10 @@ void register_builtin_kinds();
 }  // namespace
 
 void register_kernel_kinds();  // kernel_kinds.cpp
-void register_model_kinds();   // model_kinds.cpp
+void register_speed_kinds();                // speed_kinds.cpp: prefill, decode, speed
+void register_perplexity_greedy_kinds();    // perplexity_greedy_kinds.cpp
+void register_profile_kind();               // profile_kind.cpp
+void register_faults_kind();                // faults_kind.cpp
 void register_speculative_kind();  // speculative_kind.cpp
 void register_model_bench_kind();  // model_bench_kind.cpp
 void register_tradeoff_kind();     // tradeoff_kind.cpp
@@ -54,6 +57,12 @@ std::vector<KeySpec> matrix_keys() {
       {"arm.threads", Type::integer, true, "threads of a persistent pool (default: the top-level threads)"},
       {"arm.spawn", Type::boolean, true, "spawn fresh threads on every call instead of using the pool"},
   };
+}
+
+std::vector<std::string> timed_small_overrides(const std::vector<std::string>& extra) {
+  std::vector<std::string> s = {"rounds=1", "warmup=0", "ceiling_mib=1", "sample_ms=0.01"};
+  s.insert(s.end(), extra.begin(), extra.end());
+  return s;
 }
 
 namespace {
@@ -96,7 +105,10 @@ namespace {
 void register_builtin_kinds() {
   static const bool once = [] {
     register_kernel_kinds();
-    register_model_kinds();
+    register_speed_kinds();
+    register_perplexity_greedy_kinds();
+    register_profile_kind();
+    register_faults_kind();
     register_speculative_kind();
     register_model_bench_kind();
     register_tradeoff_kind();

@@ -1,9 +1,11 @@
 // The registry of experiment kinds. A kind names the keys it accepts (beyond the common ones), the
 // sections whose arrays form a grid inside one run, a validation that runs for the whole plan before
-// anything is measured, and the run itself. The kernel kinds (bandwidth, gemv, gemm, oracle) are
-// in kernel_kinds.cpp; the model kinds (prefill, decode, speed, perplexity, greedy, profile) in
-// model_kinds.cpp, the same way, sharing the arm helpers of arms.hpp; speculative (speculative
-// decoding against plain decode) in speculative_kind.cpp, sharing the model arms of model_arms.hpp.
+// anything is measured, the run itself, and what shared code needs to know of the kind (hooks and
+// flags instead of comparisons of kind names). The kernel kinds (bandwidth, gemv, gemm, oracle) are
+// in kernel_kinds.cpp; the model kinds in speed_kinds.cpp (prefill, decode, speed),
+// perplexity_greedy_kinds.cpp, profile_kind.cpp, faults_kind.cpp, model_bench_kind.cpp,
+// speculative_kind.cpp and tradeoff_kind.cpp, sharing the arm helpers of arms.hpp and the model
+// arms of model_arms.hpp.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,20 @@ namespace ternlab::experiments {
 
 struct RunContext;
 
+// What a model kind (model_arms.hpp) tells the shared model code about itself: the parts of the
+// memory estimate that depend on the kind, and how its pp/tg tables are titled.
+struct ModelKindHooks {
+  // Tokens one session holds at most, beyond the greedy check's: the kind's longest call.
+  std::function<std::int64_t(const RunSpec&)> context_tokens;
+  // Logit rows one forward call returns (perplexity: a whole chunk); unset: one.
+  std::function<std::int64_t(const RunSpec&)> logit_rows;
+  // Copies of every Gated DeltaNet layer's state held beside the sessions (speculative decoding's
+  // rollback ring: one per draft); unset: none.
+  std::function<std::int64_t(const RunSpec&)> state_copies;
+  bool read_ceiling = true;  // the memory read ceiling's buffer is allocated (false: an untimed kind)
+  bool test_in_title = false;  // several pp/tg tables in one run, each titled with its test ("pp64")
+};
+
 struct KindInfo {
   std::string name;
   std::string summary;
@@ -26,7 +42,15 @@ struct KindInfo {
   std::function<void(const RunSpec&)> validate;  // throws fail_at(...) naming the key
   std::function<RunReport(const RunSpec&, RunContext&)> run;
   std::function<std::int64_t(const RunSpec&)> units;  // progress units of one run (for the ETA)
+  // --set overrides that shrink a run of the kind to moments ("rounds=1", "shape.rows=64"): the
+  // tests run every documented command with them appended, so each kind declares its own.
+  std::vector<std::string> small_overrides = {};
+  ModelKindHooks model = {};  // model kinds only
+  bool compute_bound = false;  // judged against the int8 compute ceiling (GMAC/s), not the memory read ceiling
 };
+
+// The small overrides of a timed kind: fewer and shorter rounds and a small ceiling buffer, then `extra`.
+std::vector<std::string> timed_small_overrides(const std::vector<std::string>& extra);
 
 // Keys every kind accepts (kind, name, output, seed, rounds, warmup, ...).
 std::vector<KeySpec> common_keys();

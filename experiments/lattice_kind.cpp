@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <utility>
 
 #include "common/fp16.hpp"
 #include "common/strings.hpp"
@@ -131,8 +132,8 @@ std::string f16_arm_name(const RunSpec& run) {
 }
 
 void validate_scale(const RunSpec& run) {
-  run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max());
-  run.boolean("control", true);
+  key::seed(run);
+  key::control(run);
   check_timed_run(run);
   const Shape s = run_shape(run);
   f16_arm_name(run);
@@ -365,7 +366,7 @@ std::vector<double> ratios_against(const ArmTiming& arm, const ArmTiming& other)
 
 RunReport run_scale(const RunSpec& run, RunContext& ctx) {
   const Shape sh = run_shape(run);
-  const auto seed = std::uint64_t(run.integer("seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
+  const auto seed = std::uint64_t(key::seed(run));
   const auto d = make_data(sh, seed);
 
   std::vector<ArmSetup> arms;
@@ -389,7 +390,7 @@ RunReport run_scale(const RunSpec& run, RunContext& ctx) {
     family[a.name] = k.family;
     thread_counts.insert(arms.back().threads);
   }
-  if (run.boolean("control", true))
+  if (key::control(run))
     for (int threads : thread_counts) arms.push_back(control_arm(d, threads, thread_counts.size() > 1, ctx.pools));
 
   MeasureOptions opt = measure_options(run, 5, 2);  // M5: 7 rounds, the first 2 discarded
@@ -475,9 +476,9 @@ std::int64_t scale_units(const RunSpec& run) {
     ++arms;
   }
   MeasureOptions o;
-  o.rounds = int(run.integer("rounds", 5, 1, 100000));
-  o.warmup = int(run.integer("warmup", 2, 0, 100000));
-  return measure_units(arms + (run.boolean("control", true) ? counts.size() : 0), o);
+  o.rounds = int(key::rounds(5)(run));
+  o.warmup = int(key::warmup(2)(run));
+  return measure_units(arms + (key::control(run) ? counts.size() : 0), o);
 }
 
 std::vector<KeySpec> scale_keys() {
@@ -501,9 +502,11 @@ std::vector<KeySpec> scale_keys() {
 }  // namespace
 
 void register_lattice_kind() {
-  register_kind({"lattice-scale",
+  KindInfo scale{"lattice-scale",
                  "the Λ24 record layouts beside an fp16 control and the ternary layouts: bits per weight against fraction of the bound",
-                 scale_keys(), {}, validate_scale, run_scale, scale_units});
+                 scale_keys(), {}, validate_scale, run_scale, scale_units};
+  scale.small_overrides = timed_small_overrides({"shape.rows=64", "shape.cols=256"});
+  register_kind(std::move(scale));
 }
 
 }  // namespace ternlab::experiments

@@ -1,6 +1,10 @@
-// The arms of the model kinds (model_kinds.cpp), shared with the kinds that live in their own files
-// (speculative_kind.cpp): where the model comes from, one loaded Model per arm, the greedy check of
-// every arm against the baseline arm before anything is timed, and the report pieces they share.
+// The interface every model kind shares: where the model comes from, one loaded Model per arm, the
+// greedy check of every arm against the baseline arm before anything is timed, the memory estimate,
+// the report pieces they share, and a model kind's registry entry. Implemented in model_arms.cpp
+// (arms, validation, loading, checking, timing, report pieces), model_memory.cpp (the memory
+// estimate) and speed_kinds.cpp (the pp/tg report); the kinds themselves live in speed_kinds.cpp,
+// perplexity_greedy_kinds.cpp, profile_kind.cpp, faults_kind.cpp, model_bench_kind.cpp,
+// speculative_kind.cpp and tradeoff_kind.cpp.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +19,7 @@
 #include "common/strings.hpp"
 #include "experiments/arms.hpp"
 #include "experiments/config.hpp"
+#include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/results.hpp"
 #include "kernels/planner.hpp"
@@ -69,24 +74,42 @@ struct ModelArms {
   std::uint64_t ternary_bytes = 0;   // of the baseline's model, per decoded token
 };
 
+// The keys every model kind reads, each with its default and bounds (the only place they are stated).
+namespace key {
+inline constexpr IntegerKey verify_tokens{"verify_tokens", 4, 1, 4096};
+inline constexpr IntegerKey prefill_chunk{"prefill_chunk", 64, 1, 1 << 16};
+inline constexpr BooleanKey requantise_scales{"requantise_scales", false, false};  // model-bench, tradeoff
+}  // namespace key
+
 // The keys every model kind accepts (model or preset, load, rounds, arms, ...).
 std::vector<KeySpec> model_keys();
 std::vector<KeySpec> with(std::vector<KeySpec> k, const std::vector<KeySpec>& extra);
 std::uint64_t run_seed(const RunSpec& run);
 ModelSource model_source(const RunSpec& run);
-// The common model keys, every arm and the memory estimate, before anything loads.
-void validate_model_kind(const RunSpec& run);
+// The preset a source writes: its own, or its shapes with the source's layer count.
+model::SynthPreset preset_of(const ModelSource& src);
+// An arm's load mode (its `load`, else the run's, else mmap) and model file (its `model`, else the run's).
+gguf::LoadMode arm_load(const RunSpec& run, const ArmSpec& arm);
+std::string arm_model_path(const ArmSpec& arm, const ModelSource& src);
+// `arms = "one-at-a-time"` (else interleaved).
+bool one_at_a_time(const RunSpec& run);
+// The common model keys, every arm, the kind's own keys (`own_keys`, may be empty) and the memory
+// estimate, in that order, before anything loads.
+void validate_model_kind(const RunSpec& run, const std::function<void(const RunSpec&)>& own_keys = nullptr);
+// Refuses, before anything loads, a run whose arms cannot fit in the memory available (model_memory.cpp).
+void check_memory(const RunSpec& run);
 // The memory estimate against the memory available, for the printed plan.
 std::string memory_notes(const RunSpec& run);
-// Tokens one session of a `model-bench` run holds at most: its longest test (model_bench_kind.cpp).
-std::int64_t model_bench_context_tokens(const RunSpec& run);
-// Tokens one session of a `speculative` run holds at most (speculative_kind.cpp).
-std::int64_t speculative_context_tokens(const RunSpec& run);
-// The ring slots (GDN state copies) it holds at most: its longest draft.
-std::int64_t speculative_ring_slots(const RunSpec& run);
+// A model kind's registry entry: the model keys and `own`, validated by validate_model_kind with
+// `own_keys`; its plan notes (the memory estimate) are registered with it.
+KindInfo model_kind(const std::string& name, const std::string& summary, const std::vector<KeySpec>& own,
+                    std::function<void(const RunSpec&)> own_keys, std::function<RunReport(const RunSpec&, RunContext&)> run,
+                    std::function<std::int64_t(const RunSpec&)> units);
 
 // The arms as planned, nothing loaded (the synthetic preset is written once if missing).
 ModelArms plan_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n);
+// How an arm's model is loaded: its layout, kernel, load mode and threads, and the run's prefill chunk.
+model::LoadOptions load_options(const RunSpec& run, const ModelArm& arm);
 // Loads arm i (a load error fails that arm only).
 void load_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i);
 // The greedy check of arm i against the baseline arm, which must be checked first.
@@ -108,6 +131,8 @@ Json run_json_head(const RunSpec& run, const std::string& title, const ModelArms
 ArmSetup setup_of(const ModelArm& a);
 // One arm's pp n (decode false) or tg n call over `stream`, billed its ternary weight bytes per forward pass.
 ArmSetup speed_setup(const ModelArm& a, bool decode, int n, int chunk, const std::vector<std::int32_t>& stream);
+// The weights_fit_cache check on the arm whose calls (`tokens_per_call` tokens) read the fewest weight bytes.
+void cache_check(const ModelArms& m, const TimingResult& r, int tokens_per_call, NoiseChecks& noise);
 // The report of one pp n (decode false) or tg n phase: table, rows, summary object, plot, warnings.
 RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResult& r, bool decode, int n);
 // Progress units of a model run: loading and checking each arm, then measuring them.

@@ -17,9 +17,11 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "common/strings.hpp"
 #include "common/table.hpp"
+#include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/model_arms.hpp"
@@ -69,7 +71,7 @@ PlanMode run_plan(const RunSpec& run) {
 void validate(const RunSpec& run) {
   validate_model_kind(run);
   bench_tests(run);
-  run.boolean("requantise_scales", false);
+  key::requantise_scales(run);
   run_plan(run);
 }
 
@@ -84,10 +86,10 @@ std::pair<double, double> mean_and_sd(const std::vector<double>& v) {
 
 RunReport run_model_bench(const RunSpec& run, RunContext& ctx) {
   const std::vector<BenchTest> tests = bench_tests(run);
-  const int chunk = int(run.integer("prefill_chunk", 64, 1, 1 << 16));
-  ModelArms m = plan_arms(run, ctx, 8, int(run.integer("verify_tokens", 4, 1, 4096)));
+  const int chunk = int(key::prefill_chunk(run));
+  ModelArms m = plan_arms(run, ctx, 8, int(key::verify_tokens(run)));
   for (ModelArm& a : m.arms) {
-    a.requantise_scales = run.boolean("requantise_scales", false);
+    a.requantise_scales = key::requantise_scales(run);
     a.plan = run_plan(run);
   }
   std::map<int, std::vector<std::int32_t>> streams;  // by length, drawn once the baseline has told the vocabulary
@@ -162,27 +164,31 @@ std::int64_t units(const RunSpec& run) {
   return model_units(run, 5, 1) + std::int64_t(bench_tests(run).size() - 1) * measure_units(run.arms.size(), measure_options(run));
 }
 
-}  // namespace
-
-std::int64_t model_bench_context_tokens(const RunSpec& run) {
+// Tokens one session holds at most: its longest test.
+std::int64_t context_tokens(const RunSpec& run) {
   std::int64_t n = 0;
   for (const BenchTest& t : bench_tests(run)) n = std::max<std::int64_t>(n, t.tokens());
   return n;
 }
 
+}  // namespace
+
 void register_model_bench_kind() {
   register_plan_notes("model-bench", memory_notes);
-  register_kind({"model-bench",
+  KindInfo bench{"model-bench",
                  "llama-bench's pp and tg tests per arm (layout x kernel x threads x load): t/s as mean ± standard deviation over "
                  "repetitions, beside the read ceiling",
                  with(model_keys(), {{"tests", Type::string, false, "comma-separated ppN and tgN tests (default \"pp64,tg32\")"},
-                                     {"requantise_scales", Type::boolean, false,
-                                      "LOSSY, by name: round the file's scales to each arm's layout's scale format where the exact "
-                                      "repack refuses (default false)"},
+                                     key::requantise_scales.spec("LOSSY, by name: round the file's scales to each arm's layout's scale "
+                                                                 "format where the exact repack refuses"),
                                      {"plan", Type::string, false,
                                       "estimate (default: the ISA ladder) or measure: arms without a kernel time the candidates "
                                       "once, or read the wisdom file"}}),
-                 {}, validate, run_model_bench, units});
+                 {}, validate, run_model_bench, units};
+  bench.model.context_tokens = context_tokens;
+  bench.model.test_in_title = true;
+  bench.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "tests=pp8,tg4"});
+  register_kind(std::move(bench));
 }
 
 }  // namespace ternlab::experiments

@@ -20,6 +20,7 @@
 #include "common/strings.hpp"
 #include "kernels/measure.hpp"
 #include "experiments/config.hpp"
+#include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
 #include "kernels/cpu.hpp"
 
@@ -311,8 +312,8 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
              {"ceiling_loops", loops_json(r.ceiling_loops)},
              {"compute_gmacs", stats_by_threads(r.compute_gmacs)}, {"arms", Json::array()}};
 
-  // gemm is compute-bound: its plot is GMAC/s against the int8 ceiling; gemv's is GB/s against the memory ceiling.
-  const bool gemm = run.kind == "gemm";
+  // A compute-bound kind (gemm) plots GMAC/s against the int8 ceiling; the others GB/s against the memory ceiling.
+  const bool compute_bound = find_kind(run.kind, run.at("kind")).compute_bound;
   std::vector<BarItem> bars, speed_bars;
   std::vector<ScatterPoint> points;
   std::vector<RuleLine> control_rules;
@@ -376,9 +377,9 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
     const Stat gb = stat_from(arm["gbps"]), frac = stat_from(arm["fraction_of_byte_bound"]);
     const Stat gm = stat_from(arm["gmacs_per_s"]), cfrac = stat_from(arm["fraction_of_compute_ceiling"]);
     const double bits = number_of(arm["bits_per_weight"]);
-    if (gemm && gm.valid)
+    if (compute_bound && gm.valid)
       bars.push_back({name, gm.median, gm.min, gm.max, cfrac.valid ? sig(cfrac.median * 100) + "% of int8 ceiling" : ""});
-    else if (!gemm && number_of(arm["bytes_per_call"]) > 0 && gb.valid)
+    else if (!compute_bound && number_of(arm["bytes_per_call"]) > 0 && gb.valid)
       bars.push_back({name, gb.median, gb.min, gb.max, frac.valid ? sig(frac.median * 100) + "% of bound" : ""});
     if (bits > 0 && speed.valid) points.push_back({name, bits, speed.median, speed.min, speed.max});
     if (speed.valid) speed_bars.push_back({name, speed.median, speed.min, speed.max, ""});
@@ -399,18 +400,18 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
   rep.warnings = std::move(noise.warnings);
 
   std::vector<RuleLine> ceilings;
-  for (const auto& [n, v] : gemm ? r.compute_gmacs : r.ceiling_gbps) {
+  for (const auto& [n, v] : compute_bound ? r.compute_gmacs : r.ceiling_gbps) {
     const Stat c = stat_of(v);
-    ceilings.push_back({cat(gemm ? "int8 compute ceiling, " : "memory read ceiling, ", n, " thr"), c.median, c.min, c.max});
+    ceilings.push_back({cat(compute_bound ? "int8 compute ceiling, " : "memory read ceiling, ", n, " thr"), c.median, c.min, c.max});
   }
-  if (!bars.empty() && gemm)
+  if (!bars.empty() && compute_bound)
     rep.svgs.emplace_back("gmacs.svg", svg_bars(rep.title + ": int8 multiply-accumulates", "GMAC/s", bars, ceilings));
   else if (!bars.empty())
     rep.svgs.emplace_back("gbps.svg", svg_bars(rep.title + ": achieved bandwidth", "GB/s", bars, ceilings));
-  if ((gemm || layouts.size() == 1) && speed_bars.size() > 1) {
+  if ((compute_bound || layouts.size() == 1) && speed_bars.size() > 1) {
     // Arms of one layout differ by an option (spawned threads, leftover handling), not by bits per
-    // weight: one bar each, since a bits-per-weight axis would only scatter them by jitter. gemm
-    // gets bars too: its byte bound is no bound for a compute-bound kernel.
+    // weight: one bar each, since a bits-per-weight axis would only scatter them by jitter. A
+    // compute-bound kind gets bars too: its byte bound is no bound for a compute-bound kernel.
     rep.svgs.emplace_back("speedup.svg", svg_bars(rep.title + ": speedup vs " + r.baseline, "× vs baseline", speed_bars, {},
                                                   r.interleaved ? "bar: median of per-round time ratios, > 1 is faster; whisker: min–max"
                                                                 : "bar: median of ratios of rounds of separate passes; whisker: min–max"));

@@ -17,6 +17,7 @@
 #include "experiments/measure.hpp"
 #include "experiments/report.hpp"
 #include "experiments/results.hpp"
+#include "experiments/arms.hpp"
 #include "experiments/config.hpp"
 #include "experiments/html.hpp"
 #include "experiments/kinds.hpp"
@@ -182,7 +183,7 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
     units += kind.units ? kind.units(r) : 1;
   }
   Progress progress(units, opt.progress < 0 ? isatty(STDERR_FILENO) == 1 : opt.progress == 1);
-  Pools pools(first.boolean("pin", false));
+  Pools pools(key::pin(first));
   RunContext ctx{pools, progress, out};
 
   std::string md = "# " + name + "\n\n" + machine_markdown(machine) + "\nexperiment: `" + path + "`";

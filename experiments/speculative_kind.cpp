@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "common/strings.hpp"
 #include "common/files.hpp"
@@ -37,6 +38,13 @@ namespace fs = std::filesystem;
 using model::Model;
 
 constexpr std::int64_t kMaxTokens = 1 << 20;
+// The kind's own keys, each with its default and bounds.
+namespace speculative_key {
+constexpr IntegerKey tokens{"tokens", 32, 2, kMaxTokens};
+constexpr IntegerKey prompt_tokens{"prompt_tokens", 16, 1, kMaxTokens};
+constexpr IntegerKey ngram{"ngram", 3, 1, 64};
+constexpr IntegerKey draft_seed{"draft_seed", 1, 0, std::numeric_limits<std::int64_t>::max()};
+}  // namespace speculative_key
 
 // One point of the [speculate] grid.
 struct Point {
@@ -58,7 +66,7 @@ std::vector<Located> grid_values(const RunSpec& run, const std::string& key) {
 }
 
 // The largest verification batch: the model's gemm batch (Model::max_batch) is its prefill chunk.
-int max_batch(const RunSpec& run) { return int(run.integer("prefill_chunk", 64, 1, 1 << 16)); }
+int max_batch(const RunSpec& run) { return int(key::prefill_chunk(run)); }
 
 // drafters x draft lengths, x corruption probabilities for the controlled drafter only. Bad
 // drafter names and draft lengths fail naming the file, line and key.
@@ -104,14 +112,14 @@ model::Rollback rollback_of(const RunSpec& run) {
   return relocated(at, [&] { return model::parse_rollback(as_string(at)); });
 }
 
-int tokens_of(const RunSpec& run) { return int(run.integer("tokens", 32, 2, kMaxTokens)); }
+int tokens_of(const RunSpec& run) { return int(speculative_key::tokens(run)); }
 
 void validate(const RunSpec& run) {
   validate_model_kind(run);
   tokens_of(run);
-  run.integer("prompt_tokens", 16, 1, kMaxTokens);
-  run.integer("ngram", 3, 1, 64);
-  run.integer("draft_seed", 1, 0, std::numeric_limits<std::int64_t>::max());
+  speculative_key::prompt_tokens(run);
+  speculative_key::ngram(run);
+  speculative_key::draft_seed(run);
   rollback_of(run);
   const Located text = run.at("prompt"), file = run.at("prompt_file");
   if (text && file) fail_at(file, "give either 'prompt' (text) or 'prompt_file' (a text file), not both");
@@ -140,31 +148,29 @@ struct Timed {
   std::string name() const { return point ? point->label() : "plain"; }
 };
 
-}  // namespace
-
-std::int64_t speculative_context_tokens(const RunSpec& run) {
-  std::int64_t prompt = run.integer("prompt_tokens", 16, 1, kMaxTokens);
+// Tokens one session holds at most: the prompt, the generated tokens and one verification batch.
+std::int64_t context_tokens(const RunSpec& run) {
+  std::int64_t prompt = speculative_key::prompt_tokens(run);
   // A prompt's token count is unknown before its tokenizer loads: at most one token per byte.
   if (const Located t = run.at("prompt")) prompt = std::int64_t(as_string(t).size());
   if (const Located f = run.at("prompt_file"); f && fs::is_regular_file(as_string(f))) prompt = std::int64_t(fs::file_size(as_string(f)));
-  return prompt + run.integer("tokens", 32, 2, kMaxTokens) + max_batch(run);
+  return prompt + speculative_key::tokens(run) + max_batch(run);
 }
 
-std::int64_t speculative_ring_slots(const RunSpec& run) {
+// The rollback ring's slots (copies of every GDN layer's state): one per draft of the longest.
+std::int64_t ring_slots(const RunSpec& run) {
   int most = 0;
   for (const Point& p : grid(run)) most = std::max(most, p.draft_len);
   return most;
 }
 
-namespace {
-
 RunReport run_speculative(const RunSpec& run, RunContext& ctx) {
   const int n = tokens_of(run);
-  const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
+  const int verify_n = int(key::verify_tokens(run));
   const std::vector<Point> points = grid(run);
   const model::Rollback rollback = rollback_of(run);
-  const int ngram = int(run.integer("ngram", 3, 1, 64));
-  const std::uint64_t draft_seed = std::uint64_t(run.integer("draft_seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
+  const int ngram = int(speculative_key::ngram(run));
+  const std::uint64_t draft_seed = std::uint64_t(speculative_key::draft_seed(run));
   ModelArms m = plan_arms(run, ctx, 8, verify_n);
 
   std::vector<std::int32_t> prompt;  // from the baseline's tokenizer, or pseudo-random tokens
@@ -184,7 +190,7 @@ RunReport run_speculative(const RunSpec& run, RunContext& ctx) {
         prompt_source = text ? cat("a ", prompt.size(), "-token prompt (", sig(double(s.size())), " bytes of text)")
                              : cat("the ", prompt.size(), "-token prompt file ", as_string(file));
       } else if (!text && !file) {
-        const int len = int(run.integer("prompt_tokens", 16, 1, kMaxTokens));
+        const int len = int(speculative_key::prompt_tokens(run));
         prompt = model::random_tokens(len, std::max(m.vocab, 1), run_seed(run) + 4);
         prompt_source = cat("a ", len, "-token pseudo-random prompt (seed ", run_seed(run) + 4, ")");
       }
@@ -409,21 +415,27 @@ std::int64_t units(const RunSpec& run) {
 
 void register_speculative_kind() {
   register_plan_notes("speculative", memory_notes);
-  register_kind({"speculative",
-                 "decode tok/s with and without speculative decoding per arm over drafters x draft lengths x acceptance; "
-                 "acceptance, tokens per pass, draft/verify/rollback time",
-                 with(model_keys(),
-                      {{"tokens", Type::integer, true, "greedy tokens generated per call, the first from the prompt (default 32)"},
-                       {"prompt", Type::string, true, "prompt text, tokenized with the model's tokenizer"},
-                       {"prompt_file", Type::string, true, "a text file whose contents are the prompt"},
-                       {"prompt_tokens", Type::integer, true, "without prompt or prompt_file: a pseudo-random prompt this long (default 16)"},
-                       {"ngram", Type::integer, true, "prompt-lookup: longest n-gram matched (default 3)"},
-                       {"draft_seed", Type::integer, true, "junk, controlled: seed of the drafts (default 1)"},
-                       {"rollback", Type::string, true, "ring (default) or recompute"},
-                       {"speculate.drafter", Type::string, true, "drafters: prompt-lookup, oracle, junk, controlled (default prompt-lookup)"},
-                       {"speculate.draft_len", Type::integer, true, "drafts per verification pass, 1 .. prefill_chunk - 1 (default 2)"},
-                       {"speculate.corrupt", Type::number, true, "controlled: probability that a draft is replaced (default 0.5)"}}),
-                 {"speculate"}, validate, run_speculative, units});
+  KindInfo speculative{
+      "speculative",
+      "decode tok/s with and without speculative decoding per arm over drafters x draft lengths x acceptance; "
+      "acceptance, tokens per pass, draft/verify/rollback time",
+      with(model_keys(),
+           {speculative_key::tokens.spec("greedy tokens generated per call, the first from the prompt"),
+            {"prompt", Type::string, true, "prompt text, tokenized with the model's tokenizer"},
+            {"prompt_file", Type::string, true, "a text file whose contents are the prompt"},
+            speculative_key::prompt_tokens.spec("without prompt or prompt_file: a pseudo-random prompt this long"),
+            speculative_key::ngram.spec("prompt-lookup: longest n-gram matched"),
+            speculative_key::draft_seed.spec("junk, controlled: seed of the drafts"),
+            {"rollback", Type::string, true, "ring (default) or recompute"},
+            {"speculate.drafter", Type::string, true, "drafters: prompt-lookup, oracle, junk, controlled (default prompt-lookup)"},
+            {"speculate.draft_len", Type::integer, true, "drafts per verification pass, 1 .. prefill_chunk - 1 (default 2)"},
+            {"speculate.corrupt", Type::number, true, "controlled: probability that a draft is replaced (default 0.5)"}}),
+      {"speculate"}, validate, run_speculative, units};
+  speculative.model.context_tokens = context_tokens;
+  speculative.model.state_copies = ring_slots;
+  speculative.small_overrides =
+      timed_small_overrides({"verify_tokens=2", "tokens=8", "prompt_tokens=4", "speculate.draft_len=2", "speculate.corrupt=0.5"});
+  register_kind(std::move(speculative));
 }
 
 }  // namespace ternlab::experiments

@@ -12,6 +12,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/files.hpp"
@@ -34,6 +35,12 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::int64_t kMaxTokens = std::int64_t(1) << 30;
+// The kind's own keys, each with its default and bounds.
+namespace tradeoff_key {
+constexpr IntegerKey tokens{"tokens", 256, 2, kMaxTokens};
+constexpr IntegerKey chunk{"chunk", 64, 2, 1 << 20};
+constexpr IntegerKey decode_tokens{"decode_tokens", 32, 1, 1 << 20};
+}  // namespace tradeoff_key
 
 struct Text {
   std::string name, path;  // name: the file's stem, used in columns and plots
@@ -68,13 +75,13 @@ bool lossy_format(const LayoutInfo& L) { return !L.holds_exact_fp16_per128_scale
 
 void validate_tradeoff(const RunSpec& run) {
   model_source(run);
-  run.integer("tokens", 256, 2, kMaxTokens);
-  run.integer("chunk", 64, 2, 1 << 20);
-  run.integer("decode_tokens", 32, 1, 1 << 20);
+  tradeoff_key::tokens(run);
+  tradeoff_key::chunk(run);
+  tradeoff_key::decode_tokens(run);
   texts_of(run);
   if (const Located at = run.at("arms"); at && as_string(at) != "interleaved")
     fail_at(at, "kind 'tradeoff' interleaves its arms (its perplexities and tok/s are compared across arms); only arms = \"interleaved\"");
-  const bool requantise = run.boolean("requantise_scales", false);
+  const bool requantise = key::requantise_scales(run);
   for (const ArmSpec& a : run.arms) {
     const LayoutInfo& L = arm_layout(a);
     if (lossy_format(L) && !requantise)
@@ -92,11 +99,11 @@ void validate_tradeoff(const RunSpec& run) {
 std::string percent(double v) { return std::isfinite(v) ? fixed_text(100 * v, 2) + "%" : "—"; }
 
 RunReport run_tradeoff(const RunSpec& run, RunContext& ctx) {
-  const int chunk = int(run.integer("chunk", 64, 2, 1 << 20));
-  const int dn = int(run.integer("decode_tokens", 32, 1, 1 << 20));
-  const std::int64_t cap = run.integer("tokens", 256, 2, kMaxTokens);
-  const int verify_n = int(run.integer("verify_tokens", 4, 1, 4096));
-  const bool requantise = run.boolean("requantise_scales", false);
+  const int chunk = int(tradeoff_key::chunk(run));
+  const int dn = int(tradeoff_key::decode_tokens(run));
+  const std::int64_t cap = tradeoff_key::tokens(run);
+  const int verify_n = int(key::verify_tokens(run));
+  const bool requantise = key::requantise_scales(run);
   std::vector<Text> texts = texts_of(run);
   ModelArms m = plan_arms(run, ctx, 8, verify_n);
   const std::size_t n = m.arms.size();
@@ -318,17 +325,21 @@ std::int64_t tradeoff_units(const RunSpec& run) {
 
 void register_tradeoff_kind() {
   register_plan_notes("tradeoff", memory_notes);
-  register_kind({"tradeoff",
-                 "perplexity on held-out texts against bits per weight and decode tok/s, per layout (exact and, by name, lossy scale formats)",
-                 with(model_keys(),
-                      {{"texts.files", Type::string, true, "held-out text files, tokenised with the model's tokenizer (perplexity per file)"},
-                       {"tokens", Type::integer, true, "use each text's first N tokens (default 256)"},
-                       {"chunk", Type::integer, true, "perplexity tokens per chunk, each from a fresh state (default 64)"},
-                       {"decode_tokens", Type::integer, true, "decoded tokens of each timed tg call (default 32)"},
-                       {"requantise_scales", Type::boolean, false,
-                        "LOSSY, by name: load layouts whose scale format cannot hold the file's scales by rounding them (default false: "
-                        "such an arm is refused)"}}),
-                 {"texts"}, validate_tradeoff, run_tradeoff, tradeoff_units});
+  KindInfo tradeoff{"tradeoff",
+                    "perplexity on held-out texts against bits per weight and decode tok/s, per layout (exact and, by name, lossy scale formats)",
+                    with(model_keys(),
+                         {{"texts.files", Type::string, true, "held-out text files, tokenised with the model's tokenizer (perplexity per file)"},
+                          tradeoff_key::tokens.spec("use each text's first N tokens"),
+                          tradeoff_key::chunk.spec("perplexity tokens per chunk, each from a fresh state"),
+                          tradeoff_key::decode_tokens.spec("decoded tokens of each timed tg call"),
+                          key::requantise_scales.spec("LOSSY, by name: load layouts whose scale format cannot hold the file's scales by "
+                                                      "rounding them",
+                                                      ": such an arm is refused")}),
+                    {"texts"}, validate_tradeoff, run_tradeoff, tradeoff_units};
+  tradeoff.model.context_tokens = [](const RunSpec& r) { return std::max(tradeoff_key::chunk(r), tradeoff_key::decode_tokens(r)); };
+  tradeoff.model.logit_rows = tradeoff_key::chunk;  // every position of a perplexity chunk is scored
+  tradeoff.small_overrides = timed_small_overrides({"verify_tokens=2", "tokens=16", "decode_tokens=4"});
+  register_kind(std::move(tradeoff));
 }
 
 }  // namespace ternlab::experiments

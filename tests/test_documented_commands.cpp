@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "experiments/config.hpp"
+#include "experiments/kinds.hpp"
 #include "experiments/runner.hpp"
 #include "tests/support.hpp"
 
@@ -122,27 +123,12 @@ bool matches(const std::string& got, const std::string& documented) {
   }
 }
 
-// Small sizes per kind, appended after the documented overrides (later --set wins). Model kinds take
-// the tiny preset: micro's 260-row output matrix does not fit t2r's 16-row blocks.
+// Small sizes per kind (each kind declares its own, KindInfo::small_overrides), appended after the
+// documented overrides (later --set wins).
 std::vector<std::string> small_sizes(const std::string& kind, const std::string& output) {
   std::vector<std::string> s = {"output=" + output};
-  if (kind == "oracle") {
-    s.insert(s.end(), {"cases.tokens=[1,5]", "cases.cols=256"});
-    return s;
-  }
-  s.insert(s.end(), {"rounds=1", "warmup=0", "ceiling_mib=1", "sample_ms=0.01"});
-  if (kind == "bandwidth") s.push_back("buffer_mib=1");
-  if (kind == "gemv" || kind == "gemm" || kind == "lattice-scale") s.insert(s.end(), {"shape.rows=64", "shape.cols=256"});
-  if (kind == "prefill" || kind == "decode" || kind == "speed" || kind == "perplexity" || kind == "greedy" || kind == "profile")
-    s.insert(s.end(), {"preset=tiny", "verify_tokens=2"});
-  if (kind == "prefill" || kind == "decode" || kind == "perplexity" || kind == "greedy") s.push_back("tokens=8");
-  if (kind == "speed") s.insert(s.end(), {"prefill_tokens=8", "decode_tokens=4"});
-  if (kind == "model-bench") s.insert(s.end(), {"preset=tiny", "verify_tokens=2", "tests=pp8,tg4"});
-  if (kind == "profile" || kind == "greedy") s.push_back("prompt_tokens=4");
-  if (kind == "speculative")
-    s.insert(s.end(), {"verify_tokens=2", "tokens=8", "prompt_tokens=4", "speculate.draft_len=2", "speculate.corrupt=0.5"});
-  if (kind == "faults") s.insert(s.end(), {"preset=tiny", "tokens=3"});
-  if (kind == "tradeoff") s.insert(s.end(), {"verify_tokens=2", "tokens=16", "decode_tokens=4"});
+  const std::vector<std::string>& small = find_kind(kind, {}).small_overrides;
+  s.insert(s.end(), small.begin(), small.end());
   return s;
 }
 

@@ -183,7 +183,7 @@ class Config:
         self.ceiling_mib = d.get("ceiling_mib", 1024)
         self.model = d.get("model")
         self.preset = d.get("preset")
-        # How `ternlab run` writes a preset (experiments/model_kinds.cpp model_source), and the file it caches it in.
+        # How `ternlab run` writes a preset (experiments/model_arms.cpp model_source), and the file it caches it in.
         self.synth_type = d.get("synth_type", "pq2_0")
         self.synth_scale_group = d.get("synth_scale_group", 128)
         self.synth_unfolded = bool(d.get("synth_unfolded", False))
@@ -318,7 +318,7 @@ def llama_build_record(binary: Path) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Statistics and results, as experiments/measure.hpp and model_kinds.cpp write them
+# Statistics and results, as experiments/measure.hpp and speed_kinds.cpp write them
 
 def stat(values: list[float]) -> dict | None:
     v = [x for x in values if x is not None and math.isfinite(x)]

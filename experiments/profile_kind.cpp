@@ -1,0 +1,293 @@
+// The profile kind: per-op wall time of one decode token (model::OpProfile) per arm, after a
+// prefilled context, beside the memory read ceiling; optionally with the barrier detour's
+// disturbance (a competing busy thread, or the same niced) and pinned pool workers.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <memory>
+#include <span>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/strings.hpp"
+#include "common/table.hpp"
+#include "experiments/arms.hpp"
+#include "experiments/kinds.hpp"
+#include "experiments/measure.hpp"
+#include "experiments/model_arms.hpp"
+#include "experiments/report.hpp"
+#include "experiments/run_context.hpp"
+#include "kernels/cpu.hpp"
+#include "kernels/thread_pool.hpp"
+#include "model/experiments.hpp"
+
+namespace ternlab::experiments {
+
+namespace {
+
+using model::Model;
+
+// The kind's own keys, each with its default and bounds.
+namespace profile_key {
+constexpr IntegerKey prompt_tokens{"prompt_tokens", 16, 1, 1 << 20};
+}
+
+// The profile kind's barrier detour: a competing busy thread (or none), and pinned pool workers.
+const std::vector<std::string> kDisturbances = {"none", "busy", "busy-niced"};
+
+std::string arm_disturbance(const ArmSpec& a) {
+  const Located at = a.at("disturb");
+  if (!at) return "none";
+  const std::string v = as_string(at);
+  if (std::find(kDisturbances.begin(), kDisturbances.end(), v) == kDisturbances.end())
+    fail_at(at, "'", v, "' is not a disturbance (", join(kDisturbances), ")");
+  return v;
+}
+bool arm_pins_workers(const ArmSpec& a) {
+  const Located at = a.at("pin_workers");
+  return at ? as_boolean(at) : false;
+}
+
+// A competing busy thread on one CPU, the barrier detour's disturbance: created once per arm before
+// anything is timed, it spins only while that arm's calls run and sleeps otherwise. Niced to 19 it
+// is the same load with the model at the higher priority (the blog's fix, from the other side).
+class BusyThread {
+ public:
+  BusyThread(int cpu, bool niced) : thread_([this, cpu, niced] { loop(cpu, niced); }) {}
+  ~BusyThread() {
+    stop_.store(true, std::memory_order_release);
+    set(true);
+    thread_.join();
+  }
+  BusyThread(const BusyThread&) = delete;
+  BusyThread& operator=(const BusyThread&) = delete;
+  void set(bool on) {
+    on_.store(on, std::memory_order_release);
+    if (on) on_.notify_all();
+  }
+
+ private:
+  void loop(int cpu, bool niced) {
+    pin_current_thread(cpu);
+    if (niced) setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 19);
+    while (!stop_.load(std::memory_order_acquire)) {
+      on_.wait(false, std::memory_order_acquire);
+      for (volatile std::uint64_t n = 0; on_.load(std::memory_order_relaxed) && !stop_.load(std::memory_order_relaxed);) n = n + 1;
+    }
+  }
+  std::atomic<bool> on_{false}, stop_{false};
+  std::thread thread_;  // last: starts after the flags exist
+};
+
+RunReport run_profile(const RunSpec& run, RunContext& ctx) {
+  const int prompt_len = int(profile_key::prompt_tokens(run));
+  const int verify_n = int(key::verify_tokens(run));
+  ModelArms m = plan_arms(run, ctx, 8, verify_n);
+  std::vector<std::int32_t> prompt;  // drawn once the baseline has told the vocabulary
+  // Each arm decodes the same token after the same prefilled context: a snapshot assigned to the
+  // call's session per call (outside the profiled forward call).
+  struct Profiled {
+    model::Session snapshot, session;
+    std::vector<model::OpProfile> calls;
+    double state_bytes = 0;  // the recurrent state a token reads, and again writes back
+  };
+  std::vector<std::shared_ptr<Profiled>> profiled(m.arms.size());
+  const auto prepare = [&](std::size_t i, ModelArm& a) {
+    if (prompt.empty()) prompt = model::random_tokens(prompt_len + 1, std::max(m.vocab, 1), run_seed(run) + 3);
+    ArmSetup s = setup_of(a);
+    auto p = std::make_shared<Profiled>();
+    if (a.model && a.failure.empty()) {
+      Model* model = a.model.get();
+      // Worker t on CPU t; the calling thread (t = 0) stays free, as it also runs the other arms.
+      if (arm_pins_workers(run.arms[i])) model->pool().run([](int t) {
+          if (t > 0) pin_current_thread(t);
+        });
+      const std::string disturb = arm_disturbance(run.arms[i]);
+      p->snapshot = model->new_session();
+      model->forward(p->snapshot, std::span(prompt.data(), std::size_t(prompt_len)));
+      const std::int32_t next = prompt.back();
+      s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token());
+      p->state_bytes = double(model->config().recurrent_state_bytes());
+      s.call = [model, p, next] {
+        // Assigned into the last call's session, whose caches keep the capacity that call grew:
+        // a fresh copy holds exactly its keys and values, so each call's first append moved
+        // them all (megabytes at a long context), and the attention line measured that.
+        p->session = p->snapshot;
+        model::OpProfile prof;
+        model->forward(p->session, std::span(&next, 1), false, &prof);
+        p->calls.push_back(prof);
+      };
+      if (disturb != "none") {
+        // On the last pool thread's CPU: the one a pinned worker cannot leave.
+        auto busy = std::make_shared<BusyThread>(a.threads - 1, disturb == "busy-niced");
+        s.call = [call = std::move(s.call), busy] {
+          busy->set(true);
+          call();
+          busy->set(false);
+        };
+      }
+    }
+    profiled[i] = p;
+    return std::vector<ArmSetup>{std::move(s)};
+  };
+  const TimingResult r = run_arms(run, ctx, m, {measure_options(run)}, prepare).front();
+
+  RunReport rep;
+  rep.title = run.name();
+  constexpr int kOps = model::OpProfile::count;
+  std::ostringstream md;
+  md << "### " << rep.title << "\n\n" << model_line(m);
+  md << "kind profile: wall time per op of one decode token after a " << prompt_len << "-token context, from model::OpProfile; "
+     << r.rounds << " rounds kept after " << r.warmup << " warm-up; " << arms_order_text(r) << "; every arm's greedy tokens checked against the baseline "
+     << "'" << m.arms[m.baseline].name << "' before timing (ratios against " << r.baseline_label
+     << "). Cells: ms, median over rounds of the per-round mean.\n\n";
+  md << ceilings_text(r);
+  std::vector<Column> columns = {{"arm"}, {"layout"}, {"kernel"}, {"thr", Align::right}, {"greedy check"}};
+  for (int op = 0; op < kOps; ++op) columns.push_back({model::OpProfile::name(op), Align::right});
+  for (const char* c : {"total ms", "tok/s", "matmul share", "spread", "matmul GB/s", "matmul of read ceiling", "state GB/s",
+                        "token bytes of read ceiling"})
+    columns.push_back({c, Align::right});
+  columns.push_back({ratio_header(r), Align::right});
+  Table table(std::move(columns));
+  NoiseChecks noise;
+  noise.ceilings(r);
+  cache_check(m, r, 1, noise);
+  rep.rows.columns = {"run", "round", "arm", "layout", "kernel", "threads", "op", "seconds"};
+  Json js = run_json_head(run, rep.title, m);
+  js["prompt_tokens"] = prompt_len;
+  js["rounds"] = r.rounds;
+  js["arms"] = Json::array();
+  // Per arm, per kept round: mean seconds per op, and the total.
+  std::vector<std::vector<std::array<double, kOps>>> per_round(m.arms.size());
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    const ArmTiming& t = r.arms[i];
+    const auto& calls = profiled[i]->calls;
+    if (!t.verified || t.reps == 0) continue;
+    for (int k = 0; k < r.rounds; ++k) {
+      const std::size_t first = 1 + std::size_t(r.warmup + k) * std::size_t(t.reps);  // after the calibration call
+      std::array<double, kOps> mean{};
+      for (std::size_t c = first; c < first + std::size_t(t.reps) && c < calls.size(); ++c)
+        for (int op = 0; op < kOps; ++op) mean[std::size_t(op)] += calls[c].seconds[std::size_t(op)] / t.reps;
+      per_round[i].push_back(mean);
+    }
+  }
+  const auto totals = [&](std::size_t i) {
+    std::vector<double> v;
+    for (const auto& a : per_round[i]) {
+      double s = 0;
+      for (double x : a) s += x;
+      v.push_back(s);
+    }
+    return v;
+  };
+  std::vector<StackedBar> bars;
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    const ModelArm& a = m.arms[i];
+    const ArmTiming& t = r.arms[i];
+    if (!t.verified) rep.ok = false;
+    std::vector<std::string> cells = {a.name + (m.ratios.is_baseline(i) ? " (baseline)" : ""), a.layout, a.kernel,
+                                      threads_cell(a.threads), check_cell(a, i == m.baseline)};
+    Json arm = arm_json_head(a);
+    arm["ms"] = Json::object();
+    for (int op = 0; op < kOps; ++op) {
+      std::vector<double> v;
+      for (const auto& round : per_round[i]) v.push_back(round[std::size_t(op)] * 1e3);
+      const Stat s = stat_of(v);
+      cells.push_back(s.valid ? sig(s.median) : "—");
+      arm["ms"][model::OpProfile::name(op)] = stat_json(s);
+    }
+    const std::vector<double> tot = totals(i), base_totals = totals(m.ratios.of[i]);
+    std::vector<double> gbps, frac, speed, toks, share, state_gbps, token_frac;
+    const std::vector<double> ceils = r.ceiling_of(t);
+    const double state_bytes = profiled[i]->state_bytes;
+    for (std::size_t k = 0; k < per_round[i].size(); ++k) {
+      const double mm = per_round[i][k][model::OpProfile::matmul], gdn = per_round[i][k][model::OpProfile::gdn];
+      toks.push_back(1 / tot[k]);
+      share.push_back(mm / tot[k]);
+      gbps.push_back(t.setup.weight_bytes / mm / 1e9);
+      if (state_bytes > 0 && gdn > 0) state_gbps.push_back(2 * state_bytes / gdn / 1e9);
+      if (k < ceils.size()) {
+        frac.push_back(gbps.back() / ceils[k]);
+        token_frac.push_back((t.setup.weight_bytes + 2 * state_bytes) / tot[k] / 1e9 / ceils[k]);
+      }
+      if (k < base_totals.size()) speed.push_back(base_totals[k] / tot[k]);
+      for (int op = 0; op < kOps; ++op)
+        rep.rows.add({run.index, k, a.name, a.layout, a.kernel, a.threads, model::OpProfile::name(op), per_round[i][k][std::size_t(op)]});
+    }
+    const Stat total = stat_of(tot), g = stat_of(gbps), f = stat_of(frac), sp = stat_of(speed), ts = stat_of(toks),
+               sh = stat_of(share), sg = stat_of(state_gbps), tf = stat_of(token_frac);
+    if (t.verified && m.ratios.of[i] != i) noise.ratio(a.name, speed);
+    noise.fraction(a.name, "its matmul fraction of the read ceiling", frac);
+    for (std::string c : {with_range(total, "", 1e3), ts.valid ? sig(ts.median) : "—", with_range(sh, "%", 100), spread_cell(tot), g.valid ? sig(g.median) : "—", with_range(f, "%", 100),
+                          sg.valid ? sig(sg.median) : "—", with_range(tf, "%", 100), with_range(sp, "×")})
+      cells.push_back(std::move(c));
+    table.add(std::move(cells));
+    arm["total_ms"] = stat_json(Stat{total.median * 1e3, total.min * 1e3, total.max * 1e3, total.valid});
+    arm["spread"] = json_number(spread(tot));
+    arm["tok_s"] = stat_json(ts);
+    arm["matmul_share"] = stat_json(sh);
+    arm["disturb"] = arm_disturbance(run.arms[i]);
+    arm["pin_workers"] = arm_pins_workers(run.arms[i]);
+    arm["matmul_gbps"] = stat_json(g);
+    arm["matmul_fraction_of_read_ceiling"] = stat_json(f);
+    arm["state_bytes_per_token"] = json_number(state_bytes);
+    arm["state_gbps"] = stat_json(sg);
+    arm["token_bytes_fraction_of_read_ceiling"] = stat_json(tf);
+    arm["speedup_vs_baseline"] = stat_json(sp);
+    js["arms"].push_back(std::move(arm));
+  }
+  // The plot reads the arm rows just written, so it draws what summary.json says.
+  std::vector<std::string> op_names;
+  for (int op = 0; op < kOps; ++op) op_names.push_back(model::OpProfile::name(op));
+  for (const Json& arm : js["arms"]) {
+    const Stat total = stat_from(arm["total_ms"]);
+    if (!total.valid) continue;
+    StackedBar b{arm["name"].get<std::string>(), {}, "total " + sig(total.median) + " ms"};
+    for (const std::string& op : op_names) b.parts.push_back(stat_from(arm["ms"][op]).median);
+    bars.push_back(std::move(b));
+  }
+  md << table.markdown() << arms_footer(m);
+  md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
+        "arm's thread count; state GB/s = the Gated DeltaNet state a token reads and writes back (twice its size) / the Gated "
+        "DeltaNet time; token bytes of read ceiling = (weight bytes + twice the state) per token / total time, against the same "
+        "ceiling: what a decode token must move, where the decode bandwidth fraction bills the weights alone; "
+     << spread_note() << " of the totals; " << ratio_note(r) << ", of the totals.\n";
+  if (!bars.empty())
+    rep.svgs.emplace_back("decode_ms.svg", svg_stacked_bars(rep.title + ": one decode token by op", "ms", op_names, bars,
+                                                            "each part: that op's median over kept rounds; total: median of per-round totals"));
+  rep.warnings = std::move(noise.warnings);
+  rep.markdown = md.str();
+  rep.json = std::move(js);
+  return rep;
+}
+
+}  // namespace
+
+// Its small overrides take the tiny preset: micro's 260-row output matrix does not fit t2r's 16-row blocks.
+void register_profile_kind() {
+  KindInfo profile = model_kind(
+      "profile", "per-op wall time of one decode token (matmul, quantize, Hadamard, GDN, attention, norms, other)",
+      {profile_key::prompt_tokens.spec("context before the profiled token"),
+       {"arm.disturb", Type::string, true,
+        "none (default), busy (a competing busy thread on the last pool thread's CPU while the arm runs) "
+        "or busy-niced (the same at nice 19)"},
+       {"arm.pin_workers", Type::boolean, true, "pin the model's pool worker t to CPU t (default false)"}},
+      [](const RunSpec& r) {
+        profile_key::prompt_tokens(r);
+        for (const ArmSpec& a : r.arms) {
+          if (arm_disturbance(a) != "none" && arm_threads(r, a) < 2)
+            fail_at(a.at("disturb"), "a disturbance needs at least 2 threads (it competes with the last pool thread)");
+          arm_pins_workers(a);
+        }
+      },
+      run_profile, [](const RunSpec& r) { return model_units(r, 5, 1); });
+  profile.model.context_tokens = [](const RunSpec& r) { return profile_key::prompt_tokens(r) + 1; };
+  profile.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "prompt_tokens=4"});
+  register_kind(std::move(profile));
+}
+
+}  // namespace ternlab::experiments
