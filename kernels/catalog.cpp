@@ -106,4 +106,15 @@ std::vector<KernelGap> kernel_gaps(const LayoutInfo& layout) {
   return gaps;
 }
 
+std::string kernel_why_not(const LayoutInfo& layout, Strategy strategy, Isa isa) {
+  if (!isa_supported(isa)) return cat("this CPU lacks ", isa_name(isa), " (", feature_string(), ")");
+  std::vector<KernelGap> gaps;
+  for (const KernelVariant& k : collect(layout, &gaps))
+    if (k.strategy == strategy && k.isa == isa) return "";
+  for (const KernelGap& g : gaps)
+    if (g.strategy == strategy && g.isa == isa) return g.why;
+  return cat("layout '", layout.name, "' lacks what ", strategy_name(strategy), " reads (its strategies: ", join(layout.strategies()), ")");
+}
+
 }  // namespace ternlab
+

@@ -39,6 +39,12 @@ struct KernelGap {
 };
 std::vector<KernelGap> kernel_gaps(const LayoutInfo& layout);
 
+// Why kernels_for lists no `strategy` build on `isa` for `layout` ("" when it lists one), in the
+// strategies' own words: the CPU lacks the ISA, the layout lacks the property the strategy reads,
+// its scales, or the strategy's plan refused the layout at that ISA's width. What the tests expect
+// of any layout, so a valid layout they have never seen needs no second model of admissibility.
+std::string kernel_why_not(const LayoutInfo& layout, Strategy strategy, Isa isa);
+
 // Why `strategy` cannot read `layout`'s scales ("" when it can): every SIMD strategy takes one
 // scale per row per 128-weight block, and slot-mask's builds also a block of several 128-weight
 // chunks under one scale per row (chunked_block_scales, kernels/kernel_plan.hpp). The one gate of

@@ -252,7 +252,9 @@ namespace ternlab {
 //              its codes into single-row groups (t2m). Taken when every (lane, slot) admits one.
 //   gather   - items in (row, k) order, 16 consecutive weights of one row per 16-byte lane, each
 //              gathered by as many ops as the (window, slot)s its weights come from.
-inline constexpr int kMaxPermuteRows = 16;
+// The most rows a block may hold for the permute kernels: their per-block row sums and accumulators
+// are stack arrays of this size. 32 covers the largest block the DSL accepts at 128 weights a row.
+inline constexpr int kMaxPermuteRows = 32;
 
 struct PermutePlan {
   struct Op {

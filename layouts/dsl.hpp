@@ -84,7 +84,7 @@ struct Piece {
 };
 
 inline constexpr int kMaxPieces = 4;
-inline constexpr int kMaxBlockBytes = 1024;
+inline constexpr int kMaxBlockBytes = 2048;  // see kMaxCells
 
 // Where the scales sit and how they are stored. Per block: the scale of row r's weights
 // [g * group, g * group + group) is the scale_bytes(format) bytes at offset + r * row_stride +
@@ -201,7 +201,7 @@ constexpr bool scales_collide(const LayoutSpec& s) {
 
 inline constexpr int kMaxStrips = 16;   // row-interleaved strips per block (16 weights of every row each)
 inline constexpr int kWordBytes = 16;  // one 128-bit vector: the unit the slot-mask strategy reasons in
-inline constexpr int kMaxCells = 2048;  // rows * k of the largest block the DSL accepts
+inline constexpr int kMaxCells = 4096;  // rows * k of the largest block the DSL accepts
 
 // Which (row, k) sits in a (byte, slot); row = -1 for none.
 struct RowK {
@@ -360,13 +360,13 @@ constexpr bool base3_strips(const LayoutSpec& s, const std::array<RowK, kMaxBloc
 // the runtime text and the compile-time diagnostics below, so they cannot drift apart).
 #define TERNLAB_LAYOUT_RULES(X)                                                                     \
   X(shape, "rows must be >= 1 and k a positive multiple of 8")                                     \
-  X(too_many_cells, "block too large: rows * k must be <= 2048")                                   \
+  X(too_many_cells, "block too large: rows * k must be <= 4096 (kMaxCells: every placement is checked at compile time, and GCC's constexpr step limit bounds that loop)") \
   X(scales_overlap, "scales overlap: row and group strides must give every scale its own bytes")   \
   X(scale_group, "a declared scale group must be 64, 128 or 256 weights and divide k")              \
   X(tensor_tail, "a per-tensor scale must lie inside its tail_bytes")                              \
   X(piece_rows, "every piece must span all rows of the block")                                     \
   X(uncovered, "a (row, k) of the block is covered by no piece")                                   \
-  X(beyond_block, "block larger than 1024 bytes")                                                  \
+  X(beyond_block, "block larger than 2048 bytes (kMaxBlockBytes: the compile-time tables of who holds each byte and slot have that many bytes)") \
   X(slot_range, "slot index out of range for the code")                                            \
   X(on_scale_byte, "a weight is placed on a scale byte")                                           \
   X(shared_slot, "two weights share one (byte, slot): placement is not injective")

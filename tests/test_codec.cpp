@@ -14,11 +14,12 @@ TEST_SUITE("codec") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
       const Fill fill = L->code == Code::two_bit ? Fill::code3 : Fill::random;
-      // 48: whole blocks of every layout; scales random in the layout's scale format.
+      // Whole blocks of the layout, at least 48 rows; scales random in the layout's scale format.
+      const std::int64_t rows = test::whole_rows(*L, 48);
       const TernaryMatrix m =
-          test::share_scales(requantise_scales(make_weights(48, 1024, 7, fill, ScaleKind::random), L->scale_format()), *L);
+          test::share_scales(requantise_scales(make_weights(rows, 1024, 7, fill, ScaleKind::random), L->scale_format()), *L);
       const PackedMatrix p = pack(m, *L);
-      CHECK(p.bytes.size() == std::size_t(48 * 1024 * L->bits_per_weight() / 8) + std::size_t(L->facts.tail_bytes));
+      CHECK(p.bytes.size() == std::size_t(double(rows) * 1024 * L->bits_per_weight() / 8) + std::size_t(L->facts.tail_bytes));
       CHECK(unpack(p) == m);
     }
   }

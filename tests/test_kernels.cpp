@@ -100,14 +100,25 @@ struct T2mSpreadScales {
   };
 };
 
-// Whether a slot-vectorizable layout's payload is a whole number of `bytes`-wide vectors: the one
-// reason a slot plan may refuse a valid layout at some ISA's width (any shape has a kernel).
-// Whether the slot-mask plan reads the layout as whole `bytes`-byte vectors: the words of one
-// 128-weight chunk (a block of several chunks runs them a chunk at a time).
-bool whole_vectors(const LayoutInfo& L, int bytes) {
-  return L.facts.slot_vectorizable && chunked_block_scales(L) &&
-         L.slot_plan.size() / std::size_t(L.k / 128) * kWordBytes % std::size_t(bytes) == 0;
+// Whether the catalog lists a `strategy` kernel on `isa` for L, as that strategy itself answers
+// (kernel_why_not): the tests hold no second model of what a strategy admits, so a valid layout
+// they have never seen is expected to get exactly what the strategies say they take.
+bool admits(const LayoutInfo& L, Strategy strategy, Isa isa) { return kernel_why_not(L, strategy, isa).empty(); }
+
+#if defined(__x86_64__)
+// The same for the SIMDe build of the AVX-512 kernels (tests only): "" when it lists `strategy`.
+std::string emulated_why_not(const LayoutInfo& L, Strategy strategy) {
+  std::vector<KernelVariant> ks;
+  std::vector<KernelGap> gaps;
+  detail::add_avx512vnni_emulated_kernels(L, ks, &gaps);
+  if (const std::string why = scales_why_not(strategy, L); !why.empty()) return why;
+  for (const KernelVariant& k : ks)
+    if (k.strategy == strategy) return "";
+  for (const KernelGap& g : gaps)
+    if (g.strategy == strategy) return g.why;
+  return cat("layout '", L.name, "' lacks what ", strategy_name(strategy), " reads");
 }
+#endif
 
 // Every output of `k` on a small random case against the integer oracle; returns mismatches.
 int mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, std::int64_t cols,
@@ -149,9 +160,8 @@ TEST_SUITE("kernels") {
         // several scale groups (t2p-g64): slot-mask only.
         CHECK_FALSE(kernel_gaps(*L).empty());
         for (const KernelVariant& k : ks) CHECK(scales_why_not(k.strategy, *L).empty());
-        if (isa_supported(Isa::avx2)) CHECK(has(ks, "slot-mask/avx2") == whole_vectors(*L, 32));
-        if (isa_supported(Isa::avx512vnni)) CHECK(has(ks, "slot-mask/avx512vnni") == whole_vectors(*L, 64));
-        if (isa_supported(Isa::dotprod)) CHECK(has(ks, "slot-mask/dotprod") == whole_vectors(*L, 16));
+        for (const Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::dotprod})
+          if (isa_supported(isa)) CHECK(has(ks, kernel_name(Strategy::slot_mask, isa)) == admits(*L, Strategy::slot_mask, isa));
         continue;
       }
       // The permute fallback takes every layout, on every ISA this CPU runs.
@@ -159,17 +169,17 @@ TEST_SUITE("kernels") {
       CHECK(has(ks, "permute/avx512vnni") == isa_supported(Isa::avx512vnni));
       CHECK(has(ks, "permute/dotprod") == isa_supported(Isa::dotprod));
       if (isa_supported(Isa::avx2)) {
-        CHECK(has(ks, "slot-mask/avx2") == whole_vectors(*L, 32));
+        CHECK(has(ks, "slot-mask/avx2") == admits(*L, Strategy::slot_mask, Isa::avx2));
         CHECK(has(ks, "unpack/avx2") == L->facts.natural_two_bit);
         CHECK(has(ks, "base3/avx2") == L->facts.digit_planar);
       }
       // The shared templates also instantiate the NEON policies, plain and dotprod alike.
-      CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && whole_vectors(*L, 16)));
-      CHECK(has(ks, "slot-mask/neon") == (isa_supported(Isa::neon) && whole_vectors(*L, 16)));
+      CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && admits(*L, Strategy::slot_mask, Isa::dotprod)));
+      CHECK(has(ks, "slot-mask/neon") == (isa_supported(Isa::neon) && admits(*L, Strategy::slot_mask, Isa::neon)));
       CHECK(has(ks, "unpack/neon") == (isa_supported(Isa::neon) && L->facts.natural_two_bit));
       CHECK(has(ks, "base3/neon") == (isa_supported(Isa::neon) && L->facts.digit_planar));
       if (isa_supported(Isa::avx512vnni)) {
-        CHECK(has(ks, "slot-mask/avx512vnni") == whole_vectors(*L, 64));
+        CHECK(has(ks, "slot-mask/avx512vnni") == admits(*L, Strategy::slot_mask, Isa::avx512vnni));
         CHECK(has(ks, "unpack/avx512vnni") == L->facts.natural_two_bit);
       } else {
         CHECK_FALSE(has(ks, "slot-mask/avx512vnni"));
@@ -180,12 +190,45 @@ TEST_SUITE("kernels") {
       for (const LayoutInfo* L : all_layouts()) {
         CAPTURE(L->name);
         const auto ks = test::checked_kernels_for(*L);
-        CHECK(has(ks, "slot-mask/avx512vnni-simde") == whole_vectors(*L, 64));
+        CHECK(has(ks, "slot-mask/avx512vnni-simde") == emulated_why_not(*L, Strategy::slot_mask).empty());
         CHECK(has(ks, "unpack/avx512vnni-simde") == (L->block_scales_128() && L->facts.natural_two_bit));
       }
       MESSAGE("AVX-512 VNNI kernels run through SIMDe only: this CPU (", cpu_features().model, ") reports ",
               feature_string());
     }
+  }
+
+  TEST_CASE("every strategy x ISA is listed exactly where the strategy's own why_not is empty, and says why otherwise") {
+    const Strategy strategies[] = {Strategy::broadcast, Strategy::slot_mask, Strategy::slot_mask_widen, Strategy::base3,
+                                   Strategy::unpack,    Strategy::unpack_vecdot, Strategy::prism_neon, Strategy::permute};
+    for (const LayoutInfo* L : all_layouts()) {
+      CAPTURE(L->name);
+      const auto ks = kernels_for(*L);
+      for (const Isa isa : supported_isas()) {
+        if (isa == Isa::scalar) continue;
+        for (const Strategy s : strategies) {
+          const std::string why = kernel_why_not(*L, s, isa);
+          CAPTURE(kernel_name(s, isa));
+          CAPTURE(why);
+          const bool listed = std::any_of(ks.begin(), ks.end(), [&](const KernelVariant& k) { return k.strategy == s && k.isa == isa; });
+          CHECK(listed == why.empty());
+        }
+      }
+      // Every valid layout whose scales the SIMD kernels read gets a SIMD kernel on every ISA here.
+      if (L->block_scales_128())
+        for (const Isa isa : supported_isas())
+          if (isa != Isa::scalar) CHECK_MESSAGE(admits(*L, Strategy::permute, isa), isa_name(isa), ": ", kernel_why_not(*L, Strategy::permute, isa));
+    }
+    // Two layouts no strategy was written for: their refusals are the strategies' own words.
+    const LayoutInfo& lane8 = find_layout("t2r-lane8");
+    if (isa_supported(Isa::avx2)) {
+      CHECK(kernel_why_not(lane8, Strategy::slot_mask, Isa::avx2).find("16 rows per block") != std::string::npos);
+      CHECK(kernel_why_not(lane8, Strategy::unpack, Isa::avx2).find("lacks") != std::string::npos);
+    }
+    if (!isa_supported(Isa::avx512vnni)) CHECK(kernel_why_not(lane8, Strategy::slot_mask, Isa::avx512vnni).find("this CPU lacks") == 0);
+    const LayoutInfo& rows32 = find_layout("t2r32");
+    CHECK(rows32.rows == 32);
+    CHECK(rows32.block_bytes() == 32 * 128 / 4 + 64);
   }
 
   TEST_CASE("plan shapes no stock layout has get slot-mask kernels on every ISA, with no list to edit") {
@@ -584,7 +627,12 @@ TEST_SUITE("kernels") {
       } else {
         MESSAGE(L->name, ": no SIMD kernel on this CPU, the ceiling cannot change the path");
       }
-      if (isa_supported(Isa::avx2) && isa_supported(Isa::avx512vnni) && L->block_scales_128() && whole_vectors(*L, 64)) {
+      // Where slot-mask is the richest strategy on both x86 ISAs (broadcast outranks it), the ladder
+      // and the ceiling pick it.
+      const bool slot_mask_tops = isa_supported(Isa::avx2) && isa_supported(Isa::avx512vnni) && L->block_scales_128() &&
+                                  admits(*L, Strategy::slot_mask, Isa::avx2) && admits(*L, Strategy::slot_mask, Isa::avx512vnni) &&
+                                  !admits(*L, Strategy::broadcast, Isa::avx2) && !admits(*L, Strategy::broadcast, Isa::avx512vnni);
+      if (slot_mask_tops) {
         CHECK(best_kernel(*L, Isa::avx2).variant.name() == "slot-mask/avx2");
         CHECK(top.variant.name() == (cpu_features().splits_512bit_ops ? "slot-mask/avx2" : "slot-mask/avx512vnni"));
       }
