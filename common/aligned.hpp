@@ -16,8 +16,9 @@ inline constexpr std::size_t kAlign = 64;
 
 // Buffers this large (packed weights, the memory-ceiling buffer) are placed on 2 MiB boundaries and
 // offered to transparent huge pages: a stream over hundreds of MiB otherwise walks the page tables
-// every 4 KiB, which costs this VM about a quarter of its read bandwidth (measured with the ceiling
-// loop). Kernels and ceiling get the same treatment, so fractions compare like with like.
+// every 4 KiB, which costs much of the read bandwidth (measured with the ceiling loop:
+// docs/notebook/2026-11-29-zen3-kernels.md). Kernels and ceiling get the same treatment, so
+// fractions compare like with like.
 // They are mapped fresh rather than taken from the C heap: a heap block reuses pages a freed
 // buffer already faulted in at 4 KiB, and the advice does not rebuild those, so a model packed
 // tensor by tensor had one matrix in six on small pages.

@@ -21,8 +21,8 @@ namespace ternlab::experiments {
 
 // The bytes a cold arm's weight copies must fill together: twice the last-level cache `llc`, and
 // never under kColdSetFloor. A set only twice a 32 MiB L3 (one 71 MB gemv copy) let t2r's gemv
-// read up to 121-123% of the memory ceiling on the Zen 4 guest, where 640 MiB kept it at or under
-// 101% (noisy hours both; 32768 x 8192, 1 thread), and 256 MiB read as 640 did in an A/B: the few
+// read past the memory ceiling on the Zen 4 guest, where 640 MiB did not, and 256 MiB read as 640
+// did in an A/B (measured: docs/notebook/2026-12-04-zen4-kernels.md): the few
 // copies a small cache asks for are made enough that nothing of the set stays cached between calls.
 inline constexpr std::int64_t kColdSetFloor = std::int64_t{256} << 20;
 inline std::int64_t cold_set_bytes(std::int64_t llc) { return std::max(2 * llc, kColdSetFloor); }

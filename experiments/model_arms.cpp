@@ -417,8 +417,8 @@ ArmSetup speed_setup(const ModelArm& a, bool decode, int n, int chunk, const std
   const std::int64_t passes = decode ? n : (n + chunk - 1) / chunk;
   s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token()) * double(passes);
   // One session per arm, reset at the start of every call: a call starts from an empty context,
-  // as a decode does, without allocating and faulting in its state buffers again (preset mid, tg16,
-  // t2r after pq2_0: 97.5 and 90.5 tok/s with a fresh session a call, 104 and 104 reset).
+  // as a decode does, without allocating and faulting in its state buffers again, which slowed the
+  // later arm (measured: docs/notebook/2026-12-03-sapphire-rapids-kernels.md).
   auto session = std::make_shared<model::Session>(model->new_session());
   if (decode) {
     s.call = [model, stream, session] {

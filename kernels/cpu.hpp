@@ -26,18 +26,19 @@ struct CpuFeatures {
   std::string vendor;
   int family = 0, model_number = 0;
   // The estimate's guess that streaming weights reads faster without the kernels' software
-  // prefetches (the broadcast gemvs' "+hw-prefetch" builds). Measured on Zen 4 (1.3-1.5x on the
-  // t2r gemv); later AMD families are assumed alike; `--plan measure` settles it per machine.
+  // prefetches (the broadcast gemvs' "+hw-prefetch" builds). Measured on Zen 4
+  // (docs/notebook/2026-12-04-zen4-kernels.md); later AMD families are assumed alike; `--plan
+  // measure` settles it per machine.
   bool prefers_hardware_prefetch = false;
   // The estimate's guess that the broadcast gemm takes its slots faster with gf2p8affineqb than
-  // with a shift and an AND (the "+gfni" builds): so on the Sapphire Rapids-class guest (16-token
-  // gemm 345 -> 368 GMAC/s), the reverse on Zen 4, whose gf2p8affineqb shares the pipes of
-  // vpdpbusd (212 against 199; 4 tokens 174 against 152). True where GFNI runs, except on AMD.
+  // with a shift and an AND (the "+gfni" builds): so on the Sapphire Rapids-class guest, the
+  // reverse on Zen 4, whose gf2p8affineqb shares the pipes of vpdpbusd (measured:
+  // docs/notebook/2026-12-02-sapphire-rapids-kernels.md, 2026-12-04-zen4-kernels.md). True where
+  // GFNI runs, except on AMD.
   bool prefers_gfni_slots = false;
   // Zen 4 runs a 512-bit op as two 256-bit halves, so a slot-mask gemv, whose AVX-512 plans put
-  // fewer rows in a vector and spend more on each block's end, gains nothing from the width: on the
-  // Zen 4 guest (32768 x 8192, cold, 1 thread) t2w's AVX2 gemv read 70.4 Gweights/s against 42.6,
-  // t2x4's 59.5 against 42.8, t2p's 63.7 against 59.6. The estimate then ranks slot-mask's AVX2
+  // fewer rows in a vector and spend more on each block's end, gains nothing from the width
+  // (measured: docs/notebook/2026-12-04-zen4-kernels.md). The estimate then ranks slot-mask's AVX2
   // build above its AVX-512 one. True on AMD family 25 with AVX-512, and later families.
   bool splits_512bit_ops = false;
 };
@@ -65,8 +66,7 @@ std::string feature_string();
 // and glibc's (sysconf) the larger, so that a working set errs towards memory; except where each
 // core complex has its own L3 (AMD), which no core can fill beyond its own: there glibc counted
 // them all (320 MiB on the Zen 4 guest, 256 on the Zen 3 one, whose kernels list 32 MiB; on the
-// Zen 4 guest a 48 MiB buffer read as slowly as a 200 MiB one, 23-24 GB/s on one thread, against
-// 63 at 16 MiB).
+// Zen 4 guest a 48 MiB buffer read as slowly as a 200 MiB one: docs/notebook/2026-12-04-zen4-kernels.md).
 std::int64_t last_level_cache_bytes();
 std::int64_t choose_last_level_cache(std::int64_t kernel_bytes, std::int64_t libc_bytes, bool per_complex_l3);
 

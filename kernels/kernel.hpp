@@ -14,9 +14,9 @@
 
 namespace ternlab {
 
-// Software prefetch distance of the gemv weight streams. On this VM the hardware prefetcher alone
-// left about a third of the read ceiling unused on the 32768 x 8192 gemv (t2p: 27 -> 39
-// Gweights/s on one thread; 1 KiB and 8 KiB ahead were both slower than 2 KiB).
+// Software prefetch distance of the gemv weight streams. On Zen 3 the hardware prefetcher alone
+// left much of the read ceiling unused, and 1 KiB and 8 KiB ahead were both slower than 2 KiB
+// (measured: docs/notebook/2026-11-29-zen3-kernels.md).
 inline constexpr int kPrefetchBytes = 2048;
 // Prefetches the cache lines of a block kPrefetchBytes ahead of `block`. The first three lines are
 // unconditional (a loop over them cost t2p's gemv about 15 instructions in 95 per block).

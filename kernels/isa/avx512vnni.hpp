@@ -120,16 +120,15 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   }
   static constexpr int kRegisters = 32;  // vector registers the unrolling may plan with
   static constexpr int kLanes = 16;
-  // Row groups a gemv reads side by side, and how far ahead each is prefetched. On the Sapphire
-  // Rapids-class VM (65536 x 16384, interleaved, 1 and 2 threads) 4 x 2 KiB, 4 x 4 KiB and
-  // 8 x 2 KiB measured level; 2 streams read 10-25% less and 1 stream 20-25% less.
+  // Row groups a gemv reads side by side, and how far ahead each is prefetched: fewer streams
+  // read less, more or farther no more (measured: docs/notebook/2026-12-01-sapphire-rapids-kernels.md).
   static constexpr int kGemvPrefetch = 2048;
   static constexpr int kGemvStreams = 4;
   static constexpr int kGemmTokens = 16;  // tokens a gemm pass dots each weight vector with
   // A single tile (4 tokens): four row groups side by side, each token with two accumulators
   // (TwoChains; the in-place masks' four a token would need 64 registers). A 4-token gemm is
-  // nearly memory-bound: 17408 x 5120, cold, in one process on the Sapphire Rapids-class VM, four
-  // streams read 8-10% more than one stream with in-place masks on 1 thread and 15% more on 2.
+  // nearly memory-bound, and four streams read more than one stream with in-place masks (measured:
+  // docs/notebook/2026-12-02-sapphire-rapids-kernels.md).
   static constexpr int kGemm4Streams = 4;
   // gemv: each slot masked in place (u * 4^s <= 192: vpdpbusd does not saturate) into its own
   // int32 accumulator, so a strip costs four ANDs and no shift; sums combines them once per block
@@ -162,8 +161,8 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   // gemm, sixteen tokens: each slot shifted down to its code (three shifts and four ANDs a
   // vector, shared by all of a pass's tokens), so a token needs no recombination and one
   // accumulator: sixteen chains of vpdpbusd in flight cover its latency on two ports. (Eight
-  // tokens with two accumulators each, the same chains, spent twice the extraction per product:
-  // 17408 x 5120 x 64, 1 thread, 223 -> 267 GMAC/s.)
+  // tokens with two accumulators each, the same chains, spent twice the extraction per product
+  // and read less: docs/notebook/2026-12-02-sapphire-rapids-kernels.md.)
   struct LaneCodesOne {
     static constexpr int kShift = 0;
     using Slots = Avx512Vnni::Slots;
@@ -179,7 +178,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
 #if defined(TERNLAB_AVX512_GFNI)
   // LaneCodesOne with each slot's code brought down by one GF(2) affine map per byte (output bits
   // 0 and 1 = input bits 2s and 2s + 1, the rest zero): four ops a weight vector instead of
-  // seven, the same codes. 17408 x 5120 x 64, 1 thread: 345 -> 368 GMAC/s.
+  // seven, the same codes (measured: docs/notebook/2026-12-02-sapphire-rapids-kernels.md).
   struct LaneCodesGfni : LaneCodesOne {
     static V slot(V w, int s) {
       const std::uint64_t picks = (std::uint64_t{1} << (2 * s)) << 56 | (std::uint64_t{1} << (2 * s + 1)) << 48;
@@ -190,9 +189,8 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
 #endif
   // Codes' slots with two accumulators a token (slots 0 and 2, slots 1 and 3), added once per
   // block. Four tokens with one accumulator each are four chains of vpdpbusd a stream, which its
-  // latency (4-5 cycles at one a cycle) leaves short of the port: 17408 x 5120 x 4, cold, in one
-  // process on the Zen 4 guest, the shift-and-AND slots read 195 against 183 GMAC/s on 1 thread
-  // and 375 against 340 on 2 (GFNI's slots level, bound by their own port there).
+  // latency (4-5 cycles at one a cycle) leaves short of the port; two read more (GFNI's slots
+  // level, bound by their own port; measured: docs/notebook/2026-12-04-zen4-kernels.md).
   template <class Codes>
   struct TwoChains {
     static constexpr int kShift = 0;
@@ -220,9 +218,8 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   // a byte with its top bit set is first sent, by a lookup merged under that bit, to a byte below
   // 128 with the same four digits (r itself), whose digits the second lookup reads. Against ggml's
   // ceil(256 q / 243) byte, whose digit 0 took two compares and two masked moves (no function of
-  // byte >> k reads it), b3r's gemv ran 1.08x faster from L2 and its gemm 1.07-1.12x (Zen 4, 1
-  // thread); the strips alone, in a harness, 1.23-1.26x (the tail strip and the block's epilogue
-  // did not shrink).
+  // byte >> k reads it), b3r's gemv and gemm ran faster, the strips alone more so (the tail
+  // strip and the block's epilogue did not shrink; measured: docs/notebook/2026-12-05-zen4-kernels.md).
   struct Base3Table {
     V low[2];   // bytes 0-127: digits 1-4
     V high[2];  // bytes 128-255: a byte below 128 with the same digits 1-4

@@ -6,8 +6,8 @@
 //
 // Which shape reads fastest differs by machine, so the ceiling runs several (1, 2 and 4 streams,
 // with and without a 2 KiB prefetch): over 1 GiB one prefetched stream led on the Sapphire
-// Rapids-class VM (18.6 GB/s against 17.9 for four), two streams on one thread of the Zen 4 VM
-// (34.3 GB/s median against 31.8 for one and 33.5 for four).
+// Rapids-class VM, two streams on one thread of the Zen 4 VM (measured:
+// docs/notebook/2026-12-02-sapphire-rapids-kernels.md, 2026-12-05-zen4-kernels.md).
 //
 // A template on the policy so each translation unit (compiled for its own target) gets its own
 // instantiation. Include only after the policy's target pragma.

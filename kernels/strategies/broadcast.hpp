@@ -45,10 +45,10 @@ namespace ternlab::strategies {
 
 // Who brings a gemv's weights in ahead of the loads: the kernel's prefetches or the hardware
 // prefetcher alone. The better one depends on the core, so both are built and the planner may
-// choose (see CpuFeatures::prefers_hardware_prefetch): t2r's AVX-512 gemv (32768 x 8192, cold, 1
-// thread) read 76-87 Gweights/s with its 2 KiB prefetches on the Zen 4 guest and 111-124 without,
-// while on Zen 3 the prefetches paid (AVX2: 41 without, 50-52 with). The gemm keeps its
-// prefetches in both builds: on the Zen 4 guest they were level or faster there (AVX2: 1.2x).
+// choose (see CpuFeatures::prefers_hardware_prefetch): on the Zen 4 guest t2r's AVX-512 gemv read
+// more without its prefetches, on Zen 3 the prefetches paid. The gemm keeps its prefetches in both
+// builds: on Zen 4 they were level or faster there. Measured: docs/notebook/2026-12-04-zen4-kernels.md,
+// 2026-12-03-zen3-kernels.md.
 enum class Streaming { software_prefetch, hardware_prefetch };
 inline constexpr int kNoPrefetch = -1;  // a prefetch distance that prefetches nothing
 
@@ -124,8 +124,8 @@ struct Broadcast {
     const int bb = L.block_bytes(), pb = plan.payload_begin, strip = 4 * R;
     constexpr int VS = T == 1 ? kVectors : 1;
     // Scales that are not fp16 in place (t2r-e4m3, t2r-bf16, t2r-slot-major) are decoded per
-    // block into `decoded`. Through a table of e4m3's codes as fp16 and the fp16 lanes instead,
-    // t2r-e4m3 ran 0.74x t2r's AVX2 gemv and 0.64x its 4-token gemm (Zen 3, 1 thread).
+    // block into `decoded`: faster than a table of e4m3's codes as fp16 and the fp16 lanes
+    // (measured: docs/notebook/2026-12-03-zen3-kernels.md).
     const BlockScaleDecoder decoder(kContiguous ? ScaleFormat::fp16 : L.scale_format());
     alignas(64) float decoded[R];
     const auto offset = [&L](int r) { return L.scale_offset(r); };
@@ -144,8 +144,8 @@ struct Broadcast {
           // Each dot's activation as base + constant: left to itself GCC made the 32 slot
           // addresses separate induction variables (kept in spare vector registers, a move per
           // dot) or indexed them (a vpdpbusd with an index is two uops). Hiding the base's
-          // provenance leaves it one register and one uop per dot: the 16-token gemm went from
-          // 320 to 344 GMAC/s (17408 x 5120, 1 thread).
+          // provenance leaves it one register and one uop per dot, and the 16-token gemm faster
+          // (measured: docs/notebook/2026-12-02-sapphire-rapids-kernels.md).
           if constexpr (P::kRegisters >= 32)
             for (int q = 0; q < GS; ++q) {
               __asm__("" : "+r"(xb));
@@ -182,9 +182,9 @@ struct Broadcast {
             __asm__("" : "+r"(xb));
             // With 16 registers and no broadcast operand every broadcast is an instruction of its
             // own, on Zen 3 about as dear as the dot it feeds, so the strip is walked slot by
-            // slot and each broadcast serves all GS x VS vectors of the pass. Against the per-stream
-            // order, which also spilled its accumulators (Zen 3, 1 thread, in one process): gemv
-            // 1.20x (32768 x 8192 cold) and 1.22x (1024 x 4096 warm), 4-token gemm 1.10x.
+            // slot and each broadcast serves all GS x VS vectors of the pass; faster than the
+            // per-stream order, which also spilled its accumulators (measured:
+            // docs/notebook/2026-12-03-zen3-kernels.md).
             for (int q = 0; q < GS; ++q)
               if (v0 == 0) prefetch_block<PF>(blk[q], bb);
             typename LP::Acc a[GS][T][VS];

@@ -182,8 +182,8 @@ struct SlotMask {
   }
   // Each block's ROWS scales as float lanes for the register epilogue: contiguous fp16 read in
   // place, anything else decoded into the lanes. Decoding is exact: every
-  // scale format's values are floats. On the per-row scalar epilogue instead, t2p-e4m3, t2p-bf16 and
-  // t2p-e8m0 ran 0.35-0.55x t2p's speed on AVX2.
+  // scale format's values are floats. The per-row scalar epilogue instead ran these formats far
+  // slower (measured: docs/notebook/2026-12-03-zen3-kernels.md).
   struct Fp16Lanes {
     explicit Fp16Lanes(const SlotVectorPlan&) {}
     static auto at(const SlotVectorPlan& p, const std::uint8_t* blk) {
@@ -194,7 +194,7 @@ struct SlotMask {
     BlockScaleDecoder decoder;
     explicit DecodedLanes(const SlotVectorPlan& p) : decoder(p.layout->scale_format()) {}
     // Decoded as the block streams in. A pass over a row group's scales ahead of its block loop
-    // waits on a cache miss per block: t2p-e4m3's gemv ran 0.52x t2p's that way, 0.70x this way.
+    // waits on a cache miss per block (measured: docs/notebook/2026-12-03-zen3-kernels.md).
     auto at(const SlotVectorPlan& p, const std::uint8_t* blk) const {
       alignas(32) float d[8] = {};
       decoder.template decode<P, ROWS>(blk, [&](int r) { return p.scale_offset[r]; }, d);

@@ -189,12 +189,9 @@ struct Impl {
   // the sums then stay in registers for the whole head instead of being loaded and stored every
   // row, and the read pass stores S * decay in place, so the update loads the product instead of
   // multiplying again (the same float). The state is prefetched 32 KB ahead into L2 rather than
-  // 2 KB into L1. Preset mid's twelve layers of state (18.9 MB, 2 threads, a 24 MB read between
-  // layers as the matmuls do) took 0.66-0.78 ms against the row loop's 1.0-1.1, a warm head 1.8-2.3
-  // us against 2.5-3.5 (AVX-512, Zen 4 guest, in one process); inside mid's decode a thread's
-  // twelve heads took 65-84 us against 82-94. Where the sums spill (AVX2's 16 registers) the arrays
-  // went through memory at half the row loop's speed, and the farther prefetch alone was no
-  // steadier gain there, so those builds keep the row loop.
+  // 2 KB into L1: faster than the row loop on AVX-512 (measured: docs/notebook/2026-12-04-zen4-kernels.md).
+  // Where the sums spill (AVX2's 16 registers) the arrays went through memory, slower than the row
+  // loop, and the farther prefetch alone was no steadier gain there, so those builds keep the row loop.
   static constexpr int kStatePrefetchBytes = 32768;
   template <int Dv>
   static constexpr bool kSumsInRegisters =
