@@ -155,23 +155,7 @@ int bench(const experiments::BenchSpec& spec, bool print_config) {
   std::vector<experiments::Json> summaries;
   int exit_code = 0;
   for (const experiments::BenchConfig& c : configs) {
-    // The runner reads a file (and copies it into the results folder as experiment.toml).
-    const std::filesystem::path file =
-        std::filesystem::temp_directory_path() / cat("ternlab-bench-", getpid(), "-", c.kind, ".toml");
-    {
-      std::ofstream f(file);
-      f << c.toml;
-      if (!(f.flush())) fail("bench: cannot write ", file.string());
-    }
-    struct Remove {
-      std::filesystem::path p;
-      ~Remove() {
-        std::error_code ec;
-        std::filesystem::remove(p, ec);
-      }
-    } remove{file};
-    experiments::RunOptions opt;
-    const experiments::RunOutcome o = experiments::run_experiment_file(file.string(), opt, std::cout);
+    const experiments::RunOutcome o = experiments::run_experiment_text(c.toml, cat("bench-", c.kind), {}, std::cout);
     exit_code = std::max(exit_code, o.exit_code);
     std::ifstream in(std::filesystem::path(o.folder) / "summary.json");
     summaries.push_back(experiments::Json::parse(in));

@@ -535,16 +535,8 @@ void run_bench(const BenchOptions& o) {
                      {"tests", join(tests, ",")}, {"rounds", o.repetitions}, {"warmup", o.warmup}, {"sample_ms", 0.001},
                      {"load", o.mode}, {"plan", o.plan}, {"requantise_scales", o.requantise},
                      {"baseline", *layouts.front().value<std::string>()}, {"arm", toml::array{arm}}};
-  const std::filesystem::path file = std::filesystem::temp_directory_path() / cat("ternlab-model-bench-", getpid(), ".toml");
-  write_file_atomically(file, cat("# ternlab model bench ", o.path, "\n", config, "\n"));
-  struct Remove {
-    std::filesystem::path p;
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove(p, ec);
-    }
-  } remove{file};
-  const experiments::RunOutcome outcome = experiments::run_experiment_file(file.string(), {}, std::cerr);
+  const experiments::RunOutcome outcome =
+      experiments::run_experiment_text(cat("# ternlab model bench ", o.path, "\n", config, "\n"), "model-bench", {}, std::cerr);
   std::ifstream in(std::filesystem::path(outcome.folder) / "summary.json");
   const experiments::Json summary = experiments::Json::parse(in);
   const experiments::Json& records = summary.at("runs").at(0).at("records");

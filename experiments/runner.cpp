@@ -13,6 +13,7 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/strings.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/report.hpp"
@@ -251,4 +252,18 @@ RunOutcome run_plan(const std::string& path, const RunOptions& opt, std::ostream
 
 }  // namespace
 
+RunOutcome run_experiment_text(const std::string& toml, const std::string& stem, const RunOptions& opt, std::ostream& out) {
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / cat("ternlab-", stem, "-", getpid(), ".toml");
+  write_file_atomically(file, toml);
+  struct Remove {
+    std::filesystem::path p;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove(p, ec);
+    }
+  } remove{file};
+  return run_experiment_file(file.string(), opt, out);
+}
+
 }  // namespace ternlab::experiments
+

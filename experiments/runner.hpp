@@ -23,5 +23,9 @@ struct RunOutcome {
 
 // Throws ternlab::Error (file, line, key) for bad input; writes the plan and tables to `out`.
 RunOutcome run_experiment_file(const std::string& path, const RunOptions& opt, std::ostream& out);
+// The same for a config the caller wrote (`ternlab bench`, `ternlab model bench`): the runner reads
+// a file and copies it into the results folder as experiment.toml, so the text goes to a temporary
+// file named after `stem`, removed afterwards.
+RunOutcome run_experiment_text(const std::string& toml, const std::string& stem, const RunOptions& opt, std::ostream& out);
 
 }  // namespace ternlab::experiments

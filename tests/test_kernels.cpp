@@ -118,6 +118,8 @@ std::string emulated_why_not(const LayoutInfo& L, Strategy strategy) {
     if (g.strategy == strategy) return g.why;
   return cat("layout '", L.name, "' lacks what ", strategy_name(strategy), " reads");
 }
+#else
+std::string emulated_why_not(const LayoutInfo&, Strategy) { return "the SIMDe build of the AVX-512 kernels is x86-64's only"; }
 #endif
 
 // Every output of `k` on a small random case against the integer oracle; returns mismatches.

@@ -137,24 +137,6 @@ TEST_SUITE("peers") {
     }
   }
 
-  TEST_CASE("TQ2_0 both paths' arithmetic gives the exact integer sum where every product is an integer") {
-    // Unit weight scales and q8_K blocks with d = 1: each block's term is an integer below 2^24.
-    const std::int64_t rows = 16, cols = 1024, tokens = 3;
-    const TernaryMatrix m = ggml_weights(rows, cols, 9, ScaleKind::unit);
-    const UnitActivations a = make_unit_activations(tokens, cols, 10);
-    const Q8KBatch x = quantize_batch(a.f.data(), tokens, cols);
-    const std::vector<std::int64_t> want = oracle_int(m, a.i8, tokens);
-    const Tq2Matrix w = pack_tq2(m, "unit");
-    for (std::int64_t t = 0; t < tokens; ++t)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        CAPTURE(r);
-        const double exact = double(want[std::size_t(t * rows + r)]);
-        CHECK(double(tq2_dot_avx2_model(w.row(r), x.row(t), w.blocks_per_row())) == exact);
-        CHECK(double(tq2_dot_generic(w.row(r), x.row(t), w.blocks_per_row())) == exact);
-        CHECK(double(tq2_dot(w.row(r), x.row(t), w.blocks_per_row())) == exact);
-      }
-  }
-
   TEST_CASE("TQ2_0 bad input names the tensor: size, scale, shape, two scales in one block") {
     const Tq2Matrix w = pack_tq2(ggml_weights(4, 512, 1, ScaleKind::random), "blk.0.ffn_down");
     std::vector<std::uint8_t> bytes(w.bytes.begin(), w.bytes.end());
@@ -392,21 +374,25 @@ TEST_SUITE("peers") {
     }
   }
 
-  TEST_CASE("TQ1_0 both paths' arithmetic gives the exact integer sum where every product is an integer") {
+  TEST_CASE("both ggml formats: both paths' arithmetic gives the exact integer sum where every product is an integer") {
+    // Unit weight scales and q8_K blocks with d = 1: each block's term is an integer below 2^24.
     const std::int64_t rows = 16, cols = 1024, tokens = 3;
-    const TernaryMatrix m = ggml_weights(rows, cols, 11, ScaleKind::unit);
-    const UnitActivations a = make_unit_activations(tokens, cols, 12);
+    const TernaryMatrix m = ggml_weights(rows, cols, 9, ScaleKind::unit);
+    const UnitActivations a = make_unit_activations(tokens, cols, 10);
     const Q8KBatch x = quantize_batch(a.f.data(), tokens, cols);
     const std::vector<std::int64_t> want = oracle_int(m, a.i8, tokens);
-    const Tq1Matrix w = pack_tq1(m, "unit");
-    for (std::int64_t t = 0; t < tokens; ++t)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        CAPTURE(r);
-        const double exact = double(want[std::size_t(t * rows + r)]);
-        CHECK(double(tq1_dot_avx2_model(w.row(r), x.row(t), w.blocks_per_row())) == exact);
-        CHECK(double(tq1_dot_generic(w.row(r), x.row(t), w.blocks_per_row())) == exact);
-        CHECK(double(tq1_dot(w.row(r), x.row(t), w.blocks_per_row())) == exact);
-      }
+    const auto check_paths = [&](const auto& w, auto avx2_model, auto generic, auto dot) {
+      for (std::int64_t t = 0; t < tokens; ++t)
+        for (std::int64_t r = 0; r < rows; ++r) {
+          CAPTURE(r);
+          const double exact = double(want[std::size_t(t * rows + r)]);
+          CHECK(double(avx2_model(w.row(r), x.row(t), w.blocks_per_row())) == exact);
+          CHECK(double(generic(w.row(r), x.row(t), w.blocks_per_row())) == exact);
+          CHECK(double(dot(w.row(r), x.row(t), w.blocks_per_row())) == exact);
+        }
+    };
+    SUBCASE("TQ2_0") { check_paths(pack_tq2(m, "unit"), tq2_dot_avx2_model, tq2_dot_generic, tq2_dot); }
+    SUBCASE("TQ1_0") { check_paths(pack_tq1(m, "unit"), tq1_dot_avx2_model, tq1_dot_generic, tq1_dot); }
   }
 
   TEST_CASE("TQ1_0 bad input names the tensor: size, scale, shape, two scales in one block, +2 weights") {
