@@ -230,6 +230,14 @@ TEST_SUITE("census") {
   }
 
   TEST_CASE("no hot loop of any kernel listed here calls a function") {
+    // Expected skip where no hardware breakpoint can be set (qemu-user, a container that refuses
+    // perf_event_open): the loop is then chosen from the code alone, which may be one the kernel
+    // does not run (under qemu aarch64 it took a loop of the i8mm gemm through an exception path's
+    // delete, and permute's edge-block copy). The native runs, which can watch, assert this.
+    if (!inspect::can_watch_loops()) {
+      MESSAGE("expected skip: no hardware breakpoints here, so the census cannot tell which loop runs");
+      return;
+    }
     int counted = 0;
     for (const LayoutInfo* L : all_layouts())
       for (const KernelVariant& k : kernels_for(*L)) {
@@ -253,6 +261,14 @@ TEST_SUITE("census") {
   }
 
   TEST_CASE("the walkthroughs' comparisons hold on every ISA this machine runs") {
+    // Expected skip where no hardware breakpoint can be set (qemu-user, a container that refuses
+    // perf_event_open): the loop is then chosen from the code alone, which may be one the kernel
+    // does not run (under qemu aarch64 it took a loop of the i8mm gemm through an exception path's
+    // delete, and permute's edge-block copy). The native runs, which can watch, assert this.
+    if (!inspect::can_watch_loops()) {
+      MESSAGE("expected skip: no hardware breakpoints here, so the census cannot tell which loop runs");
+      return;
+    }
     for (const std::string& isa : slot_mask_isas()) {
       CAPTURE(isa);
       const auto slot_mask = gemv_loop("t2p", "slot-mask/" + isa);
