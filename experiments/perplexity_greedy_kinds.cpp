@@ -40,9 +40,8 @@ constexpr IntegerKey prompt_tokens{"prompt_tokens", 8, 1, 1 << 20};
 
 // How far a peer kernel's perplexity may sit from the baseline's. The peers keep their own float
 // arithmetic (ggml sums a block's lanes in its order, BitNet rescales per token), so their logits
-// differ in the last bits. On a random-weight preset, whose perplexities run to 10^6, that moved
-// ggml TQ2_0's perplexity by 0.08% against ternlab's kernel on the same bytes; a wrong kernel moves
-// it by far more than 1%.
+// differ in the last bits, and a random-weight preset's perplexity (near 10^6) by a fraction of a
+// percent (measured: docs/notebook/2026-12-05-zen4-peers.md); a wrong kernel moves it by far more.
 constexpr double kPeerPerplexityTolerance = 1e-2;
 
 // The greedy check alone (untimed kinds): every arm loaded and checked, one at a time when asked.
