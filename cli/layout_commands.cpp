@@ -12,6 +12,7 @@
 #include "common/table.hpp"
 #include "common/files.hpp"
 #include "common/strings.hpp"
+#include "kernels/catalog.hpp"
 #include "layouts/byte_map.hpp"
 #include "layouts/matrix.hpp"
 #include "layouts/records/all.hpp"
@@ -25,10 +26,13 @@ void print_layouts(bool as_json) {
   Table table({{"layout"}, {"bits", Align::right}, {"block", Align::right}, {"bytes", Align::right}, {"strategies"}, {"properties"}});
   nlohmann::ordered_json json = nlohmann::ordered_json::array();
   for (const LayoutInfo* L : all_layouts()) {
+    // The reference kernel runs every layout; the strategies after it read the layout's properties.
+    std::vector<std::string> strategies{std::string(strategy_name(Strategy::reference))};
+    for (const Strategy s : admitted_strategies(*L)) strategies.emplace_back(strategy_name(s));
     table.add({std::string(L->name), fixed_text(L->bits_per_weight(), 3), cat(L->rows, "x", L->k), cat(L->block_bytes()),
-               join(L->strategies()), join(L->properties())});
+               join(strategies), join(L->properties())});
     json.push_back({{"layout", std::string(L->name)}, {"summary", std::string(L->summary)}, {"bits_per_weight", L->bits_per_weight()},
-                    {"rows", L->rows}, {"k", L->k}, {"block_bytes", L->block_bytes()}, {"strategies", L->strategies()},
+                    {"rows", L->rows}, {"k", L->k}, {"block_bytes", L->block_bytes()}, {"strategies", strategies},
                     {"properties", L->properties()}, {"gguf_type", L->gguf_type >= 0 ? nlohmann::ordered_json(L->gguf_type) : nullptr}});
   }
   std::cout << (as_json ? json.dump(1) + "\n" : table.text());

@@ -1,16 +1,16 @@
 #include "kernels/catalog.hpp"
 
+#include <ranges>
 #include <utility>
 
 #include <range/v3/view/map.hpp>
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
-#include "kernels/arm_kernels.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/kernel_plan.hpp"
-#include "kernels/portable/portable.hpp"
-#include "kernels/x86_kernels.hpp"
+#include "kernels/strategies/all.hpp"
+#include "kernels/targets/target.hpp"
 
 namespace ternlab {
 
@@ -67,25 +67,20 @@ std::vector<KernelVariant> collect(const LayoutInfo& layout, std::vector<KernelG
   if (!layout.block_scales_128() && !chunked_block_scales(layout)) {
     const std::string why = layout.block_scales_why_not();
     if (gaps)
-      for (const std::string& s : layout.strategies())
-        if (s != "reference") gaps->push_back({parse_strategy(s), best_isa(), why});
+      for (const Strategy s : admitted_strategies(layout)) gaps->push_back({s, best_isa(), why});
     return v;
   }
-  // x86 strategies (broadcast, slot-mask, unpack, base3) per ISA the CPU runs; each adds only what
-  // the layout's properties and plan admit.
-  if (isa_supported(Isa::avx2)) detail::add_avx2_kernels(layout, v, gaps);
-  if (isa_supported(Isa::avx512vnni)) detail::add_avx512vnni_kernels(layout, v, gaps);
-  // The same strategies per aarch64 feature level (plain NEON, dotprod), then i8mm's smmla gemm,
-  // which pairs with the dotprod gemv listed before it.
-  if (isa_supported(Isa::neon)) detail::add_neon_kernels(layout, v, gaps);
-  if (isa_supported(Isa::dotprod)) detail::add_dotprod_kernels(layout, v, gaps);
-  if (isa_supported(Isa::i8mm)) detail::add_i8mm_kernels(layout, v, gaps);
-  // One plain C++ kernel source in two compiles (kernels/portable/): for experiments, never chosen
-  // by default (named_only).
-  detail::add_portable_scalar_kernels(layout, v, gaps);
-  if (isa_supported(detail::kPortableAutovecIsa)) detail::add_portable_autovec_kernels(layout, v, gaps);
+  // Every target this CPU runs, in targets.def's order; each adds what its strategies admit.
+  const std::size_t first_gap = gaps ? gaps->size() : 0;
+  for (const Target* t : all_targets())
+    if (t->runs_here()) t->add_kernels(layout, v, gaps);
   if (!layout.block_scales_128()) {
-    // A chunked block: the strategies that read it stay, the others become gaps with the reason.
+    // A chunked block: the strategies that read it stay, the others become gaps with the reason;
+    // where a strategy that cannot read the scales also declined for another reason, the scales
+    // are the one that matters.
+    if (gaps)
+      for (std::size_t i = first_gap; i < gaps->size(); ++i)
+        if (std::string why = scales_why_not((*gaps)[i].strategy, layout); !why.empty()) (*gaps)[i].why = std::move(why);
     std::vector<KernelVariant> kept;
     for (KernelVariant& k : v)
       if (const std::string why = scales_why_not(k.strategy, layout); why.empty())
@@ -100,6 +95,15 @@ std::vector<KernelVariant> collect(const LayoutInfo& layout, std::vector<KernelG
 
 std::vector<KernelVariant> kernels_for(const LayoutInfo& layout) { return collect(layout, nullptr); }
 
+std::vector<Strategy> admitted_strategies(const LayoutInfo& layout) {
+  std::vector<Strategy> out;
+  strategies::for_each_strategy(strategies::AllStrategies{}, [&]<class S>() {
+    if (S::admits(layout)) out.push_back(S::id);
+  });
+  return out;
+}
+
+
 std::vector<KernelGap> kernel_gaps(const LayoutInfo& layout) {
   std::vector<KernelGap> gaps;
   collect(layout, &gaps);
@@ -113,7 +117,13 @@ std::string kernel_why_not(const LayoutInfo& layout, Strategy strategy, Isa isa)
     if (k.strategy == strategy && k.isa == isa) return "";
   for (const KernelGap& g : gaps)
     if (g.strategy == strategy && g.isa == isa) return g.why;
-  return cat("layout '", layout.name, "' lacks what ", strategy_name(strategy), " reads (its strategies: ", join(layout.strategies()), ")");
+  std::string why;
+  strategies::for_each_strategy(strategies::AllStrategies{}, [&]<class S>() {
+    if (S::id == strategy) why = S::why_not(layout);
+  });
+  if (!why.empty()) return why;
+  return cat("no target of this build lists ", strategy_name(strategy), " on ", isa_name(isa), " (its strategies here: ",
+             join(admitted_strategies(layout) | std::views::transform(strategy_name)), ")");
 }
 
 }  // namespace ternlab

@@ -18,7 +18,7 @@ struct KernelVariant {
   GemmFn gemm = nullptr;
   GemvPhases phases{};  // set where the gemv's activations are prepared once per call (run_gemv)
   bool emulated = false;  // the ISA's kernels built through SIMDe (tests only): named "isa-simde"
-  bool gfni = false;      // the build that also uses GFNI (kernels/x86_avx512gfni.cpp): "isa+gfni"
+  bool gfni = false;      // the build that also uses GFNI (kernels/targets/avx512vnni/gfni_kernels.cpp): "isa+gfni"
   // The build whose gemv has no software prefetches, its weights streamed by the hardware
   // prefetcher alone (strategies::Streaming): "isa+hw-prefetch".
   bool hardware_prefetch = false;
@@ -29,6 +29,11 @@ struct KernelVariant {
 };
 
 std::vector<KernelVariant> kernels_for(const LayoutInfo& layout);
+
+// The strategies whose layout property `layout` has (kernels/strategies/all.hpp), in the list's
+// order; permute, the fallback, reads every layout. The reference kernel is not among them: it
+// runs every layout everywhere.
+std::vector<Strategy> admitted_strategies(const LayoutInfo& layout);
 
 // A strategy that the layout's properties admit, on an ISA this CPU runs, whose plan refused the
 // layout at that ISA's width (t2w3's 96-byte payload is no whole number of 64-byte vectors).

@@ -103,6 +103,18 @@ std::optional<Isa>& ceiling() {
 
 }  // namespace
 
+IsaFamily isa_family(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return IsaFamily::any;
+    case Isa::neon:
+    case Isa::dotprod:
+    case Isa::i8mm: return IsaFamily::arm;
+    case Isa::avx2:
+    case Isa::avx512vnni: return IsaFamily::x86;
+  }
+  return IsaFamily::any;
+}
+
 std::string_view isa_name(Isa isa) {
   for (const auto& [i, n] : kNames)
     if (i == isa) return n;

@@ -12,6 +12,9 @@ namespace ternlab {
 enum class Isa { scalar, neon, dotprod, i8mm, avx2, avx512vnni };
 
 std::string_view isa_name(Isa isa);
+// The architecture whose ladder an ISA is on; scalar is on every one.
+enum class IsaFamily { any, arm, x86 };
+IsaFamily isa_family(Isa isa);
 Isa parse_isa(std::string_view name);  // throws ternlab::Error listing the valid names
 
 struct CpuFeatures {

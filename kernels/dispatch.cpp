@@ -10,6 +10,8 @@
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/all.hpp"
+#include "kernels/targets/target.hpp"
 
 namespace ternlab {
 
@@ -89,20 +91,21 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
     fail("no kernel of strategy '", strategy_name(*only_strategy), "' for layout '", layout.name,
          "' at or below the ISA ceiling ", isa_name(ceiling), " (available: ", variant_names(listed), ")");
   // What the layout or the CPU rules out, so the listing is explicit about the absent arms.
-  for (Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::neon, Isa::dotprod, Isa::i8mm})
-    if (!isa_supported(isa)) c.notes.push_back(cat(isa_name(isa), ": no kernels, this CPU lacks it (", feature_string(), ")"));
+  std::vector<Isa> lacking;
+  for (const Target* t : all_targets())
+    if (!isa_supported(t->isa) && std::find(lacking.begin(), lacking.end(), t->isa) == lacking.end()) lacking.push_back(t->isa);
+  for (Isa isa : lacking) c.notes.push_back(cat(isa_name(isa), ": no kernels, this CPU lacks it (", feature_string(), ")"));
   const std::vector<KernelGap> gaps = kernel_gaps(layout);
   for (const KernelGap& g : gaps)
     c.notes.push_back(cat(kernel_name(g.strategy, g.isa), ": no kernel, its plan refuses the layout: ", g.why));
-  std::vector<Strategy> admitted;
-  for (const std::string& name : layout.strategies()) admitted.push_back(parse_strategy(name));
+  const std::vector<Strategy> admitted = admitted_strategies(layout);
   for (Strategy s : admitted)
     if (std::none_of(listed.begin(), listed.end(), [&](const KernelVariant& k) { return k.strategy == s; }) &&
         std::none_of(gaps.begin(), gaps.end(), [&](const KernelGap& g) { return g.strategy == s; }))
       c.notes.push_back(cat(strategy_name(s), ": no kernel for this CPU (", feature_string(), ")"));
-  for (Strategy s : {Strategy::broadcast, Strategy::slot_mask, Strategy::unpack, Strategy::base3})
-    if (std::find(admitted.begin(), admitted.end(), s) == admitted.end())
-      c.notes.push_back(cat(strategy_name(s), ": not applicable, the layout lacks the property"));
+  strategies::for_each_strategy(strategies::AllStrategies{}, [&]<class S>() {
+    if (!S::admits(layout)) c.notes.push_back(cat(strategy_name(S::id), ": not applicable, ", S::why_not(layout)));
+  });
   return c;
 }
 
@@ -110,9 +113,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
 
 bool isa_at_or_below(Isa isa, Isa ceiling) {
   if (isa == Isa::scalar) return true;
-  const bool x86 = isa == Isa::avx2 || isa == Isa::avx512vnni;
-  const bool x86_ceiling = ceiling == Isa::avx2 || ceiling == Isa::avx512vnni;
-  if (ceiling != Isa::scalar && x86 != x86_ceiling) return false;
+  if (ceiling != Isa::scalar && isa_family(isa) != isa_family(ceiling)) return false;
   return int(isa) <= int(ceiling);
 }
 

@@ -35,7 +35,7 @@ inline constexpr Strategy kStrategyPreference[] = {Strategy::broadcast,     Stra
 // an experiment arm or a filtered choice names them (kernel = "portable/avx2").
 inline constexpr bool named_only(Strategy s) { return s == Strategy::portable; }
 
-// The strategy every valid layout gets (kernels/strategies/permute.hpp): best_kernel ranks it below
+// The strategy every valid layout gets (kernels/strategies/permute/kernels.hpp): best_kernel ranks it below
 // every other SIMD kernel whatever their ISAs (a layout that admits a richer strategy keeps it),
 // above only the reference.
 inline constexpr Strategy kFallbackStrategy = Strategy::permute;

@@ -91,7 +91,7 @@ struct SlotVectorPlan {
   // holds rows 4k .. 4k+3 in its four lanes, so summing the words gathers the rows (t2p, t2p8).
   bool fold_words = false;
 
-  // The matrix-instruction view of a 16-byte plan (the NEON i8mm smmla gemm, kernels/arm_i8mm.cpp):
+  // The matrix-instruction view of a 16-byte plan (the NEON i8mm smmla gemm, kernels/targets/i8mm/kernels.cpp):
   // the block's words as units, a row pair (row_a in bytes 0-7, row_b in 8-15) or a single row, in
   // the order the slot plan lists them; slot s of a unit's word holds the weights from
   // k0 + s * slot_stride, one stride for the whole layout. tile_why_not is empty when the gemm
@@ -117,7 +117,7 @@ using PairPosition = int (*)(int j, int u, int h);
 const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_bytes, PairPosition pos,
                                        int max_group = kMaxPlanVectors);
 
-// The NEON 16-byte policies' plan (kernels/isa/neon.hpp): their pair sums come from
+// The NEON 16-byte policies' plan (kernels/targets/neon/policy.hpp): their pair sums come from
 // vpaddq(c_a, c_a+1) = [c_a pairs 0,1 | c_a+1 pairs 0,1], and their group sums are int32.
 int neon_pair_position(int a, int u, int h);
 inline constexpr int kNeonGroupVectors = 8;
@@ -238,7 +238,7 @@ const Base3DigitTables& base3_digit_tables();
 
 namespace ternlab {
 
-// The permute plan (kernels/strategies/permute.hpp), for any valid layout at vector width
+// The permute plan (kernels/strategies/permute/kernels.hpp), for any valid layout at vector width
 // `vector_bytes`. A block is read as *items*: vectors of codes, each built from one or more *ops*
 // (load vector_bytes at a block offset, shuffle bytes within each 16-byte lane, extract one 2-bit
 // field or base-3 digit, OR into the item), such that every 4-byte lane of an item holds codes of

@@ -9,7 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
-#include "kernels/x86_kernels.hpp"
+#include "kernels/targets/x86.hpp"
 
 #if defined(__aarch64__)
 #include <arm_neon.h>

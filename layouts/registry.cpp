@@ -56,16 +56,6 @@ std::string LayoutInfo::block_scales_why_not() const {
   return cat(k, "-weight blocks with ", scale_group(), "-weight scale groups", need);
 }
 
-std::vector<std::string> LayoutInfo::strategies() const {
-  std::vector<std::string> s{"reference"};
-  if (facts.row_interleaved || facts.row_interleaved_base3) s.push_back("broadcast");
-  if (facts.slot_vectorizable) s.push_back("slot-mask");
-  if (facts.natural_two_bit) s.push_back("unpack");
-  if (facts.digit_planar) s.push_back("base3");
-  s.push_back("permute");  // any valid layout (kernels/strategies/permute.hpp)
-  return s;
-}
-
 std::vector<std::string> LayoutInfo::formulas() const {
   std::vector<std::string> out;
   for (int p = 0; p < n_pieces(*spec); ++p) {

@@ -54,8 +54,6 @@ struct LayoutInfo {
   float scale(const std::uint8_t* block, int row, int group = 0) const {
     return decode_scale(scale_format(), block + scale_offset(row, group));
   }
-  // Kernel strategies this layout's properties admit (the reference kernel always applies).
-  std::vector<std::string> strategies() const;
   // Properties in words, for `ternlab layouts`.
   std::vector<std::string> properties() const;
   // The declaration as formulas, one piece per entry, for `ternlab layout show` (t2p:

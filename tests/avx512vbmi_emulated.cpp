@@ -1,5 +1,5 @@
-// kernels/x86_avx512vbmi.cpp built a second time through SIMDe (its byte lookups included), so the
+// kernels/targets/avx512vnni/vbmi_kernels.cpp built a second time through SIMDe (its byte lookups included), so the
 // oracle suites check the base-3 broadcast kernels on any AVX2 CPU: the emulated AVX-512 catalog
 // (add_avx512vnni_emulated_kernels) offers them for base-3 row-interleaved layouts.
 #define TERNLAB_AVX512_EMULATED 1
-#include "kernels/x86_avx512vbmi.cpp"
+#include "kernels/targets/avx512vnni/vbmi_kernels.cpp"

@@ -3,7 +3,7 @@
 #include "common/error.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/kernel_plan.hpp"
-#include "kernels/x86_kernels.hpp"
+#include "kernels/targets/x86.hpp"
 
 namespace ternlab::test {
 

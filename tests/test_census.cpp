@@ -17,7 +17,7 @@
 #include "kernels/catalog.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/dispatch.hpp"
-#include "kernels/portable/portable.hpp"
+#include "kernels/targets/portable/portable.hpp"
 #include "kernels/vector/vector_ops.hpp"
 #include "layouts/registry.hpp"
 

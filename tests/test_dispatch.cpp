@@ -14,7 +14,7 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/measure.hpp"
 #include "kernels/oracle.hpp"
-#include "kernels/portable/portable.hpp"
+#include "kernels/targets/portable/portable.hpp"
 #include "kernels/testdata.hpp"
 #include "tests/support.hpp"
 

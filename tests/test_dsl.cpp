@@ -4,6 +4,7 @@
 
 #include <tuple>
 
+#include "kernels/catalog.hpp"
 #include "layouts/stock.hpp"
 #include "ternlab_test_layouts.hpp"  // every header in tests/layouts/ (tests/CMakeLists.txt)
 
@@ -188,12 +189,12 @@ TEST_SUITE("dsl") {
     CHECK(find_layout("pq2_0").gguf_type == 142);
     CHECK(find_layout("ptq1_0").gguf_type == 143);
     CHECK(find_layout("t2p").gguf_type == -1);
-    const auto s = find_layout("t2p").strategies();
-    CHECK(std::find(s.begin(), s.end(), "slot-mask") != s.end());
-    const auto b = find_layout("ptq1_0").strategies();
-    CHECK(std::find(b.begin(), b.end(), "base3") != b.end());
-    const auto r = find_layout("t2r").strategies();
-    CHECK(std::find(r.begin(), r.end(), "broadcast") != r.end());
+    const auto s = admitted_strategies(find_layout("t2p"));
+    CHECK(std::find(s.begin(), s.end(), Strategy::slot_mask) != s.end());
+    const auto b = admitted_strategies(find_layout("ptq1_0"));
+    CHECK(std::find(b.begin(), b.end(), Strategy::base3) != b.end());
+    const auto r = admitted_strategies(find_layout("t2r"));
+    CHECK(std::find(r.begin(), r.end(), Strategy::broadcast) != r.end());
     CHECK(find_layout("t2r-slot-major").strip_plan != nullptr);
     CHECK(find_layout("t2p").strip_plan == nullptr);
     CHECK(all_layouts().size() >= 9);
@@ -226,13 +227,13 @@ TEST_SUITE("dsl") {
     CHECK(find_layout("t2p").scale_format() == ScaleFormat::fp16);
     for (const char* name : {"t2p-bf16", "t2p-e4m3", "t2p-e8m0"}) {
       CAPTURE(name);
-      const auto st = find_layout(name).strategies();
-      CHECK(std::find(st.begin(), st.end(), "slot-mask") != st.end());
+      const auto st = admitted_strategies(find_layout(name));
+      CHECK(std::find(st.begin(), st.end(), Strategy::slot_mask) != st.end());
     }
     for (const char* name : {"t2r-bf16", "t2r-e4m3"}) {
       CAPTURE(name);
-      const auto r = find_layout(name).strategies();
-      CHECK(std::find(r.begin(), r.end(), "broadcast") != r.end());
+      const auto r = admitted_strategies(find_layout(name));
+      CHECK(std::find(r.begin(), r.end(), Strategy::broadcast) != r.end());
     }
   }
 

@@ -10,7 +10,7 @@
 #include "kernels/kernel_plan.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/testdata.hpp"
-#include "kernels/x86_kernels.hpp"
+#include "kernels/targets/x86.hpp"
 #include "tests/support.hpp"
 
 using namespace ternlab;
@@ -528,7 +528,7 @@ TEST_SUITE("kernels") {
       CHECK(m.variant.strategy == Strategy::permute);
       CHECK(m.notes.front().find("no richer strategy") != std::string::npos);
       CHECK(std::any_of(m.notes.begin(), m.notes.end(), [](const std::string& n) {
-        return n == "slot-mask: not applicable, the layout lacks the property";
+        return n.starts_with("slot-mask: not applicable, ");
       }));
     }
     for (const KernelVariant& k : c.variant.strategy == Strategy::reference ? std::vector<KernelVariant>{} : kernels_for(find_layout("t2p")))

@@ -71,7 +71,7 @@ void run_i2s_gemm(ThreadPool& pool, const I2sMatrix& w, const I8sActs& x, float*
 void check_i2s(const I2sMatrix& w, const I8sActs& x, std::span<const float> y, std::int64_t ldy);
 
 namespace detail {
-// The AVX2 dots (kernels/peers/i2s_avx2.cpp): raw sum of u * q as a float, as BitNet returns it.
+// The AVX2 dots (kernels/targets/avx2/peer_i2s.cpp): raw sum of u * q as a float, as BitNet returns it.
 float i2s_dot_1x1_avx2(const std::uint8_t* w, const std::int8_t* y, std::int64_t k);
 void i2s_dot_nx1_avx2(const std::uint8_t* w, const std::int8_t* const* y, std::int64_t k, float* out);
 }  // namespace detail

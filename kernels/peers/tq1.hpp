@@ -73,7 +73,7 @@ void run_tq1_mul_mat(ThreadPool& pool, const Tq1Matrix& w, const Q8KBatch& x, fl
 void check_tq1(const Tq1Matrix& w, const Q8KBatch& x, std::span<const float> y, std::int64_t ldy);
 
 namespace detail {
-float tq1_dot_avx2(const std::uint8_t* w, const BlockQ8K* y, std::int64_t blocks);  // kernels/peers/tq1_avx2.cpp
+float tq1_dot_avx2(const std::uint8_t* w, const BlockQ8K* y, std::int64_t blocks);  // kernels/targets/avx2/peer_tq1.cpp
 }  // namespace detail
 
 }  // namespace ternlab::peers

@@ -62,7 +62,7 @@ void run_tq2_mul_mat(ThreadPool& pool, const Tq2Matrix& w, const Q8KBatch& x, fl
 void check_tq2(const Tq2Matrix& w, const Q8KBatch& x, std::span<const float> y, std::int64_t ldy);
 
 namespace detail {
-float tq2_dot_avx2(const std::uint8_t* w, const BlockQ8K* y, std::int64_t blocks);  // kernels/peers/tq2_avx2.cpp
+float tq2_dot_avx2(const std::uint8_t* w, const BlockQ8K* y, std::int64_t blocks);  // kernels/targets/avx2/peer_tq2.cpp
 }  // namespace detail
 
 }  // namespace ternlab::peers

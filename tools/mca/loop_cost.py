@@ -10,7 +10,7 @@ per vpdpbusd zmm): every kernel here spends exactly one such product per weight 
 column compares kernels directly. The register-only vpmaddubsw loop (the int8 ceiling) is 64 on
 Zen 3 (two a cycle); "stack" counts the loop's stack references (spills).
 
-    python3 tools/mca/loop_cost.py                       # kernels/x86_avx2.cpp, -mcpu=znver3
+    python3 tools/mca/loop_cost.py                       # kernels/targets/avx2/kernels.cpp, -mcpu=znver3
     python3 tools/mca/loop_cost.py --mcpu skylake --filter SlotMask
     python3 tools/mca/loop_cost.py --show 'SlotMask<Avx2,2,2,4>::gemv'   # print the loop it measured
 

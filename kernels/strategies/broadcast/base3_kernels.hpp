@@ -1,0 +1,173 @@
+// The broadcast strategy's base-3 build, for base-3 row-interleaved layouts (b3r), instantiated per
+// AVX-512 policy P with byte lookups (VBMI). The layout enters through its Base3StripPlan
+// (layouts/dsl.hpp); the walk is broadcast.hpp's AVX-512 one with one step more per strip:
+//
+//   per token, once:  the activations in base-3 strip order (strip t's digit n = one dword) + BlockActs
+//   per block:        for each of the seven strips (the tail's two bytes a row widened to a lane):
+//                     one load, the byte tables (P::base3_digits: digit 0, and digits 1-4 as t2r's
+//                     four 2-bit slots), then the lane program's slots and dots exactly as for t2r,
+//                     and one more dot of digit 0 against its own dword (LP::dot_codes); the block
+//                     ends in P::lanes_fma as t2r's does, the +1 code offset leaving with ysum.
+//
+// At 1.75 bits a weight it moves a sixth fewer bytes than t2r; its strip costs about twice t2r's
+// instructions for 1.25 times the weights, so it wins where the gemv waits on memory (two threads
+// and more) and loses where one core's instructions are the bound.
+//
+// Exactness: digits are 0..2, slot values u * 4^s <= 128, so no dot saturates; the row sums are
+// exact int32 and the fma association is gemv_reference's, so the float result is bit-identical.
+//
+// Include only from an ISA translation unit built for AVX-512 VBMI (after its #pragma GCC target).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "common/error.hpp"
+#include "common/strings.hpp"
+#include "kernels/kernel.hpp"
+#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/broadcast/kernels.hpp"
+#include "layouts/matrix.hpp"
+
+namespace ternlab::strategies {
+
+
+template <class P, Streaming S = Streaming::software_prefetch>
+struct BroadcastBase3 {
+  static constexpr int R = P::kLanes;  // one vector of rows per strip
+  static constexpr bool kSoftwarePrefetch = S == Streaming::software_prefetch;
+  static constexpr int kGemvPrefetch = kSoftwarePrefetch ? P::kGemvPrefetch : kNoPrefetch;
+  static constexpr std::string_view kBuild = kSoftwarePrefetch ? "" : kHardwarePrefetchSuffix;
+  static constexpr int kStrips = kBase3Strips + 1;  // the tail read as one more strip
+  static constexpr int kBlockBytes = R * (4 * kBase3Strips + kBase3TailLanes) + 2 * R;
+  static constexpr int kActs = kBase3StripActBytes;
+
+  static std::string why_not(const LayoutInfo& L) {
+    if (!L.base3_strip_plan) return "the layout is not base-3 row-interleaved";
+    if (L.code != Code::base3_banded)
+      return "its bytes are ceil(256 q / 243) (Code::base3), whose digit 0 no byte table of byte >> 2 reads; the "
+             "kernel reads Code::base3_banded";
+    if (L.rows != R) return cat("the kernel takes ", R, "-row blocks, the layout has ", L.rows);
+    if (L.block_bytes() != kBlockBytes || L.scale_offset(0) != L.block_bytes() - 2 * R || L.spec->scales.row_stride != 2 ||
+        L.scale_format() != ScaleFormat::fp16)
+      return "the kernel reads the sixteen fp16 scales after the payload, at the block's end";
+    return "";
+  }
+  static const Base3StripPlan& checked_plan(const LayoutInfo& L) {
+    const std::string why = why_not(L);
+    if (!why.empty()) fail("broadcast/", P::name, kBuild, " kernel cannot run layout '", L.name, "': ", why);
+    return *L.base3_strip_plan;
+  }
+
+  // Rows [g0, g1) x T tokens through the lane program LP, GS row groups side by side (each its own
+  // run of consecutive groups, as in Broadcast::rows); `acts` holds the tokens' base-3 strip-ordered
+  // activations block-major (block i of token m is entry i * T + m). Returns the first group not done.
+  template <class LP, int T, int GS, int PF>
+  [[gnu::noinline]] static std::int64_t rows(const Base3StripPlan& plan, const PackedMatrix& w, const SlotActs& acts,
+                                             float* y, std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
+    const std::int64_t nb = w.blocks_per_row();
+    const int pb = plan.payload_begin, tail = plan.tail_begin, strip = 4 * R;
+    const Base3DigitTables& tables = base3_digit_tables();
+    const typename P::Base3Table table = P::base3_table(tables.low.data(), tables.high.data(), tables.top.data());
+    const std::int64_t passes = (g1 - g0) / GS;
+    for (std::int64_t p = 0; p < passes; ++p) {
+      typename P::LaneF acc[GS][T];
+      for (auto& a : acc)
+        for (auto& b : a) b = P::lanes_zero();
+      const std::uint8_t* blk[GS];
+      for (int q = 0; q < GS; ++q) blk[q] = w.block(g0 + q * passes + p, 0);
+      const std::uint8_t* xb = acts.expanded;
+      for (std::int64_t i = 0; i < nb; ++i, xb += T * kActs)
+        for (int q = 0; q < GS; ++q) {
+          __asm__("" : "+r"(xb));  // one base register for every dot's activation (Broadcast::rows)
+          if constexpr (PF != kNoPrefetch) prefetch_ahead<PF, kBlockBytes + 64>(blk[q]);
+          typename LP::Acc a[T];
+          for (auto& at : a) at = LP::zero();
+#pragma GCC unroll 7
+          for (int t = 0; t < kStrips; ++t) {
+            const typename P::V bytes =
+                t < kBase3Strips ? P::load(blk[q] + pb + t * strip) : P::widen_pairs(blk[q] + tail);
+            const typename P::Base3Digits d = P::base3_digits(bytes, table);
+            const typename LP::Slots s = LP::slots(d.low);
+            const std::uint8_t* x = xb + kBase3StripWeights * t;
+            for (int m = 0; m < T; ++m) {
+              LP::dot_codes(a[m], d.top, x + m * kActs);
+              LP::dot(a[m], s, x + m * kActs + 4);
+            }
+          }
+          const typename P::LaneF d = P::lanes_scales(blk[q] + kBlockBytes - 2 * R);
+          for (int m = 0; m < T; ++m) {
+            const BlockActs b = acts.blocks[i * T + m];
+            acc[q][m] = P::template lanes_fma<LP::kShift>(LP::sums(a[m]), b.ysum, d, b.d, acc[q][m]);
+          }
+          blk[q] += kBlockBytes;
+        }
+      for (int q = 0; q < GS; ++q)
+        for (int m = 0; m < live; ++m) P::lanes_store(y + m * ldy + (g0 + q * passes + p) * R, acc[q][m]);
+    }
+    return g0 + GS * passes;
+  }
+  template <class LP, int T, int GS, int PF>
+  static void all_rows(const Base3StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, float* y,
+                       std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
+    const std::int64_t g = rows<LP, T, GS, PF>(plan, w, acts, y, ldy, live, g0, g1);
+    if constexpr (GS > 1) rows<LP, T, 1, PF>(plan, w, acts, y, ldy, live, g, g1);
+  }
+
+  // The gemv in two phases (GemvPhases): the strip-ordered activations are prepared once per call.
+  static const Base3StripPlan& bound(const void* plan, const PackedMatrix& w) {
+    if (plan != w.layout->base3_strip_plan)
+      fail("broadcast/", P::name, kBuild, " kernel was bound to another layout than '", w.layout->name, "'");
+    return *static_cast<const Base3StripPlan*>(plan);
+  }
+  static std::size_t gemv_acts_bytes(const void*, const PackedMatrix& w) {
+    return prepared_acts_bytes(w.blocks_per_row(), kActs);
+  }
+  static void gemv_prepare(const void* plan, const PackedMatrix& w, const BlockQ8K* x, std::uint8_t* mem) {
+    prepare_base3_strip_acts_into(bound(plan, w), x, w.blocks_per_row(), mem);
+  }
+  static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
+                        std::int64_t g1) {
+    all_rows<typename P::GemvLanes, 1, P::kGemvStreams, kGemvPrefetch>(
+        bound(plan, w), w, view_prepared_acts(mem, w.blocks_per_row()), y, 0, 1, g0, g1);
+  }
+  static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
+    const Base3StripPlan& plan = checked_plan(*w.layout);
+    std::uint8_t* mem = kernel_scratch(gemv_acts_bytes(&plan, w), 0);
+    gemv_prepare(&plan, w, x, mem);
+    gemv_rows(&plan, w, mem, y, g0, g1);
+  }
+
+  // T tokens (T / 4 tiles of q8_Kx4) from tile t0 in one pass over the weights: each strip's
+  // digits are looked up once for all of them.
+  template <class LP, int T, int GS>
+  static void gemm_tokens(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t t0,
+                          std::int64_t g0, std::int64_t g1) {
+    const Base3StripPlan& plan = checked_plan(*w.layout);
+    const SlotActs a = prepare_base3_strip_acts_tiles(plan, x, t0, T, w.blocks_per_row(), 0);
+    const int live = int(std::min<std::int64_t>(T, x.tokens - 4 * t0));
+    all_rows<LP, T, GS, kPrefetchBytes>(plan, w, a, y + 4 * t0 * ldy, ldy, live, g0, g1);
+  }
+  // As Broadcast::gemm, the last tiles one row group at a time: the tables take four of the
+  // registers that t2r's side-by-side groups use.
+  static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
+                   std::int64_t g1) {
+    gemm_in_passes<P::kGemmTokens>(
+        x, [&](std::int64_t t) { gemm_tokens<typename P::GemmLanes, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
+        [&](std::int64_t t) { gemm_tokens<typename P::Gemm4Lanes, 4, 1>(w, x, y, ldy, t, g0, g1); });
+  }
+};
+
+// Points k at BroadcastBase3<P, S> when it can run the layout, the plan bound; says why not otherwise.
+template <class P, Streaming S = Streaming::software_prefetch>
+std::string pick_broadcast_base3(const LayoutInfo& L, KernelFns& k) {
+  using K = BroadcastBase3<P, S>;
+  std::string why = K::why_not(L);
+  if (why.empty())
+    k = {&K::gemv, &K::gemm, {L.base3_strip_plan, &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
+  return why;
+}
+
+}  // namespace ternlab::strategies

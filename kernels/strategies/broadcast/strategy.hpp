@@ -1,0 +1,32 @@
+// The broadcast strategy (kernels/strategies/broadcast/kernels.hpp, base3_kernels.hpp):
+// row-interleaved layouts, 2-bit or base-3, whose strips give every row its own lane, read against
+// broadcast activations so each lane accumulates its own row.
+#pragma once
+
+#include "common/strings.hpp"
+#include "kernels/strategies/strategy.hpp"
+
+namespace ternlab::strategies {
+
+template <class P>
+concept BroadcastOps = IsaPolicy<P> && requires {
+  typename P::GemvLanes;
+  typename P::GemmLanes;
+  typename P::LaneF;
+  { P::kLanes } -> std::convertible_to<int>;
+  { P::kGemmTokens } -> std::convertible_to<int>;
+};
+
+struct BroadcastStrategy {
+  static constexpr Strategy id = Strategy::broadcast;
+  static bool admits(const LayoutInfo& L) { return L.facts.row_interleaved || L.facts.row_interleaved_base3; }
+  static std::string why_not(const LayoutInfo& L) {
+    return admits(L) ? "" : cat("layout '", L.name, "' is not row-interleaved (strips in which each row owns a lane, every slot the same weights of every row)");
+  }
+  // The 2-bit build at every row count T::Policy's width holds (twice: with and without the gemv's
+  // software prefetches), T's GFNI build where it has one; the base-3 build where T has one.
+  template <class T>
+  static void add(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps);
+};
+
+}  // namespace ternlab::strategies

@@ -1,0 +1,27 @@
+// The permute strategy (kernels/strategies/permute/kernels.hpp): any valid layout; byte shuffles
+// gather each row's codes for dot4. The fallback every target builds.
+#pragma once
+
+#include <cstdint>
+
+#include "common/strings.hpp"
+#include "kernels/strategies/strategy.hpp"
+
+namespace ternlab::strategies {
+
+template <class P>
+concept PermuteOps = IsaPolicy<P> && requires {
+  typename P::PermAcc;
+  { P::kPermAccItems } -> std::convertible_to<int>;
+  P::perm_zero();
+};
+
+struct PermuteStrategy {
+  static constexpr Strategy id = Strategy::permute;
+  static bool admits(const LayoutInfo&) { return true; }
+  static std::string why_not(const LayoutInfo&) { return ""; }
+  template <class T>
+  static void add(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps);
+};
+
+}  // namespace ternlab::strategies

@@ -1,0 +1,33 @@
+// The slot-mask strategy (kernels/strategies/slot_mask/kernels.hpp): slot-vectorizable layouts,
+// whose weight bytes after the scales form 16-byte words in which every 2-bit slot holds 16
+// consecutive weights of one row (or 8 of a row pair). One AND per slot, dot4, recombine.
+#pragma once
+
+#include <cstdint>
+
+#include "common/strings.hpp"
+#include "kernels/strategies/strategy.hpp"
+
+namespace ternlab::strategies {
+
+// The operations slot-mask reads from a policy besides IsaPolicy's.
+template <class P>
+concept SlotMaskOps = IsaPolicy<P> && requires(const std::uint8_t* bytes) {
+  typename P::Slots;
+  { P::kSlotShift } -> std::convertible_to<int>;
+  { P::kGroupVectors } -> std::convertible_to<int>;
+  P::extract(P::load(bytes));
+};
+
+struct SlotMaskStrategy {
+  static constexpr Strategy id = Strategy::slot_mask;
+  static bool admits(const LayoutInfo& L) { return L.facts.slot_vectorizable; }
+  static std::string why_not(const LayoutInfo& L) {
+    return admits(L) ? "" : cat("layout '", L.name, "' is not slot-vectorizable: its weight bytes are not 16-byte words whose 2-bit slots each hold 16 consecutive weights of one row or 8 of a row pair");
+  }
+  // slot-mask on T::Policy, and slot-mask-widen where T declares WidenSlots.
+  template <class T>
+  static void add(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps);
+};
+
+}  // namespace ternlab::strategies

@@ -1,0 +1,289 @@
+// The AVX2 policy: 256-bit vectors (two 16-byte words). Include only from a translation unit whose
+// code is compiled for avx2,fma,f16c (see kernels/targets/avx2/kernels.cpp).
+//
+// dot4 is maddubs (u8 x s8 -> saturating int16 pair sums) + madd (int16 -> int32).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/cpu.hpp"
+#include "kernels/isa/rows8.hpp"
+#include "kernels/kernel_id.hpp"
+#include "kernels/kernel_plan.hpp"
+
+namespace ternlab::isa {
+
+struct Avx2 : Rows8<Avx2> {
+  static constexpr const char* name = "avx2";  // in messages; the identity is kIsa
+  static constexpr Isa kIsa = Isa::avx2;
+  static constexpr int kBytes = 32;
+  using V = __m256i;
+
+  static V load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static V zero() { return _mm256_setzero_si256(); }
+  static V and_(V a, V b) { return _mm256_and_si256(a, b); }
+  static V set1_u8(std::uint8_t v) { return _mm256_set1_epi8(char(v)); }
+  static V set1_i16(std::int16_t v) { return _mm256_set1_epi16(v); }
+  static V add32(V a, V b) { return _mm256_add_epi32(a, b); }
+  static V add64(V a, V b) { return _mm256_add_epi64(a, b); }
+  static std::uint64_t sum64(V v) {
+    alignas(32) std::uint64_t l[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(l), v);
+    return l[0] + l[1] + l[2] + l[3];
+  }
+  static V sub32(V a, V b) { return _mm256_sub_epi32(a, b); }
+  // Bytes shifted right by n (the 16-bit shift drags in bits of the next byte; callers mask them).
+  template <int n>
+  static V shr_u8_dirty(V a) { return _mm256_srli_epi16(a, n); }
+
+  // acc + sum of 4 products u8 x s8 per int32 lane (no saturation for |u| <= 63: 2 * 63 * 128 fits).
+  static V dot4(V acc, V u8, V s8) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
+  }
+
+  // Slot-mask: slots 0 and 1 masked in place (u, 4u), slots 2 and 3 the same after one shift by 4
+  // (u, 4u). maddubs saturates at int16, so the in-place 16u and 64u of slots 2 and 3 would not
+  // fit (2 * 192 * 128 > 32767); after the shift every product is at most 4 * 3 * 128 per byte
+  // pair. The slots recombine in int16 as 4 (m0 + m2) + (m1 + m3) = 4 * sum(u * y): |lane| <= 12288
+  // per vector, so a group of two vectors (kGroupVectors) still fits, and multiplies, this ISA's
+  // scarce port, widen to int32 once per group (slot_widen) instead of once per slot.
+  static constexpr int kSlotShift = 2;
+  static constexpr int kGroupVectors = 2;
+  struct Slots {
+    V s[4];
+  };
+  static Slots extract(V v) {
+    const V hi = shr_u8_dirty<4>(v);
+    return {{and_(v, set1_u8(0x03)), and_(v, set1_u8(0x0c)), and_(hi, set1_u8(0x03)), and_(hi, set1_u8(0x0c))}};
+  }
+  // int16 lanes: 4 * sum over slots of u * y (pairs of products per lane).
+  static V slot_dot(const Slots& w, const std::uint8_t* x) {
+    const V m02 = _mm256_add_epi16(_mm256_maddubs_epi16(w.s[0], load(x)), _mm256_maddubs_epi16(w.s[2], load(x + 64)));
+    const V m13 = _mm256_add_epi16(_mm256_maddubs_epi16(w.s[1], load(x + 32)), _mm256_maddubs_epi16(w.s[3], load(x + 96)));
+    return _mm256_add_epi16(_mm256_slli_epi16(m02, 2), m13);
+  }
+  static V slot_add(V a, V b) { return _mm256_add_epi16(a, b); }
+  static V slot_widen(V a) { return _mm256_madd_epi16(a, set1_i16(1)); }
+
+  // --- broadcast (row-interleaved layouts): 8 rows per vector, one per 32-bit lane -------------
+  static constexpr int kRegisters = 16;  // vector registers the unrolling may plan with
+  static constexpr int kLanes = 8;
+  static constexpr int kGemvPrefetch = 2048;  // bytes ahead of each stream
+  // Row groups a gemv reads side by side: one, as the slot-major loop holds every vector of a pass
+  // in registers and two streams of 16 rows (four vectors) spilled them.
+  static constexpr int kGemvStreams = 1;
+  static constexpr int kGemmTokens = 4;   // tokens a gemm pass dots each weight vector with
+  static constexpr int kGemm4Streams = 1;  // row groups a 4-token pass reads side by side
+  // acc + p, kept in the accumulator's order: left free, GCC's reassociation summed a block's
+  // products as a tree, computing them all first and spilling them to the stack.
+  static V chain_add16(V acc, V p) {
+    acc = _mm256_add_epi16(acc, p);
+    __asm__("" : "+x"(acc));
+    return acc;
+  }
+  // Each slot shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a
+  // block's 32 of them per int16 lane (4 slots x 8 strips) at most 24576: the block accumulates in
+  // int16 and widens once (sums). Through the strategy's slot-major loop (no broadcast operand: a
+  // broadcast is a register, shared by a pass's vectors).
+  struct LaneCodes {
+    static constexpr int kShift = 0;
+    using Acc = V;
+    static Acc zero() { return Avx2::zero(); }
+    // Slot s of every byte of w, brought down to its code.
+    static V code(V w, int s) { return and_(s == 0 ? w : _mm256_srli_epi16(w, 2 * s), set1_u8(0x03)); }
+    // The activation dword at x in every lane.
+    static V broadcast(const std::uint8_t* x) { return _mm256_set1_epi32(load_u32(x)); }
+    static void dot(Acc& acc, V codes, V x, int) { acc = chain_add16(acc, _mm256_maddubs_epi16(codes, x)); }
+    static void strip_done(Acc&, int) {}
+    static V sums(const Acc& acc) { return slot_widen(acc); }
+  };
+  // One shift a vector instead of three: each nibble's two slots are masked where they stand, so
+  // slots 0 and 2 give u and slots 1 and 3 give 4u, and the two kinds add into separate int16
+  // accumulators. 4u's pair sums (at most 2 * 12 * 128 = 3072, two a strip) would pass 32767 in
+  // a block's eight strips, so every fourth strip brings them down into u's: they are multiples
+  // of 4, the arithmetic shift is exact, and u's accumulator ends the block at the 24576 of
+  // LaneCodes. Zen 3 runs two shifts a cycle against four ANDs.
+  struct LaneNibbles {
+    static constexpr int kShift = 0;
+    struct Acc {
+      V u, u4;
+    };
+    static Acc zero() { return {Avx2::zero(), Avx2::zero()}; }
+    static V code(V w, int s) { return and_(s < 2 ? w : _mm256_srli_epi16(w, 4), set1_u8(s % 2 ? 0x0c : 0x03)); }
+    static V broadcast(const std::uint8_t* x) { return _mm256_set1_epi32(load_u32(x)); }
+    static void dot(Acc& acc, V codes, V x, int s) {
+      V& a = s % 2 ? acc.u4 : acc.u;
+      a = chain_add16(a, _mm256_maddubs_epi16(codes, x));
+    }
+    static void strip_done(Acc& acc, int t) {
+      if (t % 4 == 3) acc = {_mm256_add_epi16(acc.u, _mm256_srai_epi16(acc.u4, 2)), Avx2::zero()};
+    }
+    static V sums(const Acc& acc) { return slot_widen(acc.u); }  // u4 folded by the last strip_done
+  };
+  using GemvLanes = LaneNibbles;
+  using Gemm4Lanes = LaneCodes;
+  using GemmLanes = LaneCodes;  // kGemmTokens tokens
+  // kLanes rows of float results: Rows8's vector.
+  using LaneF = RowF;
+  static LaneF lanes_zero() { return row_zero(); }
+  static LaneF lanes_scales(const std::uint8_t* p) { return row_scales(p); }
+  static LaneF lanes_load(const float* p) { return row_load(p); }
+  template <int shift>
+  static LaneF lanes_fma(V s, std::int32_t ysum, LaneF scales, float d, LaneF acc) {
+    return row_fma<shift>(s, ysum, scales, d, acc);
+  }
+  static void lanes_store(float* y, LaneF v) { _mm256_storeu_ps(y, v); }
+
+  // Pair sums of NV slot-dot vectors, stored in the order pair_position describes.
+  template <int NV>
+  static void store_pair_sums(const V* c, std::int32_t* out) {
+    for (int j = 0; j < NV; j += 2) {
+      const V h = _mm256_hadd_epi32(c[j], j + 1 < NV ? c[j + 1] : zero());
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 4 * j), h);
+    }
+  }
+  // hadd(c_a, c_a+1): per 128-bit word u, [c_a pairs 0,1 | c_a+1 pairs 0,1].
+  static int pair_position(int a, int u, int h) { return 8 * (a / 2) + 4 * u + 2 * (a % 2) + h; }
+
+  // --- rows kept in one vector (up to 8 rows), for the slot-mask epilogue (Rows8) -------------
+  // The pair sums of G accumulators gathered into [row 0 .. row ROWS-1]; no round trip through
+  // memory.
+  static V fold_halves(V h) { return _mm256_add_epi32(h, _mm256_permute2x128_si256(h, h, 1)); }
+  template <int G, int E, class Plan>
+  static V rows_from_pairs(const V* c, const Plan& p) {
+    // The plan's shortcuts: one or two hadd levels, then the two halves folded (lanes 0-3 hold
+    // the rows; 4-7 repeat them and are never stored).
+    if constexpr (G == 2 && E == 2)
+      if (p.fold_halves) return fold_halves(_mm256_hadd_epi32(c[0], c[1]));
+    if constexpr (G == 4 && E == 4)
+      if (p.group_per_row)
+        return fold_halves(_mm256_hadd_epi32(_mm256_hadd_epi32(c[0], c[1]), _mm256_hadd_epi32(c[2], c[3])));
+    V pieces[(G + 1) / 2];
+    for (int k = 0; k < (G + 1) / 2; ++k) pieces[k] = _mm256_hadd_epi32(c[2 * k], 2 * k + 1 < G ? c[2 * k + 1] : zero());
+    return gather_rows<(G + 1) / 2, E>(pieces, p);
+  }
+
+  // --- a 4 x 4 tile (Rows8::Tile16) of a fold_halves plan with two row pairs (t2p) ------------
+  static bool tile_fits(const SlotVectorPlan& p) { return p.fold_halves; }
+  // Not for gemv: four row groups' eight accumulators exceed the 16 registers (llvm-mca: 81 stack
+  // references, no faster than one group at a time); a gemm tile reuses each weight vector instead.
+  static constexpr bool kTileGemv = false;
+  // c[q][a]: row pair a's accumulator of token (or row group) q. After one hadd, each 128-bit
+  // half of h[q] holds rows 0..3; q's two halves are summed into half q % 2 of lo (q < 2) or hi.
+  static Tile16 tile_rows(const V (*c)[2]) {
+    V h[4];
+    for (int q = 0; q < 4; ++q) h[q] = _mm256_hadd_epi32(c[q][0], c[q][1]);
+    return {sum_halves(h[0], h[1]), sum_halves(h[2], h[3])};
+  }
+  // [a's two halves summed | b's two halves summed]
+  static V sum_halves(V a, V b) {
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+  }
+
+  // Horizontal sums of four vectors at once (three hadds, one lane fold).
+  static void reduce_add4(V a, V b, V c, V d, std::int32_t* out) {
+    const V h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                     _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+  }
+
+  static std::int32_t reduce_add(V v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+  }
+
+  // --- natural 2-bit order (the stock unpack strategy, spec 6.2 / 6.5) -------------------------
+  // Broadcast 8 code bytes to the four 64-bit lanes, shift lane j by 2j, AND 3: byte 8j + b holds
+  // the code of weight 4b + j.
+  static V unpack_natural(const std::uint8_t* codes) {
+    std::int64_t c;
+    __builtin_memcpy(&c, codes, 8);
+    const V b = _mm256_set1_epi64x(c);
+    return and_(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 2, 4, 6)), set1_u8(3));
+  }
+  // One 128-weight block of codes against T tokens' activations in unpack order: int32 lanes of
+  // sum u * y. The four maddubs results add in int16 (|lane| <= 4 * 2 * 3 * 128 = 3072).
+  template <int T>
+  static void natural_block(const std::uint8_t* codes, const std::uint8_t* const* y, V* out) {
+    V acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = zero();
+    for (int k = 0; k < 4; ++k) {
+      const V c = unpack_natural(codes + 8 * k);
+      for (int t = 0; t < T; ++t) acc[t] = _mm256_add_epi16(acc[t], _mm256_maddubs_epi16(c, load(y[t] + 32 * k)));
+    }
+    for (int t = 0; t < T; ++t) out[t] = _mm256_madd_epi16(acc[t], set1_i16(1));
+  }
+
+  // --- base-3 (digit-planar) -----------------------------------------------------------------
+  // Two 16-byte windows, one per 128-bit lane, then a byte shuffle inside each lane.
+  static V windows(const std::uint8_t* lo, const std::uint8_t* hi) {
+    return _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(hi), reinterpret_cast<const __m128i*>(lo));
+  }
+  static V shuffle_bytes(V a, V idx) { return _mm256_shuffle_epi8(a, idx); }
+  // Byte-wise product mod 256 with per-byte multipliers (even bytes' in `even`, odd bytes' in
+  // `odd`, as 16-bit values): two 16-bit multiplies, each keeping the byte it got right.
+  static V mul_u8(V x, V even, V odd) {
+    const V lo = _mm256_mullo_epi16(x, even);
+    const V hi = _mm256_mullo_epi16(_mm256_and_si256(x, _mm256_set1_epi16(std::int16_t(0xff00))), odd);
+    return _mm256_blendv_epi8(lo, hi, _mm256_set1_epi16(std::int16_t(0xff00)));
+  }
+  // The top trit of each byte, floor(3 x / 256) = (x >= 86) + (x >= 171), as 0..2.
+  static V top_trit(V x) {
+    const V ge86 = _mm256_cmpeq_epi8(_mm256_max_epu8(x, set1_u8(86)), x);
+    const V ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(x, set1_u8(171)), x);
+    return _mm256_sub_epi8(_mm256_sub_epi8(zero(), ge86), ge171);
+  }
+
+  // --- permute (any layout): codes gathered by byte shuffles, one 2-bit field or digit an op ----
+  // Codes are 0..3, so a maddubs pair sum is at most 2 * 3 * 128 = 768 and an int16 accumulator
+  // takes 42 items before it must widen.
+  static constexpr int kPermAccItems = 42;
+  using PermAcc = V;
+  static V or_(V a, V b) { return _mm256_or_si256(a, b); }
+  static V field(V v, int shift) { return and_(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)), set1_u8(3)); }
+  static V trit(V v, int mul) { return top_trit(mul_u8(v, set1_i16(std::int16_t(mul)), set1_i16(std::int16_t(mul)))); }
+  static PermAcc perm_zero() { return zero(); }
+  static PermAcc perm_dot(PermAcc acc, V u, V y) { return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, y)); }
+  // The accumulator as int32 lanes in 8-lane pieces (the vector epilogue's input).
+  static void perm_pieces(PermAcc acc, __m256i* out) { out[0] = slot_widen(acc); }
+  static void perm_store(PermAcc acc, std::int32_t* lanes) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), slot_widen(acc));
+  }
+
+  // Always inlined: the scale loops call it per row and block, and out of line (GCC's choice for
+  // some instantiations) every call was a call in a hot loop.
+  [[gnu::always_inline]] static float fp16(const std::uint8_t* p) {
+    std::uint16_t h;
+    __builtin_memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+  }
+};
+
+// The slot-mask strategy without the trick with 4 and 16 (Strategy::slot_mask_widen, an experiment
+// arm): every slot is shifted down to its code 0..3 and its dot widened to int32 on its own, so the
+// codes need no factor and the int16 recombination disappears, at the price of a shift and a
+// widening multiply-add per slot. Same plan, pair order and epilogue as Avx2; exact for the same
+// reason (u * y pairs fit int16, block sums int32).
+struct Avx2WidenSlots : Avx2 {
+  static constexpr Strategy kSlotStrategy = Strategy::slot_mask_widen;
+  static constexpr int kSlotShift = 0;
+  static Slots extract(V v) {
+    const V m = set1_u8(0x03);
+    return {{and_(v, m), and_(shr_u8_dirty<2>(v), m), and_(shr_u8_dirty<4>(v), m), and_(shr_u8_dirty<6>(v), m)}};
+  }
+  // int32 lanes: sum over slots of u * y, each slot widened separately.
+  static V slot_dot(const Slots& w, const std::uint8_t* x) {
+    const V one = set1_i16(1);
+    V s = _mm256_madd_epi16(_mm256_maddubs_epi16(w.s[0], load(x)), one);
+    for (int k = 1; k < 4; ++k) s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(w.s[k], load(x + 32 * k)), one));
+    return s;
+  }
+  static V slot_add(V a, V b) { return _mm256_add_epi32(a, b); }
+  static V slot_widen(V a) { return a; }
+};
+
+}  // namespace ternlab::isa

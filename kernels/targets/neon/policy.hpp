@@ -1,0 +1,203 @@
+// The NEON policies: one policy per vector width, each in two dot4 builds. Dot4 is what differs
+// between aarch64 feature levels; everything else is plain Armv8.0 NEON.
+//
+//   Neon<D>    16-byte vectors (one word): the slot-mask and permute strategies
+//   NeonX2<D>  32-byte vectors as two q registers: the base-3 and unpack strategies, whose plans
+//              are laid out for 32-weight vectors
+//
+// with D = Mull (Armv8.0: every aarch64 core, e.g. Cortex-A72) or Sdot (Armv8.2 dotprod; include
+// kernels/targets/dotprod/policy.hpp, only from a translation unit compiled with +dotprod).
+//
+// Include only from an aarch64 ISA translation unit (kernels/targets/{neon,dotprod,i8mm}/kernels.cpp).
+#pragma once
+
+#include <arm_neon.h>
+
+#include <cstdint>
+
+#include "kernels/cpu.hpp"
+#include "kernels/kernel_id.hpp"
+#include "kernels/kernel_plan.hpp"
+
+namespace ternlab::isa {
+
+// dot4 without dotprod: lane i gains the products of bytes 4i..4i+3, as sdot's lane does, from
+// widening multiplies (int16 products), one pairwise add into int16 and one pairwise accumulate
+// into int32. Exact while |a| <= 127 in every byte: a pair sum is then at most 2 * 127 * 128 <
+// 2^15. Every strategy's weight operand is far smaller (codes 0..3, trits 0..2, slot values <= 48).
+struct Mull {
+  static constexpr const char* name = "neon";
+  static constexpr Isa kIsa = Isa::neon;
+  static int32x4_t dot4(int32x4_t acc, int8x16_t a, int8x16_t b) {
+    const int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+    const int16x8_t hi = vmull_high_s8(a, b);
+    return vpadalq_s16(acc, vpaddq_s16(lo, hi));
+  }
+};
+
+// The 16-byte policy of the slot-mask strategy (kernels/strategies/slot_mask/kernels.hpp).
+//
+// dot4 is signed on both sides, so slot 3 is shifted down (in place it would be 64u, read as
+// negative for u >= 2); slots 0-2 stay in place (u, 4u, 16u <= 48 are positive int8). The
+// recombination runs Horner-style in one accumulator: 16u2 first, then >> 2 and add 4u1, >> 2 and
+// add u0 and u3 (every shift is exact: the lane is a multiple of 4 when shifted).
+template <class D>
+struct Neon {
+  static constexpr const char* name = D::name;  // in messages; the identity is kIsa
+  static constexpr Isa kIsa = D::kIsa;
+  static constexpr int kBytes = 16;
+  using V = int32x4_t;
+
+  static uint8x16_t load(const void* p) { return vld1q_u8(static_cast<const std::uint8_t*>(p)); }
+  static V add32(V a, V b) { return vaddq_s32(a, b); }
+
+  static constexpr int kSlotShift = 0;
+  static constexpr int kGroupVectors = kNeonGroupVectors;  // int32 group sums: no narrow limit
+  struct Slots {
+    int8x16_t s[4];
+  };
+  static Slots extract(uint8x16_t v) {
+    const auto mask = [&](std::uint8_t m) { return vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(m))); };
+    return {{mask(0x03), mask(0x0c), mask(0x30), vreinterpretq_s8_u8(vshrq_n_u8(v, 6))}};
+  }
+  static V slot_dot(const Slots& w, const std::uint8_t* x) {
+    const auto acts = [&](int s) { return vld1q_s8(reinterpret_cast<const std::int8_t*>(x + 16 * s)); };
+    V acc = D::dot4(vdupq_n_s32(0), w.s[2], acts(2));
+    acc = D::dot4(vshrq_n_s32(acc, 2), w.s[1], acts(1));
+    acc = D::dot4(vshrq_n_s32(acc, 2), w.s[0], acts(0));
+    return D::dot4(acc, w.s[3], acts(3));
+  }
+
+  static V slot_add(V a, V b) { return vaddq_s32(a, b); }
+  static V slot_widen(V a) { return a; }
+
+  template <int G>
+  static void store_pair_sums(const V* c, std::int32_t* out) {
+    for (int a = 0; a < G; a += 2) vst1q_s32(out + 2 * a, vpaddq_s32(c[a], a + 1 < G ? c[a + 1] : vdupq_n_s32(0)));
+  }
+  // vpaddq(c_a, c_a+1) = [c_a pairs 0,1 | c_a+1 pairs 0,1], as neon_slot_plan assumes.
+  static int pair_position(int a, int u, int h) { return neon_pair_position(a, u, h); }
+
+  // --- permute (any layout): codes gathered by byte shuffles, one 2-bit field or digit an op ----
+  // Codes are 0..3 (|a| <= 127 for Mull's exactness) and the accumulator is int32: no narrow bound.
+  static constexpr int kPermAccItems = 1 << 20;
+  using PermAcc = V;
+  static uint8x16_t or_(uint8x16_t a, uint8x16_t b) { return vorrq_u8(a, b); }
+  static uint8x16_t shuffle_bytes(uint8x16_t a, uint8x16_t idx) { return vqtbl1q_u8(a, idx); }  // >= 16: 0
+  static uint8x16_t field(uint8x16_t v, int shift) {
+    return vandq_u8(vshlq_u8(v, vdupq_n_s8(std::int8_t(-shift))), vdupq_n_u8(3));
+  }
+  // Digit n of each byte: t = v * 3^n mod 256, then the top trit (t >= 86) + (t >= 171).
+  static uint8x16_t trit(uint8x16_t v, int mul) {
+    const uint8x16_t t = vmulq_u8(v, vdupq_n_u8(std::uint8_t(mul)));
+    return vaddq_u8(vshrq_n_u8(vcgeq_u8(t, vdupq_n_u8(86)), 7), vshrq_n_u8(vcgeq_u8(t, vdupq_n_u8(171)), 7));
+  }
+  static PermAcc perm_zero() { return vdupq_n_s32(0); }
+  static PermAcc perm_dot(PermAcc acc, uint8x16_t u, uint8x16_t y) {
+    return D::dot4(acc, vreinterpretq_s8_u8(u), vreinterpretq_s8_u8(y));
+  }
+  static void perm_store(PermAcc acc, std::int32_t* lanes) { vst1q_s32(lanes, acc); }
+
+  // Always inlined: the scale loops call it per row and block, and out of line (GCC's choice for
+  // some instantiations) every call was a call in a hot loop.
+  [[gnu::always_inline]] static float fp16(const std::uint8_t* p) {
+    __fp16 h;
+    __builtin_memcpy(&h, p, 2);
+    return float(h);
+  }
+};
+
+// The slot-mask strategy without the trick with 4 and 16 (Strategy::slot_mask_widen, an experiment
+// arm): every slot is shifted down to its code 0..3 and dotted as it is, so the accumulator needs
+// no Horner shifts, at the price of a shift per slot. Same plan, pair order and epilogue as Neon;
+// exact for the same reason (codes 0..3 are positive int8).
+template <class D>
+struct NeonWidenSlots : Neon<D> {
+  using typename Neon<D>::V;
+  using typename Neon<D>::Slots;
+  static constexpr Strategy kSlotStrategy = Strategy::slot_mask_widen;
+  static Slots extract(uint8x16_t v) {
+    const uint8x16_t m = vdupq_n_u8(0x03);
+    const auto code = [](uint8x16_t c) { return vreinterpretq_s8_u8(c); };
+    return {{code(vandq_u8(v, m)), code(vandq_u8(vshrq_n_u8(v, 2), m)), code(vandq_u8(vshrq_n_u8(v, 4), m)),
+             code(vshrq_n_u8(v, 6))}};
+  }
+  static V slot_dot(const Slots& w, const std::uint8_t* x) {
+    const auto acts = [&](int s) { return vld1q_s8(reinterpret_cast<const std::int8_t*>(x + 16 * s)); };
+    V acc = D::dot4(vdupq_n_s32(0), w.s[0], acts(0));
+    for (int s = 1; s < 4; ++s) acc = D::dot4(acc, w.s[s], acts(s));
+    return acc;
+  }
+};
+
+// The 32-byte policy of the base-3 and unpack strategies: a vector is two q registers (lo: bytes
+// 0-15, hi: 16-31), each 16-byte step the x86 policies take per 128-bit lane done once per half.
+template <class D>
+struct NeonX2 {
+  static constexpr const char* name = D::name;
+  static constexpr Isa kIsa = D::kIsa;
+  static constexpr int kBytes = 32;
+  struct V {
+    uint8x16_t lo, hi;
+  };
+
+  static V load(const void* p) {
+    const auto* b = static_cast<const std::uint8_t*>(p);
+    return {vld1q_u8(b), vld1q_u8(b + 16)};
+  }
+  static V zero() { return {vdupq_n_u8(0), vdupq_n_u8(0)}; }
+  static int32x4_t s32(uint8x16_t v) { return vreinterpretq_s32_u8(v); }
+  static uint8x16_t u8(int32x4_t v) { return vreinterpretq_u8_s32(v); }
+  static int8x16_t s8(uint8x16_t v) { return vreinterpretq_s8_u8(v); }
+
+  // acc (int32 lanes) + dot4 of int8 a and b, per half.
+  static V dot4(V acc, V a, V b) {
+    return {u8(D::dot4(s32(acc.lo), s8(a.lo), s8(b.lo))), u8(D::dot4(s32(acc.hi), s8(a.hi), s8(b.hi)))};
+  }
+  static std::int32_t reduce_add(V v) { return vaddvq_s32(vaddq_s32(s32(v.lo), s32(v.hi))); }
+  static void reduce_add4(V a, V b, V c, V d, std::int32_t* out) {
+    out[0] = reduce_add(a), out[1] = reduce_add(b), out[2] = reduce_add(c), out[3] = reduce_add(d);
+  }
+
+  // --- natural 2-bit order (the unpack strategy, spec 6.2's decode) --------------------------------
+  // The 8 code bytes of 32 weights in both 64-bit lanes of each half, lane j shifted right by 2j
+  // (ushl by -2j), AND 3: byte 8j + b holds the code of weight 4b + j, the order the x86 policies
+  // leave and prepare_natural_acts matches.
+  static V unpack_natural(const std::uint8_t* codes) {
+    const uint8x8_t c8 = vld1_u8(codes);
+    const uint64x2_t c = vreinterpretq_u64_u8(vcombine_u8(c8, c8));
+    const int64x2_t s01 = {0, -2}, s23 = {-4, -6};
+    const uint8x16_t three = vdupq_n_u8(3);
+    return {vandq_u8(vreinterpretq_u8_u64(vshlq_u64(c, s01)), three),
+            vandq_u8(vreinterpretq_u8_u64(vshlq_u64(c, s23)), three)};
+  }
+  // One 128-weight block of codes against T tokens' activations in unpack order: int32 lanes of
+  // sum u * y.
+  template <int T>
+  static void natural_block(const std::uint8_t* codes, const std::uint8_t* const* y, V* out) {
+    for (int t = 0; t < T; ++t) out[t] = zero();
+    for (int k = 0; k < 4; ++k) {
+      const V c = unpack_natural(codes + 8 * k);
+      for (int t = 0; t < T; ++t) out[t] = dot4(out[t], c, load(y[t] + 32 * k));
+    }
+  }
+
+  // --- base-3 (digit-planar) -----------------------------------------------------------------------
+  static V windows(const std::uint8_t* lo, const std::uint8_t* hi) { return {vld1q_u8(lo), vld1q_u8(hi)}; }
+  // Within each half, as pshufb per 128-bit lane (the plan's indices are 0..15).
+  static V shuffle_bytes(V a, V idx) { return {vqtbl1q_u8(a.lo, idx.lo), vqtbl1q_u8(a.hi, idx.hi)}; }
+  // Byte-wise product mod 256. The plan stores byte 2i's multiplier in the low byte of even[i] and
+  // byte 2i+1's in the low byte of odd[i] (for x86's 16-bit multiplies): trn1 interleaves them.
+  static V mul_u8(V x, V even, V odd) {
+    return {vmulq_u8(x.lo, vtrn1q_u8(even.lo, odd.lo)), vmulq_u8(x.hi, vtrn1q_u8(even.hi, odd.hi))};
+  }
+  // The top trit of each byte, floor(3 x / 256) = (x >= 86) + (x >= 171), as 0..2.
+  static uint8x16_t top_trit(uint8x16_t x) {
+    return vsubq_u8(vsubq_u8(vdupq_n_u8(0), vcgeq_u8(x, vdupq_n_u8(86))), vcgeq_u8(x, vdupq_n_u8(171)));
+  }
+  static V top_trit(V x) { return {top_trit(x.lo), top_trit(x.hi)}; }
+
+  static float fp16(const std::uint8_t* p) { return Neon<D>::fp16(p); }
+};
+
+}  // namespace ternlab::isa

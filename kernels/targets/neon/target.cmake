@@ -1,0 +1,1 @@
+ternlab_target_sources(SOURCES kernels.cpp)
