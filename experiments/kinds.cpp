@@ -15,15 +15,9 @@ std::map<std::string, KindInfo>& registry() {
 void register_builtin_kinds();
 }  // namespace
 
-void register_kernel_kinds();  // kernel_kinds.cpp
-void register_speed_kinds();                // speed_kinds.cpp: prefill, decode, speed
-void register_perplexity_greedy_kinds();    // perplexity_greedy_kinds.cpp
-void register_profile_kind();               // profile_kind.cpp
-void register_faults_kind();                // faults_kind.cpp
-void register_speculative_kind();  // speculative_kind.cpp
-void register_model_bench_kind();  // model_bench_kind.cpp
-void register_tradeoff_kind();     // tradeoff_kind.cpp
-void register_lattice_kind();      // lattice_kind.cpp
+#define TERNLAB_KIND(name) void register_##name##_kind();
+#include "experiments/kinds.def"
+#undef TERNLAB_KIND
 
 std::vector<KeySpec> common_keys() {
   return {
@@ -104,15 +98,9 @@ std::vector<std::string> kind_names() {
 namespace {
 void register_builtin_kinds() {
   static const bool once = [] {
-    register_kernel_kinds();
-    register_speed_kinds();
-    register_perplexity_greedy_kinds();
-    register_profile_kind();
-    register_faults_kind();
-    register_speculative_kind();
-    register_model_bench_kind();
-    register_tradeoff_kind();
-    register_lattice_kind();
+#define TERNLAB_KIND(name) register_##name##_kind();
+#include "experiments/kinds.def"
+#undef TERNLAB_KIND
     return true;
   }();
   (void)once;

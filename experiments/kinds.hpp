@@ -1,11 +1,9 @@
 // The registry of experiment kinds. A kind names the keys it accepts (beyond the common ones), the
 // sections whose arrays form a grid inside one run, a validation that runs for the whole plan before
 // anything is measured, the run itself, and what shared code needs to know of the kind (hooks and
-// flags instead of comparisons of kind names). The kernel kinds (bandwidth, gemv, gemm, oracle) are
-// in kernel_kinds.cpp; the model kinds in speed_kinds.cpp (prefill, decode, speed),
-// perplexity_greedy_kinds.cpp, profile_kind.cpp, faults_kind.cpp, model_bench_kind.cpp,
-// speculative_kind.cpp and tradeoff_kind.cpp, sharing the arm helpers of arms.hpp and the model
-// arms of model_arms.hpp.
+// flags instead of comparisons of kind names). Each kind is one file, experiments/<name>_kind.cpp,
+// listed in experiments/kinds.def; the kernel kinds share matrix_kinds.hpp, the model kinds the
+// model arms of model_arms.hpp, all the arm helpers of arms.hpp.
 #pragma once
 
 #include <cstdint>

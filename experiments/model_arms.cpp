@@ -448,4 +448,21 @@ KindInfo model_kind(const std::string& name, const std::string& summary, const s
           [own_keys = std::move(own_keys)](const RunSpec& r) { validate_model_kind(r, own_keys); }, std::move(run), std::move(units)};
 }
 
+// The greedy check alone (untimed kinds): every arm loaded and checked, one at a time when asked.
+ModelArms load_and_check_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n) {
+  ModelArms m = plan_arms(run, ctx, prompt_len, n);
+  run_arms(run, ctx, m, {}, nullptr);
+  if (!m.interleaved) return m;
+  for (ModelArm& a : m.arms) a.model.reset();
+  return m;
+}
+
+// The report of a model kind: the failed arms' reasons after its table and notes.
+RunReport finish_model_report(RunReport rep, std::ostringstream& md, Json js, const ModelArms& m) {
+  md << arms_footer(m);
+  rep.markdown = md.str();
+  rep.json = std::move(js);
+  return rep;
+}
+
 }  // namespace ternlab::experiments

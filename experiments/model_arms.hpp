@@ -2,15 +2,15 @@
 // greedy check of every arm against the baseline arm before anything is timed, the memory estimate,
 // the report pieces they share, and a model kind's registry entry. Implemented in model_arms.cpp
 // (arms, validation, loading, checking, timing, report pieces), model_memory.cpp (the memory
-// estimate) and speed_kinds.cpp (the pp/tg report); the kinds themselves live in speed_kinds.cpp,
-// perplexity_greedy_kinds.cpp, profile_kind.cpp, faults_kind.cpp, model_bench_kind.cpp,
-// speculative_kind.cpp and tradeoff_kind.cpp.
+// estimate) and speed_report.cpp (the pp/tg phase and report); each kind lives in its own
+// experiments/<name>_kind.cpp (experiments/kinds.def).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <sstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -135,6 +135,13 @@ ArmSetup speed_setup(const ModelArm& a, bool decode, int n, int chunk, const std
 void cache_check(const ModelArms& m, const TimingResult& r, int tokens_per_call, NoiseChecks& noise);
 // The report of one pp n (decode false) or tg n phase: table, rows, summary object, plot, warnings.
 RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResult& r, bool decode, int n);
+// The arms planned, checked and timed over one pp n (decode false) or tg n phase, and its report
+// (experiments/speed_report.cpp): the prefill and decode kinds.
+RunReport run_speed_phase(const RunSpec& run, RunContext& ctx, bool decode, int n);
+// The greedy check alone (the untimed kinds): every arm loaded and checked, one at a time when asked.
+ModelArms load_and_check_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n);
+// The report of a model kind: the failed arms' reasons after its table and notes.
+RunReport finish_model_report(RunReport rep, std::ostringstream& md, Json js, const ModelArms& m);
 // Progress units of a model run: loading and checking each arm, then measuring them.
 std::int64_t model_units(const RunSpec& run, int rounds, int warmup);
 

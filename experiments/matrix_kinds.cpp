@@ -1,8 +1,7 @@
-// The kernel experiment kinds:
-//   bandwidth - streaming reads per thread count (the memory read ceiling itself, as arms);
-//   gemv      - one activation row through each arm's layout x kernel x threads;
-//   gemm      - a batch of `shape.tokens` rows; leftover rows as a padded tile pass or one gemv each;
-//   oracle    - every arm against the integer oracle over a grid of cases, untimed.
+// What the kernel kinds share (experiments/matrix_kinds.hpp): arms of a layout x kernel x threads
+// or a peer's format on synthetic weights, built, verified against the oracle and timed for one
+// activation row (gemv_kind.cpp) or a batch (gemm_kind.cpp); the oracle and bandwidth kinds read
+// the same arm keys.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include "experiments/arms.hpp"
 #include "experiments/gemv_arms.hpp"
 #include "experiments/kinds.hpp"
+#include "experiments/matrix_kinds.hpp"
 #include "experiments/measure.hpp"
 #include "experiments/memory.hpp"
 #include "experiments/run_context.hpp"
@@ -35,10 +35,9 @@
 
 namespace ternlab::experiments {
 
-namespace {
+namespace kernel_kind {
 
 constexpr std::int64_t kMaxDim = std::int64_t(1) << 20;
-constexpr IntegerKey buffer_mib{"buffer_mib", 64, 1, 1 << 20};  // bandwidth: the buffer the arms stream over
 
 // The peers' formats and AVX2 kernels (kernels/peers: BitNet's I2_S, ggml's TQ2_0 and TQ1_0): an
 // arm whose layout names one runs it beside the layouts, verified by the peer's own bit-exact check
@@ -522,257 +521,6 @@ std::int64_t matrix_units(const RunSpec& run) {
   return measure_units(arms + (key::control(run) ? counts.size() : 0), o);
 }
 
-// --- bandwidth ----------------------------------------------------------------------------------
-
-std::vector<KeySpec> bandwidth_keys() {
-  std::vector<KeySpec> k = common_keys();
-  for (const KeySpec& m : matrix_keys())
-    if (m.path.rfind("shape.", 0) != 0 && m.path != "arm.layout" && m.path != "arm.kernel" && m.path != "control" &&
-        m.path != "weights" && m.path != "weight_copies")
-      k.push_back(m);
-  k.push_back(buffer_mib.spec("buffer the arms stream over", " MiB"));
-  return k;
-}
-
-void validate_bandwidth(const RunSpec& run) {
-  check_common(run);
-  buffer_mib(run);
-}
-
-RunReport run_bandwidth(const RunSpec& run, RunContext& ctx) {
-  const std::int64_t bytes = buffer_mib(run) << 20;
-  auto buffer = std::make_shared<MemoryCeiling>(bytes);
-  std::vector<ArmSetup> arms;
-  for (const ArmSpec& a : run.arms) {
-    const int threads = arm_threads(run, a);
-    const bool spawn = arm_spawn(a);
-    ArmSetup s;
-    s.name = a.name;
-    s.kernel = "streaming sum";
-    s.threads = threads;
-    s.options = spawn ? "spawn" : "";
-    s.bytes = double(buffer->bytes());
-    if (!spawn) {
-      ThreadPool* pool = &ctx.pools.get(threads);
-      s.call = [=] { buffer->sum(*pool); };
-      s.verify = [=] {
-        const std::uint64_t got = buffer->sum(*pool);
-        return got == buffer->expected_sum() ? std::string() : cat("sum ", got, " != ", buffer->expected_sum());
-      };
-    } else {
-      // A fresh pool per call: thread creation and teardown are inside the timed call.
-      s.call = [=] {
-        ThreadPool fresh(threads);
-        buffer->sum(fresh);
-      };
-      s.verify = [=] {
-        ThreadPool fresh(threads);
-        const std::uint64_t got = buffer->sum(fresh);
-        return got == buffer->expected_sum() ? std::string() : cat("sum ", got, " != ", buffer->expected_sum());
-      };
-    }
-    arms.push_back(std::move(s));
-  }
-  const MeasureOptions opt = measure_options(run);
-  const TimingResult r = measure_arms(std::move(arms), opt, ctx.pools, ctx.progress);
-  RunReport rep = report_timing(run, r);
-  return rep;
-}
-
-std::int64_t bandwidth_units(const RunSpec& run) {
-  MeasureOptions o;
-  o.rounds = int(key::rounds(5)(run));
-  o.warmup = int(key::warmup(1)(run));
-  return measure_units(run.arms.size(), o);
-}
-
-// --- oracle -------------------------------------------------------------------------------------
-
-std::vector<KeySpec> oracle_keys() {
-  std::vector<KeySpec> k = common_keys();
-  k.push_back({"cases.tokens", Type::integer, true, "batch widths (default [1, 2, 3, 4, 5, 7, 8])"});
-  k.push_back({"cases.rows", Type::integer, true, "row counts (default [4, 8, 12])"});
-  k.push_back({"cases.cols", Type::integer, true, "inner sizes (default [256, 512, 1024])"});
-  k.push_back({"cases.weights", Type::string, true, "random, zero, all_plus, all_minus (default all)"});
-  k.push_back({"cases.activations", Type::string, true, "random, extreme, constant, zero (default all)"});
-  k.push_back({"cases.forced_max", Type::string, true,
-               "where the activation generator forces the -127 that makes a block's scale 1: every-block (default), "
-               "first-256 (only the first 256 values of each token: later blocks' scales differ, spurious mismatches)"});
-  k.push_back({"arm.name", Type::string, false, "the arm's name"});
-  k.push_back({"arm.layout", Type::string, true, "a registered layout"});
-  k.push_back({"arm.kernel", Type::string, true, "best, a strategy or strategy/isa"});
-  return k;
-}
-
-const std::map<std::string, Fill> kWeightFills = {{"random", Fill::random}, {"zero", Fill::zero}, {"all_plus", Fill::all_plus}, {"all_minus", Fill::all_minus}};
-const std::map<std::string, ActFill> kActFills = {{"random", ActFill::random}, {"extreme", ActFill::extreme}, {"constant", ActFill::constant}, {"zero", ActFill::zero}};
-const std::map<std::string, ForcedMax> kForcedMax = {{"every-block", ForcedMax::every_block}, {"first-256", ForcedMax::first_256_only}};
-
-template <class T>
-std::vector<T> grid_axis(const RunSpec& run, const std::string& key, std::vector<T> fallback,
-                         const std::function<T(const Located&)>& read) {
-  const Located at = run.at(key);
-  if (!at) return fallback;
-  std::vector<T> out;
-  for (const toml::node* n : elements(at)) out.push_back(read(Located{n, at.origin, at.key, at.line}));
-  return out;
-}
-
-struct Cases {
-  std::vector<std::int64_t> tokens, rows, cols;
-  std::vector<std::string> weights, acts, forced;
-};
-
-Cases oracle_cases(const RunSpec& run) {
-  Cases c;
-  const auto int_in = [](std::int64_t lo, std::int64_t hi) { return [=](const Located& v) { return as_integer(v, lo, hi); }; };
-  c.tokens = grid_axis<std::int64_t>(run, "cases.tokens", {1, 2, 3, 4, 5, 7, 8}, int_in(1, 64));
-  c.rows = grid_axis<std::int64_t>(run, "cases.rows", {4, 8, 12}, int_in(1, 4096));
-  c.cols = grid_axis<std::int64_t>(run, "cases.cols", {256, 512, 1024}, [](const Located& v) {
-    const std::int64_t x = as_integer(v, 128, 65536);
-    if (x % kBlockK) fail_at(v, x, " is not a multiple of ", kBlockK);
-    return x;
-  });
-  const auto name_in = [](const auto& table) {
-    return [&table](const Located& v) {
-      const std::string s = as_string(v);
-      if (!table.count(s)) {
-        std::vector<std::string> names;
-        for (const auto& [k, x] : table) names.push_back(k);
-        fail_at(v, "unknown value '", s, "' (known: ", join(names), ")");
-      }
-      return s;
-    };
-  };
-  c.weights = grid_axis<std::string>(run, "cases.weights", {"random", "zero", "all_plus", "all_minus"}, name_in(kWeightFills));
-  c.acts = grid_axis<std::string>(run, "cases.activations", {"random", "extreme", "constant", "zero"}, name_in(kActFills));
-  c.forced = grid_axis<std::string>(run, "cases.forced_max", {"every-block"}, name_in(kForcedMax));
-  return c;
-}
-
-void validate_oracle(const RunSpec& run) {
-  key::seed(run);
-  if (run.arms.empty()) fail(run.file, ": kind 'oracle' needs at least one [[arm]] table");
-  oracle_cases(run);
-  for (const ArmSpec& a : run.arms) arm_kernel(a, arm_layout(a), true);
-}
-
-std::int64_t oracle_units(const RunSpec& run) {
-  const Cases c = oracle_cases(run);
-  return std::int64_t(run.arms.size() * c.tokens.size() * c.rows.size() * c.cols.size() * c.weights.size() * c.acts.size() *
-                      c.forced.size());
-}
-
-RunReport run_oracle(const RunSpec& run, RunContext& ctx) {
-  const Cases c = oracle_cases(run);
-  const auto seed = std::uint64_t(key::seed(run));
-  RunReport rep;
-  rep.title = run.name();
-  std::ostringstream md;
-  rep.rows.file = "cases.csv";
-  rep.rows.columns = {"run", "arm", "layout", "kernel", "tokens", "rows", "cols", "weights", "activations", "forced_max", "result", "detail"};
-  md << "### " << rep.title << "\n\nEvery arm's gemv (each token) and gemm (the batch) against the scalar integer oracle, "
-     << "no tolerance: unit scales and activations whose every block quantises to d = 1. Row counts a layout cannot hold must be "
-     << "rejected with an error.\n\n";
-  const bool faulty_generator = std::find(c.forced.begin(), c.forced.end(), "first-256") != c.forced.end();
-  if (faulty_generator)
-    md << "With `forced_max = \"first-256\"` the generator pins the scale to 1 only in each token's first 256 values: a mismatch "
-       << "past them is the test's fault (counted as spurious, not as a kernel failure); one inside them is a real mismatch.\n\n";
-  std::vector<Column> cols_of_table = {{"arm"}, {"kernel"}, {"cases", Align::right}, {"exact", Align::right},
-                                       {"rejected as expected", Align::right}, {"mismatches", Align::right}};
-  if (faulty_generator) cols_of_table.push_back({"spurious (first-256)", Align::right});
-  Table table(cols_of_table);
-  std::map<std::pair<std::string, std::int64_t>, std::pair<int, int>> by_generator;  // (forced_max, cols) -> (cases, failing)
-  Json js = {{"index", run.index}, {"name", rep.title}, {"kind", "oracle"}, {"sweep", sweep_json(run)}, {"arms", Json::array()}};
-  std::vector<std::string> first_failures;
-  for (std::size_t ai = 0; ai < run.arms.size(); ++ai) {
-    const ArmSpec& a = run.arms[ai];
-    const LayoutInfo& L = arm_layout(a);
-    const KernelVariant k = arm_kernel(a, L, true);
-    int cases = 0, exact = 0, rejected = 0, mismatched = 0, spurious = 0;
-    for (std::int64_t tokens : c.tokens)
-      for (std::int64_t rows : c.rows)
-        for (std::int64_t cols : c.cols)
-          for (const std::string& wf : c.weights)
-            for (const std::string& af : c.acts)
-            for (const std::string& fm : c.forced) {
-              ++cases;
-              std::string result = "exact", detail;
-              const TernaryMatrix w = make_weights(rows, cols, seed + std::uint64_t(rows * 7 + cols), kWeightFills.at(wf));
-              if (rows % L.rows != 0) {
-                try {
-                  pack(w, L);
-                  result = "MISMATCH";
-                  detail = cat(rows, " rows were accepted by ", L.name, " (row group ", L.rows, ")");
-                } catch (const Error&) {
-                  result = "rejected";
-                }
-              } else {
-                const PackedMatrix p = pack(w, L);
-                const UnitActivations u =
-                    make_unit_activations(tokens, cols, seed + std::uint64_t(tokens), kActFills.at(af), kForcedMax.at(fm));
-                const Q8KBatch x = quantize_batch(u.f.data(), tokens, cols);
-                const std::vector<std::int64_t> want = oracle_int(w, u.i8, tokens);
-                std::vector<float> y(std::size_t(tokens * rows), std::numeric_limits<float>::quiet_NaN());
-                for (std::int64_t t = 0; t < tokens; ++t) k.gemv(p, x.row(t), y.data() + t * rows, 0, p.row_groups());
-                detail = compare_exact(y, want, rows);
-                if (detail.empty()) {
-                  std::fill(y.begin(), y.end(), std::numeric_limits<float>::quiet_NaN());
-                  k.gemm(p, x, y.data(), rows, 0, p.row_groups());
-                  detail = compare_exact(y, want, rows);
-                  if (!detail.empty()) detail = "gemm: " + detail;
-                } else {
-                  detail = "gemv: " + detail;
-                }
-                if (!detail.empty()) result = kForcedMax.at(fm) == ForcedMax::first_256_only && cols > kQK ? "spurious" : "MISMATCH";
-                auto& g = by_generator[{fm, cols}];
-                ++g.first;
-                if (!detail.empty()) ++g.second;
-              }
-              if (result == "spurious") ++spurious;
-              if (result == "exact") ++exact;
-              if (result == "rejected") ++rejected;
-              if (result == "MISMATCH") {
-                ++mismatched;
-                if (first_failures.size() < 10)
-                  first_failures.push_back(cat(a.name, " tokens=", tokens, " rows=", rows, " cols=", cols, " weights=", wf,
-                                               " activations=", af, ": ", detail));
-              }
-              rep.rows.add({run.index, a.name, std::string(L.name), k.name(), tokens, rows, cols, wf, af, fm, result, detail});
-              ctx.progress.step("oracle " + a.name);
-            }
-    std::vector<std::string> row = {a.name, k.name(), cat(cases), cat(exact), cat(rejected), mismatched ? cat("**", mismatched, "**") : "0"};
-    if (faulty_generator) row.push_back(cat(spurious));
-    table.add(row);
-    js["arms"].push_back(Json{{"name", a.name}, {"layout", std::string(L.name)}, {"kernel", k.name()}, {"cases", cases},
-                              {"exact", exact}, {"rejected_as_expected", rejected}, {"mismatches", mismatched},
-                              {"spurious", spurious}});
-    if (mismatched) rep.ok = false;
-  }
-  md << table.markdown();
-  if (faulty_generator) {
-    // Where the failures fall: only past the first 256 values, and only with the faulty generator.
-    Table where({{"forced_max"}, {"cols", Align::right}, {"cases", Align::right}, {"failing", Align::right}});
-    Json jw = Json::array();
-    for (const auto& [key, g] : by_generator) {
-      where.add({key.first, cat(key.second), cat(g.first), cat(g.second)});
-      jw.push_back(Json{{"forced_max", key.first}, {"cols", key.second}, {"cases", g.first}, {"failing", g.second}});
-    }
-    md << "\nFailing cases (all arms) by activation generator and inner size:\n\n" << where.markdown();
-    js["by_generator"] = std::move(jw);
-  }
-  md << "\ncases: tokens " << join(c.tokens | std::views::transform([](auto v) { return cat(v); })) << " x rows "
-     << join(c.rows | std::views::transform([](auto v) { return cat(v); })) << " x cols "
-     << join(c.cols | std::views::transform([](auto v) { return cat(v); })) << " x weights " << join(c.weights)
-     << " x activations " << join(c.acts) << (c.forced.size() > 1 || c.forced.front() != "every-block" ? " x forced_max " + join(c.forced) : "")
-     << "\n";
-  for (const std::string& f : first_failures) md << "\n- mismatch: " << f;
-  if (!first_failures.empty()) md << "\n";
-  rep.markdown = md.str();
-  rep.json = std::move(js);
-  return rep;
-}
-
 std::vector<KeySpec> gemv_keys() {
   std::vector<KeySpec> k = common_keys();
   for (const KeySpec& m : matrix_keys()) k.push_back(m);
@@ -781,14 +529,9 @@ std::vector<KeySpec> gemv_keys() {
   return k;
 }
 
-std::vector<KeySpec> gemm_keys() {
-  std::vector<KeySpec> k = gemv_keys();
-  k.push_back({"shape.tokens", Type::integer, true, "activation rows in the batch (default 4)"});
-  k.push_back({"arm.leftover", Type::string, true, "rows past the last full 4-row tile: pad (one padded tile pass) or gemv (one gemv each)"});
-  return k;
-}
+}  // namespace kernel_kind
 
-}  // namespace
+using namespace kernel_kind;
 
 void validate_gemv_arm(const RunSpec& run, const ArmSpec& arm, std::int64_t rows, std::int64_t cols) {
   arm_threads(run, arm);
@@ -806,28 +549,5 @@ GemvArms gemv_arms(const RunSpec& run, const std::vector<const ArmSpec*>& arms, 
 }
 
 bool is_gemv_arm_skipped(const ArmSpec& arm) { return arm_peer(arm) && peer_skipped(arm); }
-
-void register_kernel_kinds() {
-  const std::vector<std::string> small_matrix = timed_small_overrides({"shape.rows=64", "shape.cols=256"});
-  KindInfo bandwidth{"bandwidth", "streaming reads over a buffer per thread count: the memory read ceiling as arms", bandwidth_keys(), {},
-                     validate_bandwidth, run_bandwidth, bandwidth_units};
-  bandwidth.small_overrides = timed_small_overrides({"buffer_mib=1"});
-  register_kind(std::move(bandwidth));
-  KindInfo gemv{"gemv", "one activation row through each arm's layout x kernel x threads", gemv_keys(), {},
-                [](const RunSpec& r) { validate_matrix_kind(r, false); },
-                [](const RunSpec& r, RunContext& c) { return run_matrix_kind(r, c, false); }, matrix_units};
-  gemv.small_overrides = small_matrix;
-  register_kind(std::move(gemv));
-  KindInfo gemm{"gemm", "a batch of activation rows (x4 tiles); leftover rows padded or one gemv each", gemm_keys(), {},
-                [](const RunSpec& r) { validate_matrix_kind(r, true); },
-                [](const RunSpec& r, RunContext& c) { return run_matrix_kind(r, c, true); }, matrix_units};
-  gemm.small_overrides = small_matrix;
-  gemm.compute_bound = true;
-  register_kind(std::move(gemm));
-  KindInfo oracle{"oracle", "every arm against the integer oracle over a grid of cases (untimed)", oracle_keys(), {"cases"},
-                  validate_oracle, run_oracle, oracle_units};
-  oracle.small_overrides = {"cases.tokens=[1,5]", "cases.cols=256"};
-  register_kind(std::move(oracle));
-}
 
 }  // namespace ternlab::experiments

@@ -1,10 +1,5 @@
-// The speed kinds, whole forward passes timed per arm (layout x kernel x threads x load), every
-// arm's greedy tokens checked against the baseline arm's before anything is timed:
-//   prefill - pp N: one N-token prompt from an empty context (gemm in prefill_chunk batches);
-//   decode  - tg N: N single-token steps (gemv) from an empty context, plus the decode bandwidth
-//             fraction: ternary weight bytes per token / time per token / memory read ceiling;
-//   speed   - pp N then tg N over the same loaded arms.
-// Their report (speed_report) serves model-bench too.
+// What the speed kinds (prefill_kind.cpp, decode_kind.cpp, speed_kind.cpp) and model-bench share:
+// one timed pp N or tg N phase over planned arms, its report (speed_report) and the cache check.
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -134,22 +129,7 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
   return rep;
 }
 
-namespace {
-
-// The kinds' own keys, each with its default and bounds.
-namespace prefill_key {
-constexpr IntegerKey tokens{"tokens", 64, 1, 1 << 20};
-}
-namespace decode_key {
-constexpr IntegerKey tokens{"tokens", 32, 1, 1 << 20};
-}
-namespace speed_key {
-constexpr IntegerKey prefill_tokens{"prefill_tokens", 64, 1, 1 << 20};
-constexpr IntegerKey decode_tokens{"decode_tokens", 32, 1, 1 << 20};
-}  // namespace speed_key
-
-RunReport run_speed(const RunSpec& run, RunContext& ctx, bool decode) {
-  const int n = int(decode ? decode_key::tokens(run) : prefill_key::tokens(run));
+RunReport run_speed_phase(const RunSpec& run, RunContext& ctx, bool decode, int n) {
   const int chunk = int(key::prefill_chunk(run));
   ModelArms m = plan_arms(run, ctx, 8, int(key::verify_tokens(run)));
   std::vector<std::int32_t> stream;  // drawn once the baseline has told the vocabulary
@@ -159,79 +139,6 @@ RunReport run_speed(const RunSpec& run, RunContext& ctx, bool decode) {
   };
   const std::vector<TimingResult> r = run_arms(run, ctx, m, {measure_options(run)}, prepare);
   return speed_report(run, m, r.front(), decode, n);
-}
-
-// pp N then tg N over the same loaded arms: one report with both tables, arm values merged per arm.
-RunReport run_prefill_decode(const RunSpec& run, RunContext& ctx) {
-  const int pn = int(speed_key::prefill_tokens(run)), dn = int(speed_key::decode_tokens(run));
-  const int chunk = int(key::prefill_chunk(run));
-  ModelArms m = plan_arms(run, ctx, 8, int(key::verify_tokens(run)));
-  std::vector<std::int32_t> pstream, dstream;
-  const auto prepare = [&](std::size_t, ModelArm& a) {
-    if (pstream.empty()) {
-      pstream = model::random_tokens(pn, std::max(m.vocab, 1), run_seed(run) + 1);
-      dstream = model::random_tokens(dn, std::max(m.vocab, 1), run_seed(run) + 1);
-    }
-    return std::vector<ArmSetup>{speed_setup(a, false, pn, chunk, pstream), speed_setup(a, true, dn, chunk, dstream)};
-  };
-  const std::vector<TimingResult> r = run_arms(run, ctx, m, {measure_options(run), measure_options(run)}, prepare);
-  RunReport pp = speed_report(run, m, r[0], false, pn);
-  RunReport tg = speed_report(run, m, r[1], true, dn);
-  RunReport rep;
-  rep.title = run.name();
-  rep.ok = pp.ok && tg.ok;
-  rep.markdown = pp.markdown + "\n" + tg.markdown;
-  rep.rows = pp.rows;
-  rep.rows.rows.insert(rep.rows.rows.end(), tg.rows.rows.begin(), tg.rows.rows.end());
-  rep.json = Json{{"index", run.index}, {"name", rep.title}, {"kind", "speed"}, {"prefill", std::move(pp.json)}, {"decode", std::move(tg.json)}};
-  rep.svgs = pp.svgs;
-  rep.svgs.insert(rep.svgs.end(), tg.svgs.begin(), tg.svgs.end());
-  rep.arm_values = pp.arm_values;
-  for (const RunReport::ArmValues& v : tg.arm_values) {
-    auto it = std::find_if(rep.arm_values.begin(), rep.arm_values.end(), [&](const auto& x) { return x.arm == v.arm; });
-    if (it == rep.arm_values.end()) continue;  // an arm is listed only when both passes verified it
-    it->values.insert(it->values.end(), v.values.begin(), v.values.end());
-  }
-  std::erase_if(rep.arm_values, [&](const auto& x) { return std::isnan(x.get("decode_tok_s")); });
-  for (NoiseWarning& w : pp.warnings) w.text = cat("pp", pn, ": ", w.text);
-  for (NoiseWarning& w : tg.warnings) w.text = cat("tg", dn, ": ", w.text);
-  rep.warnings = pp.warnings;
-  rep.warnings.insert(rep.warnings.end(), tg.warnings.begin(), tg.warnings.end());
-  return rep;
-}
-
-}  // namespace
-
-// Their small overrides take the tiny preset: micro's 260-row output matrix does not fit t2r's 16-row blocks.
-void register_speed_kinds() {
-  KindInfo prefill = model_kind("prefill", "pp N: prompt tokens/s of a whole model per arm (layout x kernel x threads x load)",
-                                {prefill_key::tokens.spec("prompt length")}, [](const RunSpec& r) { prefill_key::tokens(r); },
-                                [](const RunSpec& r, RunContext& c) { return run_speed(r, c, false); },
-                                [](const RunSpec& r) { return model_units(r, 5, 1); });
-  prefill.model.context_tokens = prefill_key::tokens;
-  prefill.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "tokens=8"});
-  register_kind(std::move(prefill));
-
-  KindInfo decode = model_kind("decode", "tg N: decode tokens/s and the decode bandwidth fraction against the memory read ceiling",
-                               {decode_key::tokens.spec("decoded tokens per call")}, [](const RunSpec& r) { decode_key::tokens(r); },
-                               [](const RunSpec& r, RunContext& c) { return run_speed(r, c, true); },
-                               [](const RunSpec& r) { return model_units(r, 5, 1); });
-  decode.model.context_tokens = decode_key::tokens;
-  decode.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "tokens=8"});
-  register_kind(std::move(decode));
-
-  KindInfo speed = model_kind(
-      "speed", "pp N and tg N over the same loaded arms: prefill and decode tokens/s, decode bandwidth fraction",
-      {speed_key::prefill_tokens.spec("prompt length of pp"), speed_key::decode_tokens.spec("decoded tokens of tg")},
-      [](const RunSpec& r) {
-        speed_key::prefill_tokens(r);
-        speed_key::decode_tokens(r);
-      },
-      run_prefill_decode, [](const RunSpec& r) { return model_units(r, 5, 1) + measure_units(r.arms.size(), measure_options(r)); });
-  speed.model.context_tokens = [](const RunSpec& r) { return std::max(speed_key::prefill_tokens(r), speed_key::decode_tokens(r)); };
-  speed.model.test_in_title = true;
-  speed.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "prefill_tokens=8", "decode_tokens=4"});
-  register_kind(std::move(speed));
 }
 
 }  // namespace ternlab::experiments

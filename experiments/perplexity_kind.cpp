@@ -1,7 +1,5 @@
-// The kinds that compare what the arms compute, not how fast:
-//   perplexity - over a text file or a synthetic token stream, in chunks; equal across arms to 4
-//                decimals (a peer's own kernel within a tolerance), each pass timed;
-//   greedy     - greedy continuations equal to the baseline arm's, with the max |logit difference| (untimed).
+// The perplexity kind: perplexity per arm over a text file or a synthetic token stream, in chunks;
+// equal across arms to 4 decimals (a peer's own kernel within a tolerance), each pass timed.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -28,38 +26,16 @@ namespace {
 namespace fs = std::filesystem;
 using model::Model;
 
-// The kinds' own keys, each with its default and bounds.
 namespace perplexity_key {
 constexpr IntegerKey tokens{"tokens", 256, 2, std::int64_t(1) << 30};
 constexpr IntegerKey chunk{"chunk", 64, 2, 1 << 20};
 }  // namespace perplexity_key
-namespace greedy_key {
-constexpr IntegerKey tokens{"tokens", 16, 1, 1 << 20};
-constexpr IntegerKey prompt_tokens{"prompt_tokens", 8, 1, 1 << 20};
-}  // namespace greedy_key
 
 // How far a peer kernel's perplexity may sit from the baseline's. The peers keep their own float
 // arithmetic (ggml sums a block's lanes in its order, BitNet rescales per token), so their logits
 // differ in the last bits, and a random-weight preset's perplexity (near 10^6) by a fraction of a
 // percent (measured: docs/notebook/2026-12-05-zen4-peers.md); a wrong kernel moves it by far more.
 constexpr double kPeerPerplexityTolerance = 1e-2;
-
-// The greedy check alone (untimed kinds): every arm loaded and checked, one at a time when asked.
-ModelArms load_and_check(const RunSpec& run, RunContext& ctx, int prompt_len, int n) {
-  ModelArms m = plan_arms(run, ctx, prompt_len, n);
-  run_arms(run, ctx, m, {}, nullptr);
-  if (!m.interleaved) return m;
-  for (ModelArm& a : m.arms) a.model.reset();
-  return m;
-}
-
-// The report of a model kind: the failed arms' reasons after its table and notes.
-RunReport finish(RunReport rep, std::ostringstream& md, Json js, const ModelArms& m) {
-  md << arms_footer(m);
-  rep.markdown = md.str();
-  rep.json = std::move(js);
-  return rep;
-}
 
 RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
   const int chunk = int(perplexity_key::chunk(run));
@@ -150,59 +126,13 @@ RunReport run_perplexity(const RunSpec& run, RunContext& ctx) {
   }
   md << table.markdown() << "\ns/pass: median over kept rounds [min–max]; " << spread_note() << "; " << ratio_note(r) << ".\n";
   rep.warnings = std::move(noise.warnings);
-  return finish(std::move(rep), md, std::move(js), m);
-}
-
-// --- greedy -------------------------------------------------------------------------------------
-
-RunReport run_greedy(const RunSpec& run, RunContext& ctx) {
-  const int n = int(greedy_key::tokens(run));
-  const int prompt_len = int(greedy_key::prompt_tokens(run));
-  const ModelArms m = load_and_check(run, ctx, prompt_len, n);
-  RunReport rep;
-  rep.title = run.name();
-  std::ostringstream md;
-  md << "### " << rep.title << "\n\n" << model_line(m);
-  md << "kind greedy: " << n << " greedy tokens after a " << prompt_len << "-token pseudo-random prompt (seed " << run_seed(run)
-     << "), every arm against the baseline '" << m.arms[m.baseline].name << "'; untimed.\n\n";
-  Table table({{"arm"}, {"layout"}, {"kernel"}, {"thr", Align::right}, {"load"}, {"tokens equal", Align::right},
-               {"first difference", Align::right}, {"max |Δlogit|", Align::right}, {"result"}});
-  rep.rows.columns = {"run", "arm", "layout", "kernel", "threads", "load", "tokens_equal", "first_difference", "max_logit_diff",
-                      "result", "tokens"};
-  Json js = run_json_head(run, rep.title, m);
-  js["tokens"] = n;
-  js["prompt_tokens"] = prompt_len;
-  js["arms"] = Json::array();
-  const ModelArm& base = m.arms[m.baseline];
-  for (std::size_t i = 0; i < m.arms.size(); ++i) {
-    const ModelArm& a = m.arms[i];
-    std::size_t equal = 0;
-    while (equal < a.tokens.size() && equal < base.tokens.size() && a.tokens[equal] == base.tokens[equal]) ++equal;
-    const bool ok = a.failure.empty();
-    if (!ok) rep.ok = false;
-    const std::string result = ok ? (i == m.baseline ? "baseline" : "equal") : "**FAILED**";
-    table.add({a.name + (i == m.baseline ? " (baseline)" : ""), a.layout, a.kernel, threads_cell(a.threads), a.load,
-               cat(equal, "/", n), a.first_difference >= 0 ? cat(a.first_difference) : "—",
-               i == m.baseline ? "—" : sig(a.max_logit_diff), result});
-    std::vector<std::string> toks;
-    for (std::int32_t t : a.tokens) toks.push_back(cat(t));
-    rep.rows.add({run.index, a.name, a.layout, a.kernel, a.threads, a.load, equal, a.first_difference, a.max_logit_diff,
-                  ok ? "ok" : "failed", join(toks, " ")});
-    Json arm = arm_json_head(a);
-    arm["tokens_equal"] = equal;
-    arm["first_difference"] = a.first_difference;
-    arm["tokens"] = a.tokens;
-    js["arms"].push_back(std::move(arm));
-    if (ok) rep.arm_values.push_back({a.name, a.layout, {{"max_logit_diff", a.max_logit_diff}}});
-  }
-  md << table.markdown();
-  return finish(std::move(rep), md, std::move(js), m);
+  return finish_model_report(std::move(rep), md, std::move(js), m);
 }
 
 }  // namespace
 
-// Their small overrides take the tiny preset: micro's 260-row output matrix does not fit t2r's 16-row blocks.
-void register_perplexity_greedy_kinds() {
+// Its small overrides take the tiny preset: micro's 260-row output matrix does not fit t2r's 16-row blocks.
+void register_perplexity_kind() {
   KindInfo perplexity = model_kind(
       "perplexity", "perplexity per arm over a text file or a synthetic stream; equal across arms to 4 decimals",
       {perplexity_key::tokens.spec("stream length", "; caps a text file's tokens"),
@@ -218,19 +148,6 @@ void register_perplexity_greedy_kinds() {
   perplexity.model.logit_rows = perplexity_key::chunk;  // every position of a chunk is scored
   perplexity.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "tokens=8"});
   register_kind(std::move(perplexity));
-
-  KindInfo greedy = model_kind(
-      "greedy", "greedy-token equivalence of every arm with the baseline arm, max |logit difference| (untimed)",
-      {greedy_key::tokens.spec("greedy tokens compared"), greedy_key::prompt_tokens.spec("pseudo-random prompt length")},
-      [](const RunSpec& r) {
-        greedy_key::tokens(r);
-        greedy_key::prompt_tokens(r);
-      },
-      run_greedy, [](const RunSpec& r) { return std::int64_t(2 * r.arms.size()); });
-  greedy.model.context_tokens = [](const RunSpec& r) { return greedy_key::prompt_tokens(r) + greedy_key::tokens(r); };
-  greedy.model.read_ceiling = false;
-  greedy.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "tokens=8", "prompt_tokens=4"});
-  register_kind(std::move(greedy));
 }
 
 }  // namespace ternlab::experiments
