@@ -16,6 +16,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -45,12 +46,80 @@ void apply_isa(const std::string& isa) {
 }
 
 struct KernelsOptions {
-  std::string isa, plan = "estimate", shape = "32768x8192", wisdom;
+  std::string isa, plan = "auto", shape = "32768x8192", wisdom;
   std::vector<std::string> layouts;
   std::int64_t tokens = 1;
   int threads = 1;
-  bool explain = false, json = false;
+  bool explain = false, json = false, check_estimate = false;
+  int rounds = 3;
 };
+
+// `ternlab kernels --check-estimate`: the estimate's per-CPU rules against measurement. Per layout,
+// every candidate (verified against the reference first) is timed in interleaved rounds on a
+// matrix of --shape, beside the read ceiling (gemv) or the int8 compute ceiling (gemm) measured
+// before and after; the table gives the estimate's pick, the fastest, and the estimate's rate as a
+// fraction of the fastest. A benchmark: nothing is recorded in the wisdom file.
+void check_estimate(const KernelsOptions& o) {
+  apply_isa(o.isa);
+  const auto [rows, cols] = parse_shape(o.shape, "kernels --shape");
+  if (o.tokens < 1) fail("kernels: --tokens must be at least 1");
+  if (o.rounds < 1) fail("kernels: --rounds must be at least 1");
+  ThreadPool pool(o.threads);
+  const bool gemv = o.tokens == 1;
+  const char* unit = gemv ? "Gweights/s" : "GMAC/s";
+  const auto ceiling = [&] {
+    return gemv ? cat(fixed_text(read_ceiling(pool).gbs, 1), " GB/s read")
+                : cat(fixed_text(int8_compute_ceiling(pool).gmacs, 1), " GMAC/s int8");
+  };
+  const CpuFeatures& cpu = cpu_features();
+  const std::string before = ceiling();
+  std::cerr << "cpu: " << cpu_description() << "; " << feature_string() << "; ceiling " << isa_name(best_isa()) << "\n"
+            << "estimate's guesses here: splits 512-bit ops " << (cpu.splits_512bit_ops ? "yes" : "no")
+            << ", GFNI slots " << (cpu.prefers_gfni_slots ? "yes" : "no") << ", hardware prefetch "
+            << (cpu.prefers_hardware_prefetch ? "yes" : "no") << "\n"
+            << (gemv ? std::string("gemv") : cat("gemm, ", o.tokens, " tokens")) << " on " << rows << " x " << cols << ", "
+            << o.threads << " thread(s), " << o.rounds << " interleaved rounds (median)\n";
+  Table table({{"layout"}, {"estimate"}, {unit, Align::right}, {"fastest"}, {unit, Align::right}, {"estimate / fastest", Align::right}});
+  nlohmann::ordered_json json = {{"cpu", cpu_description()}, {"features", feature_string()}, {"op", gemv ? "gemv" : cat("gemm", o.tokens)},
+                                 {"rows", rows}, {"cols", cols}, {"threads", o.threads}, {"layouts", nlohmann::ordered_json::array()}};
+  int near = 0, checked = 0;
+  for (const LayoutInfo* L : all_layouts()) {
+    if (!o.layouts.empty() && std::find(o.layouts.begin(), o.layouts.end(), L->name) == o.layouts.end()) continue;
+    if (rows % L->rows || !L->block_scales_128() || peers::find_peer(L->name)) continue;  // peers run their own kernel
+    TernaryMatrix m = make_weights(rows, cols, 2026, Fill::random, ScaleKind::random);
+    if (L->scale_format() != ScaleFormat::fp16) m = requantise_scales(m, L->scale_format(), "kernels --check-estimate weights");
+    const PackedMatrix w = pack(m, *L);
+    const std::vector<MeasuredVariant> measured = measure_variants(w, o.tokens, pool, o.rounds);
+    if (measured.size() < 2) continue;  // one candidate: nothing to choose
+    const std::string estimate = best_kernel(*L).variant.name();
+    const MeasuredVariant* best = &measured.front();
+    const MeasuredVariant* est = nullptr;
+    for (const MeasuredVariant& v : measured) {
+      if (v.rate > best->rate) best = &v;
+      if (v.variant.name() == estimate) est = &v;
+    }
+    if (!est) continue;  // the estimate is named-only or above the ceiling: not a candidate
+    const double frac = est->rate / best->rate;
+    ++checked;
+    near += frac >= 0.95;
+    table.add({std::string(L->name), estimate, fixed_text(est->rate, 1), best->variant.name(), fixed_text(best->rate, 1),
+               fixed_text(frac, 3)});
+    json["layouts"].push_back({{"layout", std::string(L->name)}, {"estimate", estimate}, {"estimate_rate", est->rate},
+                               {"fastest", best->variant.name()}, {"fastest_rate", best->rate}, {"fraction", frac}});
+    std::cerr << "  " << L->name << " done\n";
+  }
+  const std::string after = ceiling();
+  json["ceiling_before"] = before;
+  json["ceiling_after"] = after;
+  json["within_5_percent"] = near;
+  json["checked"] = checked;
+  if (o.json) {
+    std::cout << json.dump(1) << "\n";
+    return;
+  }
+  std::cout << table.text() << "ceiling before " << before << ", after " << after << "; the estimate is within 5% of the fastest on "
+            << near << " of " << checked << " layouts\n";
+}
 
 // `ternlab kernels`: per layout, the variants and the one chosen. With --plan measure the planner
 // times every candidate on a matrix of --shape and records its choice in the wisdom file;
@@ -96,6 +165,9 @@ void list_kernels(const KernelsOptions& o) {
       c = plan_kernel(w, o.tokens, pool, mode, &wisdom);
     } else {
       c = best_kernel(*L);
+      if (mode == PlanMode::automatic)
+        if (std::optional<KernelChoice> from = wisdom_choice(*L, plan_key(*L, rows, cols, o.tokens, o.threads), wisdom))
+          c = std::move(*from);
     }
     // A peer's format runs the peer's own kernel wherever ternlab meets it (model, bench, quickstart);
     // ternlab's kernels for its bytes are listed after it as ternlab's, the planner's pick unmarked.
@@ -127,7 +199,9 @@ void list_kernels(const KernelsOptions& o) {
   }
   std::cout << text.str() << listing.text();
   if (why.rows()) std::cout << "\n" << why.text();
-  std::cout << "(* = chosen " << (mode == PlanMode::measure ? "by measuring" : "by best_kernel under the ceiling")
+  std::cout << "(* = chosen " << (mode == PlanMode::measure     ? "by measuring"
+                                  : mode == PlanMode::automatic ? "from the wisdom file where it holds this shape, else by best_kernel"
+                                                                : "by best_kernel under the ceiling")
             << "; --isa lowers the ceiling, --plan measure times the candidates)\n";
   if (o.explain) {
     const PlanKey here = plan_key(**all_layouts().begin(), 0, 0, 1, 1);
@@ -173,7 +247,7 @@ void add_kernel_commands(CLI::App& app) {
   list->add_option("--isa", ko.isa, "ISA ceiling (scalar, avx2, avx512vnni, neon, dotprod, i8mm)");
   list->add_flag("--explain", ko.explain, "Say why each candidate was taken or passed over; list the wisdom file");
   list->add_flag("--json", ko.json, "Print the variants, the chosen one and the reasons as JSON");
-  list->add_option("--plan", ko.plan, "estimate (the ISA ladder) or measure (time every candidate, record wisdom)")
+  list->add_option("--plan", ko.plan, "auto (the wisdom file's measured choice for --shape, --tokens and --threads, else the estimate), estimate (the ISA ladder) or measure (time every candidate, record wisdom)")
       ->capture_default_str();
   list->add_option("--shape", ko.shape, "Matrix the planner measures, ROWSxCOLS")->capture_default_str();
   list->add_option("--tokens", ko.tokens, "Tokens the planner measures with (1: gemv, more: gemm)")->capture_default_str();
@@ -182,8 +256,16 @@ void add_kernel_commands(CLI::App& app) {
   list->add_option("--wisdom", ko.wisdom, "Wisdom file (default: $TERNLAB_WISDOM or ~/.cache/ternlab/wisdom.toml)");
   add_census_command(*list);
   add_ceilings_command(*list);
+  list->add_flag("--check-estimate", ko.check_estimate,
+                 "Benchmark the estimate against measurement: time every candidate of each layout on --shape, --tokens "
+                 "and --threads, and give the estimate's rate as a fraction of the fastest (nothing recorded)");
+  list->add_option("--rounds", ko.rounds, "Interleaved rounds of --check-estimate (median)")->capture_default_str();
   list->callback([list] {
-    if (!list->got_subcommand("census") && !list->got_subcommand("ceilings")) list_kernels(ko);
+    if (list->got_subcommand("census") || list->got_subcommand("ceilings")) return;
+    if (ko.check_estimate)
+      check_estimate(ko);
+    else
+      list_kernels(ko);
   });
 
   auto* b = app.add_subcommand("bench", "Kernel benchmark: gemv/gemm per layout x strategy x ISA vs measured ceilings, through the runner");

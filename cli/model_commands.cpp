@@ -102,7 +102,7 @@ struct WeightArgs {
 
 struct GenerateOptions {
   std::string path, prompt = "Hello", layout, kernel, mode = "mmap";
-  std::string plan = "estimate";
+  std::string plan = "auto";
   bool requantise = false;
   int n = 16, threads = 1;
   float temperature = 0, top_p = 1;
@@ -502,7 +502,7 @@ void run_perplexity(const PerplexityOptions& o) {
 }
 
 struct BenchOptions {
-  std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "estimate", format = "md", output, results = "results";
+  std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "auto", format = "md", output, results = "results";
   std::vector<int> prompt{64}, gen{32}, threads{1};
   int repetitions = 5, warmup = 1;
   bool requantise = false;
@@ -755,8 +755,9 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("--load", g.mode, "Load mode: mmap or memory")->capture_default_str();
   gen->add_flag("--requantise-scales", g.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
                                       "refuses, and print how many moved and their max / mean relative error");
-  gen->add_option("--plan", g.plan, "Kernel choice without --kernel: estimate (the ISA ladder) or measure (time the "
-                                    "candidates on the output head once, kept in the wisdom file)")->capture_default_str();
+  gen->add_option("--plan", g.plan, "Kernel choice without --kernel: auto (the wisdom file's measured choice for the output head, "
+                                    "else the estimate), estimate (the ISA ladder) or measure (time the candidates on the output "
+                                    "head once, kept in the wisdom file)")->capture_default_str();
   gen->add_option("--draft", g.draft, "Speculative decoding (greedy only) with this drafter: " + join(drafter_names()))
       ->check([](const std::string& v) {
         const auto& n = drafter_names();
@@ -843,8 +844,8 @@ void add_model_commands(CLI::App& app) {
   bench->add_option("--load", b.mode, "Load mode: mmap or memory")->capture_default_str();
   bench->add_flag("--requantise-scales", b.requantise, "LOSSY, by name: round the file's scales to the layout's scale format (bf16, e4m3, e8m0) where the exact repack "
                                       "refuses, and print how many moved and their max / mean relative error");
-  bench->add_option("--plan", b.plan, "Kernel choice: estimate (the ISA ladder) or measure (time the candidates once, "
-                                      "kept in the wisdom file)")->capture_default_str();
+  bench->add_option("--plan", b.plan, "Kernel choice: auto (the wisdom file's measured choice, else the estimate), estimate (the ISA "
+                                      "ladder) or measure (time the candidates once, kept in the wisdom file)")->capture_default_str();
   bench->callback([] { run_bench(b); });
   add_verify_costs_command(model);
 }

@@ -235,9 +235,9 @@ model::LoadOptions load_options(const RunSpec& run, const ModelArm& arm) {
   o.mode = gguf::parse_mode(arm.load);
   o.threads = arm.threads;
   o.requantise_scales = arm.requantise_scales;
-  if (arm.plan == PlanMode::measure && !arm.kernel_named) {  // the planner chooses at load
+  if (arm.plan != PlanMode::estimate && !arm.kernel_named) {  // the planner chooses at load (wisdom, or measuring)
     o.kernel = "";
-    o.plan = PlanMode::measure;
+    o.plan = arm.plan;
   }
   o.prefill_chunk = int(key::prefill_chunk(run));
   return o;

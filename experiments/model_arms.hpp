@@ -52,7 +52,9 @@ struct ModelArm {
   double bits_per_weight = 0;
   bool requantise_scales = false;  // LOSSY load (model::LoadOptions::requantise_scales), by name only
   bool kernel_named = false;       // the arm's kernel key names one ("best" and none do not)
-  PlanMode plan = PlanMode::estimate;  // measure: an arm without a named kernel lets the planner time the candidates at load
+  // An arm without a named kernel: auto takes the wisdom file's measured choice where it holds one;
+  // measure lets the planner time the candidates at load.
+  PlanMode plan = PlanMode::automatic;
   std::unique_ptr<model::Model> model;
   std::string failure;  // non-empty: not timed
   std::vector<std::int32_t> tokens;

@@ -65,7 +65,7 @@ std::vector<BenchTest> bench_tests(const RunSpec& run) {
 
 PlanMode run_plan(const RunSpec& run) {
   const Located at = run.at("plan");
-  return at ? relocated(at, [&] { return parse_plan_mode(as_string(at)); }) : PlanMode::estimate;
+  return at ? relocated(at, [&] { return parse_plan_mode(as_string(at)); }) : PlanMode::automatic;
 }
 
 void validate(const RunSpec& run) {
@@ -182,8 +182,8 @@ void register_model_bench_kind() {
                                      key::requantise_scales.spec("LOSSY, by name: round the file's scales to each arm's layout's scale "
                                                                  "format where the exact repack refuses"),
                                      {"plan", Type::string, false,
-                                      "estimate (default: the ISA ladder) or measure: arms without a kernel time the candidates "
-                                      "once, or read the wisdom file"}}),
+                                      "auto (default: the wisdom file's measured choice, else the estimate), estimate (the ISA "
+                                      "ladder) or measure: arms without a kernel time the candidates once, or read the wisdom file"}}),
                  {}, validate, run_model_bench, units};
   bench.model.context_tokens = context_tokens;
   bench.model.test_in_title = true;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <toml++/toml.h>
 
 #include "common/error.hpp"
@@ -14,13 +15,22 @@
 
 namespace ternlab {
 
+namespace {
+constexpr std::pair<PlanMode, const char*> kPlanModes[] = {
+    {PlanMode::automatic, "auto"}, {PlanMode::estimate, "estimate"}, {PlanMode::measure, "measure"}};
+}  // namespace
+
 PlanMode parse_plan_mode(const std::string& s) {
-  if (s == "estimate") return PlanMode::estimate;
-  if (s == "measure") return PlanMode::measure;
-  fail("unknown plan mode '", s, "' (known: estimate, measure)");
+  for (const auto& [m, n] : kPlanModes)
+    if (s == n) return m;
+  fail("unknown plan mode '", s, "' (known: auto, estimate, measure)");
 }
 
-const char* plan_mode_name(PlanMode m) { return m == PlanMode::estimate ? "estimate" : "measure"; }
+const char* plan_mode_name(PlanMode m) {
+  for (const auto& [mode, n] : kPlanModes)
+    if (mode == m) return n;
+  return "?";
+}
 
 PlanKey plan_key(const LayoutInfo& layout, std::int64_t rows, std::int64_t cols, std::int64_t tokens, int threads) {
   return {cat(cpu_features().model, " (", feature_string(), ")"),
@@ -125,31 +135,11 @@ namespace {
 
 }  // namespace
 
-KernelChoice plan_kernel(const PackedMatrix& w, std::int64_t tokens, ThreadPool& pool, PlanMode mode, Wisdom* wisdom,
-                         int rounds) {
-  const LayoutInfo& L = *w.layout;
-  KernelChoice estimate = best_kernel(L);
-  if (mode == PlanMode::estimate) return estimate;
-
-  const PlanKey key = plan_key(L, w.rows, w.cols, tokens, pool.size());
-  const std::vector<KernelVariant> all = kernels_under_ceiling(L);  // a wisdom entry above --isa is not taken
-  if (wisdom)
-    if (const WisdomEntry* e = wisdom->find(key)) {
-      const auto it = std::find_if(all.begin(), all.end(), [&](const KernelVariant& k) { return k.name() == e->variant; });
-      if (it != all.end()) {
-        KernelChoice c{*it, {}};
-        c.notes.push_back(cat(e->variant, ": chosen from wisdom ", wisdom->path().string(), " (measured ",
-                              e->rate, tokens == 1 ? " Gweights/s" : " GMAC/s",
-                              e->runners_up.empty() ? "" : "; others: " + e->runners_up, ")"));
-        return c;
-      }
-    }
-
-  // Candidates: every variant at or below the ceiling, the reference only when it is alone.
-  std::vector<KernelVariant> cand = all;
+std::vector<MeasuredVariant> measure_variants(const PackedMatrix& w, std::int64_t tokens, ThreadPool& pool, int rounds) {
+  // Candidates: every variant at or below the ceiling but the reference (the baseline, not a choice).
+  std::vector<KernelVariant> cand = kernels_under_ceiling(*w.layout);
   std::erase_if(cand, [](const KernelVariant& k) { return k.strategy == Strategy::reference; });
-  if (cand.empty()) return estimate;
-
+  if (cand.empty()) return {};
   const std::vector<float> xf = make_float_activations(tokens, w.cols, 17);
   const Q8KBatch x = quantize_batch(xf.data(), tokens, w.cols);
   std::vector<float> y(std::size_t(tokens * w.rows));
@@ -175,11 +165,50 @@ KernelChoice plan_kernel(const PackedMatrix& w, std::int64_t tokens, ThreadPool&
       }
       rates[i].push_back(work * reps / total);
     }
+  std::vector<MeasuredVariant> out;
+  for (std::size_t i = 0; i < cand.size(); ++i) out.push_back({cand[i], median(rates[i])});
+  return out;
+}
+
+std::optional<KernelChoice> wisdom_choice(const LayoutInfo& layout, const PlanKey& key, const Wisdom& wisdom) {
+  const WisdomEntry* e = wisdom.find(key);
+  if (!e) return std::nullopt;
+  const std::vector<KernelVariant> all = kernels_under_ceiling(layout);  // an entry above --isa is not taken
+  const auto it = std::find_if(all.begin(), all.end(), [&](const KernelVariant& k) { return k.name() == e->variant; });
+  if (it == all.end()) return std::nullopt;
+  KernelChoice c{*it, {}};
+  c.notes.push_back(cat(e->variant, ": chosen from wisdom ", wisdom.path().string(), " (measured ", e->rate,
+                        key.op == "gemv" ? " Gweights/s" : " GMAC/s", e->runners_up.empty() ? "" : "; others: " + e->runners_up,
+                        ")"));
+  return c;
+}
+
+KernelChoice plan_kernel(const PackedMatrix& w, std::int64_t tokens, ThreadPool& pool, PlanMode mode, Wisdom* wisdom,
+                         int rounds) {
+  const LayoutInfo& L = *w.layout;
+  KernelChoice estimate = best_kernel(L);
+  if (mode == PlanMode::estimate) return estimate;
+
+  const PlanKey key = plan_key(L, w.rows, w.cols, tokens, pool.size());
+  if (wisdom)
+    if (std::optional<KernelChoice> c = wisdom_choice(L, key, *wisdom)) return std::move(*c);
+  if (mode == PlanMode::automatic) {
+    estimate.notes.insert(estimate.notes.begin(), cat("no measured choice for ", key.op, " ", key.rows, " x ", key.cols, " on ",
+                                                      key.threads, " thread(s)", wisdom ? " in " + wisdom->path().string() : "",
+                                                      ": the estimate (--plan measure times the candidates)"));
+    return estimate;
+  }
+
+  const std::vector<MeasuredVariant> measured = measure_variants(w, tokens, pool, rounds);
+  if (measured.empty()) return estimate;
   std::size_t best = 0;
-  std::vector<double> med(cand.size());
-  for (std::size_t i = 0; i < cand.size(); ++i) {
-    med[i] = median(rates[i]);
-    if (med[i] > med[best]) best = i;
+  for (std::size_t i = 0; i < measured.size(); ++i)
+    if (measured[i].rate > measured[best].rate) best = i;
+  std::vector<KernelVariant> cand;
+  std::vector<double> med;
+  for (const MeasuredVariant& m : measured) {
+    cand.push_back(m.variant);
+    med.push_back(m.rate);
   }
   KernelChoice c{cand[best], {}};
   std::ostringstream others;

@@ -214,9 +214,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     if (!kernel && !o.kernel.empty()) {
       kernel = choose_kernel(*m->layout_, o.kernel);
       m->kernel_notes_ = {kernel->name() + ": named"};
-    } else if (!kernel) {  // estimate: best_kernel; measure: timed here, or read from the wisdom file
+    } else if (!kernel) {  // estimate: best_kernel; auto: the wisdom file's choice, else best_kernel; measure: timed here
       std::optional<Wisdom> wisdom;
-      if (o.plan == PlanMode::measure)
+      if (o.plan != PlanMode::estimate)
         wisdom.emplace(o.wisdom.empty() ? Wisdom::default_path() : std::filesystem::path(o.wisdom));
       KernelChoice c = plan_kernel(l.w, 1, *m->pool_, o.plan, wisdom ? &*wisdom : nullptr);
       kernel = c.variant;

@@ -33,10 +33,11 @@ struct LoadOptions {
   // empty: the planner's choice (below), or for a peer format (i2_s, tq2_0, tq1_0) the peer's own kernel;
   // a peer's kernel ("bitnet-i2s", "ggml-tq2_0", "ggml-tq1_0") runs its format (model/linear.hpp peer_for).
   std::string kernel = "";
-  // How the kernel is chosen when none is named: estimate = best_kernel (the ISA ladder); measure =
-  // the planner times every candidate on the output head (the largest matrix, a gemv as in
-  // decode) once, or reads its earlier choice from the wisdom file (kernels/planner.hpp).
-  PlanMode plan = PlanMode::estimate;
+  // How the kernel is chosen when none is named (kernels/planner.hpp), for the output head (the
+  // largest matrix, a gemv as in decode): auto = the wisdom file's measured choice where it holds
+  // one, else best_kernel; estimate = best_kernel (the ISA ladder); measure = the planner times every
+  // candidate once, or reads its earlier choice from the wisdom file.
+  PlanMode plan = PlanMode::automatic;
   std::string wisdom = "";  // empty: Wisdom::default_path()
   gguf::LoadMode mode = gguf::LoadMode::mmap;
   int threads = 1;

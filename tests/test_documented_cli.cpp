@@ -52,6 +52,7 @@ const std::vector<std::pair<std::string, std::string>> kSkipped = {
 const std::map<std::string, std::vector<std::pair<std::string, std::string>>> kSmall = {
     {"bench", {{"--rounds", "1"}, {"--gemv", "256x512"}, {"--gemm", "256x512"}, {"--cols", "4"}, {"--ceiling-mib", "1"}, {"--min-seconds", "0.001"}}},
     {"kernels --plan", {{"--shape", "256x512"}, {"--tokens", "1"}}},
+    {"kernels --check-estimate", {{"--shape", "256x512"}, {"--rounds", "1"}}},
     {"kernels ceilings", {{"--rounds", "1"}, {"--mib", "64"}}},
     // The model part's perplexity on the first 400 bytes of the held-out text ({tmp}: the test's folder).
     {"quickstart", {{"--rows", "256"}, {"--cols", "512"}, {"--reps", "1"}, {"--rounds", "1"}, {"--text", "{tmp}/short-text.txt"}}},
