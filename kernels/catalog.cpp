@@ -10,6 +10,7 @@
 #include "kernels/cpu.hpp"
 #include "kernels/kernel_plan.hpp"
 #include "kernels/portable/portable.hpp"
+#include "kernels/targets/sse41/kernels.hpp"
 #include "kernels/x86_kernels.hpp"
 
 namespace ternlab {
@@ -73,6 +74,7 @@ std::vector<KernelVariant> collect(const LayoutInfo& layout, std::vector<KernelG
   }
   // x86 strategies (broadcast, slot-mask, unpack, base3) per ISA the CPU runs; each adds only what
   // the layout's properties and plan admit.
+  if (isa_supported(Isa::sse41)) detail::add_sse41_kernels(layout, v, gaps);
   if (isa_supported(Isa::avx2)) detail::add_avx2_kernels(layout, v, gaps);
   if (isa_supported(Isa::avx512vnni)) detail::add_avx512vnni_kernels(layout, v, gaps);
   // The same strategies per aarch64 feature level (plain NEON, dotprod), then i8mm's smmla gemm,

@@ -89,7 +89,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
     fail("no kernel of strategy '", strategy_name(*only_strategy), "' for layout '", layout.name,
          "' at or below the ISA ceiling ", isa_name(ceiling), " (available: ", variant_names(listed), ")");
   // What the layout or the CPU rules out, so the listing is explicit about the absent arms.
-  for (Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::neon, Isa::dotprod, Isa::i8mm})
+  for (Isa isa : {Isa::sse41, Isa::avx2, Isa::avx512vnni, Isa::neon, Isa::dotprod, Isa::i8mm})
     if (!isa_supported(isa)) c.notes.push_back(cat(isa_name(isa), ": no kernels, this CPU lacks it (", feature_string(), ")"));
   const std::vector<KernelGap> gaps = kernel_gaps(layout);
   for (const KernelGap& g : gaps)
@@ -110,8 +110,8 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
 
 bool isa_at_or_below(Isa isa, Isa ceiling) {
   if (isa == Isa::scalar) return true;
-  const bool x86 = isa == Isa::avx2 || isa == Isa::avx512vnni;
-  const bool x86_ceiling = ceiling == Isa::avx2 || ceiling == Isa::avx512vnni;
+  const bool x86 = isa == Isa::sse41 || isa == Isa::avx2 || isa == Isa::avx512vnni;
+  const bool x86_ceiling = ceiling == Isa::sse41 || ceiling == Isa::avx2 || ceiling == Isa::avx512vnni;
   if (ceiling != Isa::scalar && x86 != x86_ceiling) return false;
   return int(isa) <= int(ceiling);
 }
