@@ -18,12 +18,16 @@
 
 #pragma GCC push_options
 #pragma GCC target("sse4.1,ssse3")
+#include "kernels/targets/sse41/policy.hpp"
+// The shared strategies' scalar epilogues write __builtin_fmaf; without FMA it is a call to libm's
+// fmaf in their hot loops. In this unit it is the policy's inline exact fma instead (same bits).
+#define __builtin_fmaf(a, b, c) ::ternlab::isa::Sse41Float::fmaf(a, b, c)
 #include "kernels/strategies/base3.hpp"
 #include "kernels/strategies/broadcast.hpp"
 #include "kernels/strategies/permute.hpp"
 #include "kernels/strategies/slot_mask.hpp"
 #include "kernels/strategies/unpack.hpp"
-#include "kernels/targets/sse41/policy.hpp"
+#undef __builtin_fmaf
 
 namespace ternlab::detail {
 namespace {

@@ -66,6 +66,11 @@ struct Sse41Float {
     const __m128i step = _mm_or_si128(differ, _mm_set1_epi64x(1));
     return _mm_castsi128_pd(_mm_add_epi64(bits, _mm_and_si128(step, _mm_and_si128(inexact, even))));
   }
+  // One float fma by the same steps, inline: the shared strategies' scalar epilogues call it
+  // through kernels.cpp's __builtin_fmaf (without FMA, GCC makes that a libm call in the loop).
+  [[gnu::always_inline]] static float fmaf(float a, float b, float c) {
+    return _mm_cvtss_f32(_mm_cvtpd_ps(fma2(_mm_set_sd(double(a)), _mm_set_sd(double(b)), _mm_set_sd(double(c)))));
+  }
   // Four lanes of fma(a, b, c), each bit-identical to std::fma on floats.
   static __m128 fma(__m128 a, __m128 b, __m128 c) {
     const __m128d lo = fma2(_mm_cvtps_pd(a), _mm_cvtps_pd(b), _mm_cvtps_pd(c));
