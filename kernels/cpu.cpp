@@ -24,7 +24,7 @@ namespace {
 
 constexpr std::pair<Isa, std::string_view> kNames[] = {
     {Isa::scalar, "scalar"}, {Isa::neon, "neon"}, {Isa::dotprod, "dotprod"},
-    {Isa::i8mm, "i8mm"},     {Isa::avx2, "avx2"}, {Isa::avx512vnni, "avx512vnni"},
+    {Isa::i8mm, "i8mm"},     {Isa::sse41, "sse41"}, {Isa::avx2, "avx2"}, {Isa::avx512vnni, "avx512vnni"},
 };
 
 std::string cpu_model_name() {
@@ -58,6 +58,8 @@ CpuFeatures detect() {
     f.family = base_family == 0xf ? base_family + int((a >> 20) & 0xff) : base_family;
     f.model_number = base_family == 0xf || base_family == 0x6 ? base_model | int((a >> 16) & 0xf) << 4 : base_model;
     const bool osxsave = c & (1u << 27);
+    f.ssse3 = c & (1u << 9);
+    f.sse41 = c & (1u << 19);
     f.fma = c & (1u << 12);
     f.f16c = c & (1u << 29);
     unsigned long long xcr0 = 0;
@@ -109,6 +111,7 @@ IsaFamily isa_family(Isa isa) {
     case Isa::neon:
     case Isa::dotprod:
     case Isa::i8mm: return IsaFamily::arm;
+    case Isa::sse41:
     case Isa::avx2:
     case Isa::avx512vnni: return IsaFamily::x86;
   }
@@ -168,6 +171,7 @@ std::vector<Isa> detect_isas() {
   if (f.dotprod) v.push_back(Isa::dotprod);
   if (f.dotprod && f.i8mm) v.push_back(Isa::i8mm);
 #elif defined(__x86_64__)
+  if (f.ssse3 && f.sse41) v.push_back(Isa::sse41);
   if (f.avx2 && f.fma && f.f16c) v.push_back(Isa::avx2);
   if (f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni) v.push_back(Isa::avx512vnni);
 #else

@@ -9,7 +9,7 @@
 namespace ternlab {
 
 // Ordered within each architecture from the plainest to the richest.
-enum class Isa { scalar, neon, dotprod, i8mm, avx2, avx512vnni };
+enum class Isa { scalar, neon, dotprod, i8mm, sse41, avx2, avx512vnni };
 
 std::string_view isa_name(Isa isa);
 // The architecture whose ladder an ISA is on; scalar is on every one.
@@ -19,6 +19,7 @@ Isa parse_isa(std::string_view name);  // throws ternlab::Error listing the vali
 
 struct CpuFeatures {
   std::string model;  // e.g. "AMD EPYC 7B13" or "aarch64"
+  bool ssse3 = false, sse41 = false;  // the sse41 rung: x86-64 without AVX2
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false;
   bool gfni = false;  // gf2p8affineqb: not an ISA rung, one lane program of the AVX-512 gemm uses it

@@ -224,8 +224,9 @@ TEST_SUITE("census") {
       REQUIRE(t2p);
       CHECK(t2p->seen_running);
       // One instantiation, two plans: t2p keeps its rows in registers, t2p-g64's two scale groups
-      // go through memory, so when both are counted from one function the loops must differ.
-      if (g64 && g64->function == t2p->function) CHECK(g64->begin != t2p->begin);
+      // go through memory, so when both are counted from one function the loops must differ. Not
+      // on SSE4.1, whose policy has no row vector (Rows8 is AVX2's): both take the per-row path.
+      if (g64 && g64->function == t2p->function && isa != "sse41") CHECK(g64->begin != t2p->begin);
     }
   }
 
@@ -278,7 +279,9 @@ TEST_SUITE("census") {
       // Chapters 2 and 5: t2p's slot-mask loop spends fewer chores per 64 weights than the stock
       // unpacking loop on the same ISA, and fewer instructions in all.
       CHECK(slot_mask->per64(InsnClass::chore) < unpack->per64(InsnClass::chore));
-      CHECK(all_per64(*slot_mask) < all_per64(*unpack));
+      // (Not on SSE4.1: without a row vector t2p's blocks end in the per-row path, more
+      // instructions a block than the stock loop's one reduction.)
+      if (isa != "sse41") CHECK(all_per64(*slot_mask) < all_per64(*unpack));
       // Chapter 2: the stock loop spends more than one chore per dot.
       CHECK(unpack->per64(InsnClass::chore) > unpack->per64(InsnClass::dot));
       // Same multiplies: the two loops differ in their chores, not in their dots.

@@ -156,6 +156,7 @@ TEST_SUITE("dispatch") {
     if (!expected_cpu().empty()) MESSAGE("TERNLAB_EXPECT_CPU is for the aarch64 suite; ignored on x86");
     CHECK_FALSE(f.neon);
     CHECK_FALSE(isa_supported(Isa::neon));
+    CHECK(isa_supported(Isa::sse41) == (f.ssse3 && f.sse41));
     CHECK(isa_supported(Isa::avx2) == (f.avx2 && f.fma && f.f16c));
     CHECK(isa_supported(Isa::avx512vnni) ==
           (isa_supported(Isa::avx2) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni));
@@ -191,6 +192,14 @@ TEST_SUITE("dispatch") {
     test::check_error([] { set_isa_ceiling(Isa::avx2); }, "avx2", "not supported");
 #elif defined(__x86_64__)
     test::check_error([] { set_isa_ceiling(Isa::dotprod); }, "dotprod", "not supported");
+    if (isa_supported(Isa::avx2) && isa_supported(Isa::sse41)) {
+      set_isa_ceiling(Isa::sse41);
+      CHECK(best_isa() == Isa::sse41);
+      CHECK(parse_isa("sse41") == Isa::sse41);
+      CHECK_FALSE(isa_at_or_below(Isa::avx2, Isa::sse41));
+      CHECK(isa_at_or_below(Isa::sse41, Isa::avx2));
+      CHECK_FALSE(isa_at_or_below(Isa::sse41, Isa::neon));
+    }
     if (isa_supported(Isa::avx512vnni)) {
       set_isa_ceiling(Isa::avx2);
       CHECK(best_isa() == Isa::avx2);
@@ -416,7 +425,7 @@ TEST_SUITE("dispatch") {
     for (const char* name : {"t2r", "t2r8"}) {
       const LayoutInfo& L = find_layout(name);
       CAPTURE(L.name);
-      for (Isa isa : {Isa::avx2, Isa::avx512vnni}) {
+      for (Isa isa : {Isa::sse41, Isa::avx2, Isa::avx512vnni}) {
         if (!isa_supported(isa)) continue;
         std::vector<KernelVariant> builds;
         for (const KernelVariant& k : kernels_for(L))

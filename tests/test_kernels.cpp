@@ -3,12 +3,18 @@
 // and the errors the kernels raise on input they cannot take.
 #include <algorithm>
 #include <cmath>
+#include <array>
+#include <bit>
 #include <cstring>
+#include <limits>
+#include <random>
 
 #include "kernels/catalog.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/kernel_plan.hpp"
+#include "common/fp16.hpp"
 #include "kernels/oracle.hpp"
+#include "kernels/targets/sse41/kernels.hpp"
 #include "kernels/testdata.hpp"
 #include "kernels/targets/x86.hpp"
 #include "tests/support.hpp"
@@ -162,11 +168,12 @@ TEST_SUITE("kernels") {
         // several scale groups (t2p-g64): slot-mask only.
         CHECK_FALSE(kernel_gaps(*L).empty());
         for (const KernelVariant& k : ks) CHECK(scales_why_not(k.strategy, *L).empty());
-        for (const Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::dotprod})
+        for (const Isa isa : {Isa::sse41, Isa::avx2, Isa::avx512vnni, Isa::dotprod})
           if (isa_supported(isa)) CHECK(has(ks, kernel_name(Strategy::slot_mask, isa)) == admits(*L, Strategy::slot_mask, isa));
         continue;
       }
       // The permute fallback takes every layout, on every ISA this CPU runs.
+      CHECK(has(ks, "permute/sse41") == isa_supported(Isa::sse41));
       CHECK(has(ks, "permute/avx2") == isa_supported(Isa::avx2));
       CHECK(has(ks, "permute/avx512vnni") == isa_supported(Isa::avx512vnni));
       CHECK(has(ks, "permute/dotprod") == isa_supported(Isa::dotprod));
@@ -174,6 +181,12 @@ TEST_SUITE("kernels") {
         CHECK(has(ks, "slot-mask/avx2") == admits(*L, Strategy::slot_mask, Isa::avx2));
         CHECK(has(ks, "unpack/avx2") == L->facts.natural_two_bit);
         CHECK(has(ks, "base3/avx2") == L->facts.digit_planar);
+      }
+      if (isa_supported(Isa::sse41)) {
+        CHECK(has(ks, "slot-mask/sse41") == admits(*L, Strategy::slot_mask, Isa::sse41));
+        CHECK(has(ks, "broadcast/sse41") == admits(*L, Strategy::broadcast, Isa::sse41));
+        CHECK(has(ks, "unpack/sse41") == L->facts.natural_two_bit);
+        CHECK(has(ks, "base3/sse41") == L->facts.digit_planar);
       }
       // The shared templates also instantiate the NEON policies, plain and dotprod alike.
       CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && admits(*L, Strategy::slot_mask, Isa::dotprod)));
@@ -219,7 +232,7 @@ TEST_SUITE("kernels") {
       // Every valid layout whose scales the SIMD kernels read gets the fallback on each ISA it is
       // built for (x86's two, and aarch64's dotprod: its shuffles feed sdot).
       if (L->block_scales_128())
-        for (const Isa isa : {Isa::avx2, Isa::avx512vnni, Isa::dotprod})
+        for (const Isa isa : {Isa::sse41, Isa::avx2, Isa::avx512vnni, Isa::dotprod})
           if (isa_supported(isa)) CHECK_MESSAGE(admits(*L, Strategy::permute, isa), isa_name(isa), ": ", kernel_why_not(*L, Strategy::permute, isa));
     }
     // Two layouts no strategy was written for: their refusals are the strategies' own words.
@@ -462,7 +475,7 @@ TEST_SUITE("kernels") {
   }
 
   TEST_CASE("every registered layout has a SIMD kernel on every ISA the build targets, exact against the oracle") {
-    // x86: AVX2 natively, AVX-512 natively and through SIMDe; aarch64: plain NEON, and dotprod
+    // x86: SSE4.1 and AVX2 natively, AVX-512 natively and through SIMDe; aarch64: plain NEON, and dotprod
     // where the CPU has it (i8mm adds only a gemm to dotprod's slot-mask).
     struct Target {
       Isa isa;
@@ -470,7 +483,8 @@ TEST_SUITE("kernels") {
       std::string name() const { return cat(isa_name(isa), emulated ? "-simde" : ""); }
     };
     std::vector<Target> isas;
-    if (isa_supported(Isa::avx2)) isas = {{Isa::avx2, false}, {Isa::avx512vnni, true}};
+    if (isa_supported(Isa::sse41)) isas.push_back({Isa::sse41, false});
+    if (isa_supported(Isa::avx2)) isas.insert(isas.end(), {{Isa::avx2, false}, {Isa::avx512vnni, true}});
     if (isa_supported(Isa::avx512vnni)) isas.push_back({Isa::avx512vnni, false});
     if (isa_supported(Isa::neon)) isas.push_back({Isa::neon, false});
     if (isa_supported(Isa::dotprod)) isas.push_back({Isa::dotprod, false});
@@ -559,8 +573,9 @@ TEST_SUITE("kernels") {
         ++permute;
         CHECK(mismatches(k, *L, 16, 384, 5) == 0);
       }
-      // x86: AVX2 and AVX-512 (native or SIMDe); aarch64: plain NEON, and dotprod where the CPU has it.
-      const int targets = isa_supported(Isa::avx2) ? 2 : int(isa_supported(Isa::neon)) + int(isa_supported(Isa::dotprod));
+      // x86: SSE4.1, AVX2 and AVX-512 (native or SIMDe); aarch64: plain NEON, and dotprod where the CPU has it.
+      const int targets = isa_supported(Isa::avx2) ? 2 + int(isa_supported(Isa::sse41))
+                                                   : int(isa_supported(Isa::neon)) + int(isa_supported(Isa::dotprod));
       CHECK(permute >= targets);
     }
   }
@@ -645,6 +660,97 @@ TEST_SUITE("kernels") {
       clear_isa_ceiling();
       CHECK(best_kernel(*L).variant.name() == top.variant.name());
     }
+  }
+
+  TEST_CASE("under the sse41 ceiling the default kernel is an SSE4.1 build, ranked below AVX2's without one") {
+    if (!isa_supported(Isa::sse41)) {
+      MESSAGE("this CPU lacks SSE4.1 / SSSE3 (", feature_string(), ")");
+      return;
+    }
+    for (const char* name : {"t2p", "t2r", "pq2_0"}) {
+      CAPTURE(name);
+      const LayoutInfo& L = find_layout(name);
+      const KernelChoice c = best_kernel(L, Isa::sse41);
+      CAPTURE(c.variant.name());
+      CHECK(c.variant.isa == Isa::sse41);
+      // A richer strategy than the fallback, as on AVX2.
+      CHECK(c.variant.strategy != Strategy::permute);
+      CHECK(c.variant.strategy != Strategy::reference);
+      CHECK(mismatches(c.variant, L, test::whole_rows(L, 8), 512, 5) == 0);
+      // The process-wide ceiling (CLI --isa sse41) steers the default choice the same way.
+      set_isa_ceiling(Isa::sse41);
+      CHECK(best_isa() == Isa::sse41);
+      CHECK(best_kernel(L).variant.name() == c.variant.name());
+      clear_isa_ceiling();
+      if (isa_supported(Isa::avx2)) CHECK(best_kernel(L).variant.isa != Isa::sse41);
+    }
+    CHECK(best_kernel(find_layout("t2p"), Isa::sse41).variant.strategy == Strategy::slot_mask);
+    CHECK(best_kernel(find_layout("t2r"), Isa::sse41).variant.strategy == Strategy::broadcast);
+  }
+
+  TEST_CASE("the SSE4.1 policy's software fma and fp16 conversion are exact") {
+    if (!isa_supported(Isa::sse41)) return;
+    const auto bits = [](float f) { return std::bit_cast<std::uint32_t>(f); };
+    // Every binary16 value against the project's decoder (NaNs: NaN of the same sign).
+    for (std::uint32_t h = 0; h < 65536; h += 4) {
+      std::uint8_t in[8];
+      for (std::uint32_t i = 0; i < 4; ++i) in[2 * i] = std::uint8_t(h + i), in[2 * i + 1] = std::uint8_t((h + i) >> 8);
+      float y[4];
+      REQUIRE(detail::sse41_fp16x4(in, y));
+      for (std::uint32_t i = 0; i < 4; ++i) {
+        const float want = fp16_to_float(std::uint16_t(h + i));
+        if (std::isnan(want))
+          CHECK((std::isnan(y[i]) && std::signbit(y[i]) == std::signbit(want)));
+        else if (bits(y[i]) != bits(want))
+          CHECK_MESSAGE(false, "fp16 0x", std::hex, h + i, ": ", y[i], " != ", want);
+      }
+    }
+    // fma: the kernels' operands (an integer below 2^24 times a scale product, plus a running sum),
+    // random magnitudes, exact cancellations, zeros, subnormals and overflow, and products a hair
+    // off a float tie (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24, where rounding the sum in double first
+    // would round twice.
+    std::vector<std::array<float, 3>> cases;
+    const float tie = 1.0f + 0x1p-12f;
+    for (const float c : {0x1p-80f, -0x1p-80f, 0.0f, -0.0f, -1.0f, 0x1p-60f, -0x1p-60f})
+      for (const float s : {1.0f, -1.0f, 0x1p-130f, 0x1p100f}) cases.push_back({tie * s, tie, c * s});
+    cases.push_back({0x1p-75f, 0x1p-75f, 0.0f});
+    cases.push_back({0x1p-75f, -0x1p-74f, 0x1p-149f});
+    cases.push_back({0x1p100f, 0x1p100f, 1.0f});
+    cases.push_back({3.0f, std::numeric_limits<float>::infinity(), 1.0f});
+    cases.push_back({0.0f, std::numeric_limits<float>::infinity(), 1.0f});
+    cases.push_back({1.0f, 1.0f, std::numeric_limits<float>::quiet_NaN()});
+    std::mt19937 rng(47);
+    std::uniform_int_distribution<std::int32_t> integer(-(1 << 24), 1 << 24);
+    std::uniform_int_distribution<int> expo(-40, 40), tiny(-149, -100);
+    std::uniform_real_distribution<float> unit(1.0f, 2.0f);
+    std::bernoulli_distribution coin(0.5);
+    const auto sign = [&] { return coin(rng) ? -1.0f : 1.0f; };
+    for (int n = 0; n < 400002; ++n) {
+      const float a = n % 2 ? float(integer(rng)) : sign() * std::ldexp(unit(rng), expo(rng));
+      const float b = sign() * std::ldexp(unit(rng), n % 7 ? expo(rng) : tiny(rng));
+      const float p = a * b;
+      float c;
+      switch (n % 4) {
+        case 0: c = -p; break;                                          // cancels to the product's error
+        case 1: c = -p * (1.0f + sign() * std::ldexp(1.0f, expo(rng) / 2 - 30)); break;  // near-cancellation
+        case 2: c = sign() * std::ldexp(unit(rng), expo(rng) * 3); break;            // any magnitude
+        default: c = std::ldexp(p, -25 + n % 3) * sign(); break;        // at the product's last bits
+      }
+      cases.push_back({a, b, c});
+    }
+    int wrong = 0;
+    for (std::size_t i = 0; i + 4 <= cases.size(); i += 4) {
+      float a[4], b[4], c[4], y[4];
+      for (int l = 0; l < 4; ++l) a[l] = cases[i + l][0], b[l] = cases[i + l][1], c[l] = cases[i + l][2];
+      REQUIRE(detail::sse41_fma4(a, b, c, y));
+      for (int l = 0; l < 4; ++l) {
+        const float want = std::fma(a[l], b[l], c[l]);
+        const bool same = std::isnan(want) ? std::isnan(y[l]) : bits(y[l]) == bits(want);
+        if (!same && ++wrong <= 5)
+          MESSAGE("fma(", std::hexfloat, a[l], ", ", b[l], ", ", c[l], ") = ", y[l], ", std::fma: ", want);
+      }
+    }
+    CHECK(wrong == 0);
   }
 
   TEST_CASE("the notes say why each candidate was passed over") {

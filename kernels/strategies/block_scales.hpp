@@ -21,6 +21,16 @@ template <class P>
   return f == ScaleFormat::fp16 ? P::fp16(p) : decode_scale(f, p);
 }
 
+// fma(a, b, c) rounded once, for policy P: the policy's own where it has one (a target without an
+// FMA instruction, where __builtin_fmaf would be a libm call in the loop), else the compiler's.
+template <class P>
+[[gnu::always_inline]] inline float scalar_fma(float a, float b, float c) {
+  if constexpr (requires { P::fmaf(a, b, c); })
+    return P::fmaf(a, b, c);
+  else
+    return __builtin_fmaf(a, b, c);
+}
+
 }  // namespace ternlab
 
 namespace ternlab::strategies {

@@ -59,7 +59,7 @@ struct Base3 {
       } else {
         s = block_dot(p, blk, q);
       }
-      acc = __builtin_fmaf(float(s - ysum[i]), block_scale<P>(p.scale_format, blk + p.scale_offset) * xb.d, acc);
+      acc = scalar_fma<P>(float(s - ysum[i]), block_scale<P>(p.scale_format, blk + p.scale_offset) * xb.d, acc);
     }
     return acc;
   }

@@ -168,7 +168,7 @@ struct Permute {
           block_dot<Mode == 2>(p, src, xe, s);
         const BlockActs b = a.blocks[i];
         for (int r = 0; r < R; ++r)
-          acc[r] = __builtin_fmaf(float(s[r] - b.ysum), block_scale<P>(p.layout->scale_format(), blk + p.scale_offset[r]) * b.d, acc[r]);
+          acc[r] = scalar_fma<P>(float(s[r] - b.ysum), block_scale<P>(p.layout->scale_format(), blk + p.scale_offset[r]) * b.d, acc[r]);
       }
       for (int r = 0; r < R; ++r) y[g * R + r] = acc[r];
     }

@@ -159,13 +159,13 @@ struct SlotMask {
       sum += s[j];
     }
     if (one_scale) {
-      acc = __builtin_fmaf(float((sum >> P::kSlotShift) - b.ysum), d[0] * b.d, acc);
+      acc = scalar_fma<P>(float((sum >> P::kSlotShift) - b.ysum), d[0] * b.d, acc);
       return;
     }
     for (int j = 0; j < p.scale_groups; ++j) {
       std::int32_t ysum = 0;
       for (int q = j * p.group_bsums; q < (j + 1) * p.group_bsums; ++q) ysum += b.bsums[q];
-      acc = __builtin_fmaf(float((s[j] >> P::kSlotShift) - ysum), d[j] * b.d, acc);
+      acc = scalar_fma<P>(float((s[j] >> P::kSlotShift) - ysum), d[j] * b.d, acc);
     }
   }
 
@@ -374,7 +374,7 @@ struct SlotMask {
         float d[ROWS];
         scales(p, blk.s, d);
         for (int r = 0; r < ROWS; ++r)
-          acc[r] = __builtin_fmaf(float((s[r][0] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[r]);
+          acc[r] = scalar_fma<P>(float((s[r][0] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[r]);
       }
       for (int r = 0; r < ROWS; ++r) y[g * ROWS + r] = acc[r];
     }
@@ -444,7 +444,7 @@ struct SlotMask {
           for (int m = 0; m < 4; ++m) {
             const BlockActs b = a[m].blocks[i];
             for (int r = 0; r < ROWS; ++r)
-              acc[m][r] = __builtin_fmaf(float((s[m][r][0] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[m][r]);
+              acc[m][r] = scalar_fma<P>(float((s[m][r][0] >> P::kSlotShift) - b.ysum), d[r] * b.d, acc[m][r]);
           }
         }
         for (int m = 0; m < live; ++m)

@@ -50,7 +50,7 @@ struct Unpack {
     float acc[T] = {};
     const auto fma_block = [&](int t, std::int64_t i, std::int32_t s, const std::uint8_t* b) {
       const BlockActs& ba = a[t].blocks[i];
-      acc[t] = __builtin_fmaf(float(s - ba.ysum), block_scale<P>(format, b + scale) * ba.d, acc[t]);
+      acc[t] = scalar_fma<P>(float(s - ba.ysum), block_scale<P>(format, b + scale) * ba.d, acc[t]);
     };
     std::int64_t i = 0;
     if constexpr (T == 1) {  // one token: fold four blocks' lanes at once
