@@ -127,7 +127,7 @@ void add_census_command(CLI::App& kernels) {
       "census", "Count each kernel's hot-loop instructions per 64 weights from the compiled machine code");
   static CensusOptions o;
   c->add_option("--layouts", o.layouts, "Only these layouts")->delimiter(',')->check(known_layouts());
-  c->add_option("--isa", o.isa, "ISA ceiling (scalar, sse41, avx2, avx512vnni, neon, dotprod, i8mm)");
+  c->add_option("--isa", o.isa, "ISA ceiling (" + isa_names() + ")");
   c->add_flag("--show", o.show, "Print each loop's instructions with their class");
   c->add_flag("--json", o.json, "Print the counts as JSON");
   c->callback([] { census(o); });

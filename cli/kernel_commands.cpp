@@ -244,7 +244,7 @@ int bench(const experiments::BenchSpec& spec, bool print_config) {
 void add_kernel_commands(CLI::App& app) {
   auto* list = app.add_subcommand("kernels", "List the kernel variants of each layout on this CPU and the chosen one");
   static KernelsOptions ko;
-  list->add_option("--isa", ko.isa, "ISA ceiling (scalar, sse41, avx2, avx512vnni, neon, dotprod, i8mm)");
+  list->add_option("--isa", ko.isa, "ISA ceiling (" + isa_names() + ")");
   list->add_flag("--explain", ko.explain, "Say why each candidate was taken or passed over; list the wisdom file");
   list->add_flag("--json", ko.json, "Print the variants, the chosen one and the reasons as JSON");
   list->add_option("--plan", ko.plan, "auto (the wisdom file's measured choice for --shape, --tokens and --threads, else the estimate), estimate (the ISA ladder) or measure (time every candidate, record wisdom)")

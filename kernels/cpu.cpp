@@ -127,8 +127,10 @@ std::string_view isa_name(Isa isa) {
 Isa parse_isa(std::string_view name) {
   for (const auto& [i, n] : kNames)
     if (n == name) return i;
-  fail("unknown ISA '", name, "' (known: ", join(kNames | ranges::views::values), ")");
+  fail("unknown ISA '", name, "' (known: ", isa_names(), ")");
 }
+
+std::string isa_names() { return join(kNames | ranges::views::values); }
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();

@@ -16,6 +16,7 @@ std::string_view isa_name(Isa isa);
 enum class IsaFamily { any, arm, x86 };
 IsaFamily isa_family(Isa isa);
 Isa parse_isa(std::string_view name);  // throws ternlab::Error listing the valid names
+std::string isa_names();               // "scalar, neon, ...": every rung, for help texts
 
 struct CpuFeatures {
   std::string model;  // e.g. "AMD EPYC 7B13" or "aarch64"

@@ -171,14 +171,18 @@ struct SlotMask {
 
   // Policies with 8-lane row vectors (AVX2) keep the reduction and the epilogue in registers when
   // the plan allows: rows <= 8, one scale per row and block, contiguous fp16 scales readable as one
-  // 16-byte load inside the block (or, in the kDecodedScales instantiation, scales that are not).
+  // load inside the block (or, in the kDecodedScales instantiation, scales that are not).
   static constexpr bool kVectorRows = requires { typename P::RowF; } && ROWS <= 8 && kPairsPerRow <= 8;
+  // The in-place fp16 read: up to 4 rows' scales in one 8-byte load, else 8 in one 16-byte load. The
+  // load must stay inside the block, so a block whose scales end it (t2p-tail) needs the narrow one.
+  static constexpr bool kNarrowScaleLoad = ROWS <= 4 && requires(const std::uint8_t* b) { P::row_scales4(b); };
+  static constexpr int kScaleLoadBytes = kNarrowScaleLoad ? 8 : 16;
   static bool vector_rows(const SlotVectorPlan& p) {
     // Pair sums travel as 8-lane pieces: (G + 1) / 2 pair vectors of kBytes / 32 pieces each.
     if constexpr (kDecodedScales)  // every plan the fp16 read below refuses for its scales alone
-      return kVectorRows && p.scale_groups == 1 && !(p.scales_contiguous && p.scale_offset[0] + 16 <= p.block_bytes) &&
+      return kVectorRows && p.scale_groups == 1 && !(p.scales_contiguous && p.scale_offset[0] + kScaleLoadBytes <= p.block_bytes) &&
              (G + 1) / 2 * (P::kBytes / 32) <= 8;
-    return kVectorRows && p.scale_groups == 1 && p.scales_contiguous && p.scale_offset[0] + 16 <= p.block_bytes &&
+    return kVectorRows && p.scale_groups == 1 && p.scales_contiguous && p.scale_offset[0] + kScaleLoadBytes <= p.block_bytes &&
            (G + 1) / 2 * (P::kBytes / 32) <= 8;
   }
   // Each block's ROWS scales as float lanes for the register epilogue: contiguous fp16 read in
@@ -188,7 +192,10 @@ struct SlotMask {
   struct Fp16Lanes {
     explicit Fp16Lanes(const SlotVectorPlan&) {}
     static auto at(const SlotVectorPlan& p, const std::uint8_t* blk) {
-      return P::row_scales(blk + p.scale_offset[0]);
+      if constexpr (kNarrowScaleLoad)
+        return P::row_scales4(blk + p.scale_offset[0]);
+      else
+        return P::row_scales(blk + p.scale_offset[0]);
     }
   };
   struct DecodedLanes {
