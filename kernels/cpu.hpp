@@ -41,10 +41,10 @@ struct CpuFeatures {
   // docs/notebook/2026-12-02-sapphire-rapids-kernels.md, 2026-12-04-zen4-kernels.md). True where
   // GFNI runs, except on AMD.
   bool prefers_gfni_slots = false;
-  // Zen 4 runs a 512-bit op as two 256-bit halves, so a slot-mask gemv, whose AVX-512 plans put
-  // fewer rows in a vector and spend more on each block's end, gains nothing from the width
-  // (measured: docs/notebook/2026-12-04-zen4-kernels.md). The estimate then ranks slot-mask's AVX2
-  // build above its AVX-512 one. True on AMD family 25 with AVX-512, and later families.
+  // Zen 4 runs a 512-bit op as two 256-bit halves, so the AVX-512 builds that spend more a weight
+  // than they gain from the width (slot-mask's plans for single-row words, unpack) gain nothing
+  // (measured: docs/notebook/2026-12-05-zen4-estimate.md). The estimate then ranks their AVX2 builds
+  // above them (dispatch.cpp). True on AMD family 25 with AVX-512, and later families.
   bool splits_512bit_ops = false;
 };
 

@@ -29,6 +29,18 @@ std::string variant_names(const std::vector<KernelVariant>& all) {
   return join(all | std::views::transform([](const KernelVariant& k) { return k.name(); }));
 }
 
+// Where the CPU runs a 512-bit op as two 256-bit halves (Zen 4), the AVX-512 builds that gain
+// nothing from the width count as AVX2 and rank after their AVX2 build: slot-mask's for words of
+// single rows (t2w, t2x4), whose 64-byte plans put fewer rows in a vector and spend more on each
+// block's end, and unpack's (pq2_0). Slot-mask's row-pair words (t2p and its scale formats) keep
+// the AVX-512 build, which ran faster warm and in gemm and tied cold (kernels --check-estimate:
+// docs/notebook/2026-12-05-zen4-estimate.md).
+bool demoted_on_split_512bit_ops(const CpuFeatures& cpu, const LayoutInfo& layout, const KernelVariant& k) {
+  if (!cpu.splits_512bit_ops || k.isa != Isa::avx512vnni) return false;
+  return (k.strategy == Strategy::slot_mask && !layout.facts.pairs_rows) || k.strategy == Strategy::unpack ||
+         k.strategy == Strategy::unpack_vecdot;
+}
+
 KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strategy> only_strategy) {
   const std::vector<KernelVariant> listed = kernels_for(layout);
   std::vector<KernelVariant> all = listed;
@@ -41,13 +53,11 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
   }
   // The fallback (permute) after every other SIMD kernel whatever their ISAs, so a layout that
   // admits a richer strategy keeps it; then the richest ISA (slot-mask's AVX-512 build counted as
-  // AVX2, after it, where the CPU splits 512-bit ops), then the preferred strategy, then among one
+  // AVX2, after it, where the CPU splits 512-bit ops and the width gains nothing), then the preferred strategy, then among one
   // strategy's builds the CPU's guesses: GFNI slots or not, software prefetches or not; stable
   // keeps the catalog's order otherwise.
   const CpuFeatures& cpu = cpu_features();
-  const auto demoted = [&cpu](const KernelVariant& k) {
-    return cpu.splits_512bit_ops && k.strategy == Strategy::slot_mask && k.isa == Isa::avx512vnni;
-  };
+  const auto demoted = [&](const KernelVariant& k) { return demoted_on_split_512bit_ops(cpu, layout, k); };
   const auto isa_rank = [&](const KernelVariant& k) { return demoted(k) ? int(Isa::avx2) : int(k.isa); };
   std::stable_sort(all.begin(), all.end(), [&](const KernelVariant& a, const KernelVariant& b) {
     const bool fa = a.strategy == kFallbackStrategy, fb = b.strategy == kFallbackStrategy;
@@ -70,8 +80,10 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
       std::vector<std::string> why;
       if (sibling && k.gfni != c.variant.gfni)
         why.push_back(cpu.prefers_gfni_slots ? "gf2p8affineqb takes slots faster here" : "a shift and an AND take slots faster here");
-      if (demoted(k) && c.variant.strategy == Strategy::slot_mask && c.variant.isa == Isa::avx2)
-        why.push_back("this CPU splits 512-bit ops into halves, and slot-mask's AVX-512 plans spend more a weight");
+      if (demoted(k) && c.variant.strategy == k.strategy && c.variant.isa == Isa::avx2)
+        why.push_back(k.strategy == Strategy::unpack
+                          ? "this CPU splits 512-bit ops into halves, and unpack's 512-bit decode gains nothing from the width"
+                          : "this CPU splits 512-bit ops into halves, and slot-mask's AVX-512 plans for single-row words spend more a weight");
       if (sibling && k.hardware_prefetch != c.variant.hardware_prefetch)
         why.push_back(cpu.prefers_hardware_prefetch ? "this CPU streams faster without software prefetches"
                                                     : "software prefetches stream faster on most CPUs");
