@@ -70,17 +70,12 @@ void add_avx2_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std:
     // Built twice where it runs: with the software prefetches and without (Streaming; dispatch
     // ranks them).
     using enum strategies::Streaming;
-    const auto pick = [&]<strategies::Streaming S>(KernelFns& fns) {
-      std::string why = strategies::pick_broadcast<P, 8, S>(L, fns);
-      if (!why.empty()) why = strategies::pick_broadcast<P, 16, S>(L, fns);
-      return why;
-    };
-    const std::string why = pick.template operator()<software_prefetch>(k);
+    const std::string why = strategies::pick_broadcast<P, software_prefetch>(L, k);  // sets k
     if (!why.empty()) {
       add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, k);
     } else {
       KernelFns hw;
-      pick.template operator()<hardware_prefetch>(hw);
+      strategies::pick_broadcast<P, hardware_prefetch>(L, hw);
       add_streaming_builds(out, P::kIsa, k, hw);
     }
   }

@@ -100,12 +100,12 @@ void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vect
     const auto pick_gfni = &pick_broadcast_avx512gfni;
 #endif
     using enum strategies::Streaming;
-    const std::string why = strategies::pick_broadcast<P, 16, software_prefetch>(L, k);  // sets k
+    const std::string why = strategies::pick_broadcast<P, software_prefetch>(L, k);  // sets k
     if (!why.empty()) {
       add_or_note(out, gaps, Strategy::broadcast, P::kIsa, why, k);  // the GFNI build would say the same
     } else {
       KernelFns hw;
-      strategies::pick_broadcast<P, 16, hardware_prefetch>(L, hw);
+      strategies::pick_broadcast<P, hardware_prefetch>(L, hw);
       add_streaming_builds(out, P::kIsa, k, hw);
       if (gfni) {
         KernelFns g, g_hw;
