@@ -361,11 +361,20 @@ void natural_unpack_order(const std::int8_t* q, std::uint8_t* out) {
     for (int j = 0; j < 4; ++j)
       for (int b = 0; b < 8; ++b) out[g + 8 * j + b] = std::uint8_t(q[g + 4 * b + j]);
 }
-// Strip order: strip t's slot s takes its four values from k0[t][s].
+// Strip order: strip t's slot s takes its `lane` values from k0[t][s]. The width is a constant so
+// each copy is one move: through a run-time length every copy was a call to memcpy.
+template <int lane>
+void strip_copy(const StripPlan& p, const std::int8_t* q, std::uint8_t* out) {
+  for (int t = 0; t < p.strips; ++t)
+    for (int s = 0; s < 4; ++s) std::memcpy(out + 4 * lane * t + lane * s, q + p.k0[t][s], lane);
+}
 auto strip_order(const StripPlan& p) {
   return [&p](const std::int8_t* q, std::uint8_t* out) {
-    for (int t = 0; t < p.strips; ++t)
-      for (int s = 0; s < 4; ++s) std::memcpy(out + 16 * t + 4 * s, q + p.k0[t][s], 4);
+    switch (p.lane_bytes) {
+      case 8: return strip_copy<8>(p, q, out);
+      case 16: return strip_copy<16>(p, q, out);
+      default: return strip_copy<4>(p, q, out);
+    }
   };
 }
 // Entry j of `tokens` tokens of consecutive tiles from tile0, block-major: block j / tokens of

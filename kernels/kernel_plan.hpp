@@ -177,8 +177,8 @@ SlotActs prepare_natural_acts_into(const BlockQ8K* x, std::int64_t blocks128, st
 SlotActs prepare_natural_acts_x4(const BlockQ8Kx4* x, int m, std::int64_t blocks128, int slot);
 
 // Activations of one token in a row-interleaved layout's strip order (the broadcast strategy): in
-// each 128-block's 128 bytes, byte 16 t + 4 s + b is value k0[t][s] + b, so strip t's slot s
-// reads one dword at 16 t + 4 s (the identity for t2r).
+// each 128-block's 128 bytes, with lanes of n = lane_bytes bytes, byte 4 n t + n s + b is value
+// k0[t][s] + b, so strip t's slot s reads n bytes at 4 n t + n s (the identity for t2r).
 SlotActs prepare_strip_acts(const StripPlan& p, const BlockQ8K* x, std::int64_t blocks128, int slot);
 SlotActs prepare_strip_acts_into(const StripPlan& p, const BlockQ8K* x, std::int64_t blocks128, std::uint8_t* mem);
 // The same for `tokens` tokens (a multiple of 4) of consecutive q8_Kx4 tiles from tile0, block-major:

@@ -199,7 +199,10 @@ constexpr bool scales_collide(const LayoutSpec& s) {
   return false;
 }
 
-inline constexpr int kMaxStrips = 16;   // row-interleaved strips per block (16 weights of every row each)
+inline constexpr int kMaxStrips = 16;   // row-interleaved strips per block (at least 16 weights of every row each)
+// The lane widths of row-interleaved strips: a row's lane is one dword (t2r), a qword or 16 bytes,
+// what a broadcast of one activation dword, qword or 16-byte word serves.
+inline constexpr int kRowLaneBytes[] = {4, 8, 16};
 inline constexpr int kWordBytes = 16;  // one 128-bit vector: the unit the slot-mask strategy reasons in
 inline constexpr int kMaxCells = 4096;  // rows * k of the largest block the DSL accepts
 
@@ -239,6 +242,7 @@ struct Facts {
   bool natural_two_bit = false;    // see NaturalTwoBit
   bool digit_planar = false;       // see DigitPlanar
   bool row_interleaved = false;    // see RowInterleaved
+  int row_lane_bytes = 0;          // row-interleaved: bytes of a row's lane in a strip (4, 8 or 16)
   bool row_interleaved_base3 = false;  // see RowInterleavedBase3
 };
 
@@ -290,25 +294,34 @@ constexpr std::array<RowK, kMaxBlockBytes * 5> inverse(const LayoutSpec& s) {
   return inv;
 }
 
-// Row-interleaved strips (see RowInterleaved): strip t of the payload is 4 * rows bytes, row j's
-// 4 bytes at 4 j; slot s of those 4 bytes holds weights k0[t][s] .. k0[t][s] + 3 of row j, the same
-// k0 for every row. True and k0 filled when the whole payload is such strips.
+// Row-interleaved strips (see RowInterleaved) with lanes of `lane` bytes: strip t of the payload is
+// lane * rows bytes, row j's lane at lane * j; slot s of the lane's bytes holds weights k0[t][s] ..
+// k0[t][s] + lane - 1 of row j, the same k0 for every row. True and k0 filled when the whole
+// payload is such strips.
 constexpr bool row_strips(const LayoutSpec& s, const std::array<RowK, kMaxBlockBytes * 5>& inv, int payload_begin,
-                          std::array<std::array<int, 4>, kMaxStrips>& k0) {
-  const int strip = 4 * s.rows, strips = s.k / 16;
-  if (strips > kMaxStrips) return false;
+                          int lane, std::array<std::array<int, 4>, kMaxStrips>& k0) {
+  const int strip = lane * s.rows, strips = s.k / (4 * lane);
+  if (s.k % (4 * lane) != 0 || strips > kMaxStrips) return false;
   for (int t = 0; t < strips; ++t)
     for (int sl = 0; sl < 4; ++sl) {
       const int base = payload_begin + t * strip;
       k0[t][sl] = inv[base * 5 + sl].k;
       if (k0[t][sl] < 0 || k0[t][sl] % 4 != 0) return false;
       for (int j = 0; j < s.rows; ++j)
-        for (int b = 0; b < 4; ++b) {
-          const RowK w = inv[(base + 4 * j + b) * 5 + sl];
+        for (int b = 0; b < lane; ++b) {
+          const RowK w = inv[(base + lane * j + b) * 5 + sl];
           if (w.row != j || w.k != k0[t][sl] + b) return false;
         }
     }
   return true;
+}
+
+// The lane width (kRowLaneBytes) whose strips the payload is, 0 for none; k0 as row_strips.
+constexpr int row_lane_bytes(const LayoutSpec& s, const std::array<RowK, kMaxBlockBytes * 5>& inv, int payload_begin,
+                             std::array<std::array<int, 4>, kMaxStrips>& k0) {
+  for (const int lane : kRowLaneBytes)
+    if (row_strips(s, inv, payload_begin, lane, k0)) return lane;
+  return 0;
 }
 
 }  // namespace detail
@@ -494,8 +507,9 @@ constexpr Facts derive(const LayoutSpec& s) {
 
   if (s.code == Code::two_bit && s.rows % 8 == 0 && s.rows <= 16) {
     std::array<std::array<int, 4>, kMaxStrips> k0{};
-    f.row_interleaved = payload_end - f.payload_begin == s.rows * s.k / 4 && s.k % 16 == 0 &&
-                        detail::row_strips(s, detail::inverse(s), f.payload_begin, k0);
+    if (payload_end - f.payload_begin == s.rows * s.k / 4)
+      f.row_lane_bytes = detail::row_lane_bytes(s, detail::inverse(s), f.payload_begin, k0);
+    f.row_interleaved = f.row_lane_bytes != 0;
   }
 
   if (is_base3(s.code) && (s.rows == 8 || s.rows == 16)) {
@@ -589,10 +603,12 @@ template <class L>
 concept DigitPlanar = TernaryLayout<L> && facts<L>.digit_planar;
 
 // Row-interleaved (the broadcast strategy): 8 or 16 rows per block, the payload read as strips of
-// 4 * rows bytes in which every 32-bit lane belongs to one row (lane j = row j) and each slot of a
-// lane holds 4 consecutive weights at the same k for every row. One AND per slot then gives a
-// vector whose lanes dot4 (vpdpbusd) against one broadcast activation dword, each lane
-// accumulating its own row: no horizontal sums, one convert and one fma per block for all rows.
+// lane * rows bytes (lanes of 4, 8 or 16 bytes) in which every lane belongs to one row (lane j =
+// row j) and each slot of a lane holds `lane` consecutive weights at the same k for every row. One
+// AND per slot then gives a vector whose 32-bit lanes dot4 (vpdpbusd) against a broadcast of the
+// slot's `lane` activation bytes (a dword, qword or 16-byte word), each 32-bit lane accumulating
+// part of its own row: no horizontal sums across rows, and per block one convert and one fma for
+// all rows (with wider lanes after adding each row's lane / 4 dwords).
 template <class L>
 concept RowInterleaved = TernaryLayout<L> && facts<L>.row_interleaved;
 
@@ -655,11 +671,12 @@ inline constexpr auto digit_plan = [] {
   return plan;
 }();
 
-// The broadcast plan: where each strip's slot s takes its activations (k0) and where the strips
-// start; strips follow one another every 4 * rows bytes.
+// The broadcast plan: where each strip's slot s takes its lane_bytes activations (k0) and where the
+// strips start; strips follow one another every lane_bytes * rows bytes.
 struct StripPlan {
   int payload_begin = 0;
   int strips = 0;
+  int lane_bytes = 4;
   std::array<std::array<int, 4>, kMaxStrips> k0{};
 };
 
@@ -672,8 +689,9 @@ inline constexpr Base3StripPlan base3_strip_plan = [] {
 
 template <RowInterleaved L>
 inline constexpr StripPlan strip_plan = [] {
-  StripPlan p{facts<L>.payload_begin, L::spec.k / 16, {}};
-  detail::row_strips(L::spec, detail::inverse(L::spec), p.payload_begin, p.k0);
+  constexpr int lane = facts<L>.row_lane_bytes;
+  StripPlan p{facts<L>.payload_begin, L::spec.k / (4 * lane), lane, {}};
+  detail::row_strips(L::spec, detail::inverse(L::spec), p.payload_begin, lane, p.k0);
   return p;
 }();
 

@@ -36,6 +36,28 @@ struct OnScale {
                                                           .byte_base = 1})};
 };
 struct NotALayout {};
+// Row-interleaved in all but the lane width: 2-byte and 32-byte lanes (lane j = row j), which no
+// broadcast reads (a lane is a dword, qword or 16-byte word).
+struct Lane2 {
+  static constexpr LayoutSpec spec{
+      .name = "lane2",
+      .rows = 16,
+      .scales = {.offset = 0, .row_stride = 2},
+      .pieces = pieces(Piece{.row = modes(bytes("lane", 16, 2)),
+                             .k = modes(bytes("b", 2, 1), slots("s", 4, 1), bytes("strip", 16, 32)),
+                             .byte_base = 32}),
+  };
+};
+struct Lane32 {
+  static constexpr LayoutSpec spec{
+      .name = "lane32",
+      .rows = 8,
+      .scales = {.offset = 0, .row_stride = 2},
+      .pieces = pieces(Piece{.row = modes(bytes("lane", 8, 32)),
+                             .k = modes(bytes("b", 32, 1), slots("s", 4, 1)),
+                             .byte_base = 16}),
+  };
+};
 
 // --- concepts (compile-time proofs) ----------------------------------------------------------------
 static_assert(TernaryLayout<Pq2_0> && TernaryLayout<Ptq1_0> && TernaryLayout<T2x4> && TernaryLayout<T2p> &&
@@ -154,6 +176,33 @@ TEST_SUITE("dsl") {
     CHECK(strip_plan<T2r>.payload_begin == 32);
     CHECK(strip_plan<T2rSlotMajor>.payload_begin == 0);  // scales after the payload
     CHECK(facts<T2rSlotMajor>.block_bytes == 512 + 3 * 15 + 2);
+  }
+
+  TEST_CASE("row-interleaved strips have lanes of 4, 8 or 16 bytes, and the plan reads each slot's lane of activations") {
+    using namespace ternlab::test_layouts;
+    static_assert(RowInterleaved<T2rLane8> && RowInterleaved<T2r8Lane8> && RowInterleaved<T2r8Lane16> &&
+                  RowInterleaved<T2rLane16>);
+    static_assert(TernaryLayout<Lane2> && TernaryLayout<Lane32>);
+    static_assert(!RowInterleaved<Lane2> && !RowInterleaved<Lane32>);
+    CHECK(facts<Lane2>.row_lane_bytes == 0);
+    CHECK(facts<Lane32>.row_lane_bytes == 0);
+    CHECK(facts<T2r>.row_lane_bytes == 4);
+    CHECK(strip_plan<T2r8>.lane_bytes == 4);
+    CHECK(strip_plan<T2r8>.strips == 8);
+    CHECK(strip_plan<T2rLane8>.lane_bytes == 8);
+    CHECK(strip_plan<T2r8Lane8>.lane_bytes == 8);
+    CHECK(strip_plan<T2r8Lane8>.strips == 4);
+    CHECK(strip_plan<T2r8Lane8>.payload_begin == 16);
+    CHECK(strip_plan<T2r8Lane16>.lane_bytes == 16);
+    CHECK(strip_plan<T2rLane16>.strips == 2);
+    CHECK(strip_plan<T2rLane16>.payload_begin == 0);
+    for (int s = 0; s < 4; ++s) {
+      for (int t = 0; t < 4; ++t) CHECK(strip_plan<T2rLane8>.k0[t][s] == 32 * t + 8 * s);
+      for (int t = 0; t < 2; ++t) {
+        CHECK(strip_plan<T2r8Lane16>.k0[t][s] == 32 * s + 16 * t);  // slot-major
+        CHECK(strip_plan<T2rLane16>.k0[t][s] == 64 * t + 16 * s);
+      }
+    }
   }
 
   TEST_CASE("digit plan of ptq1_0: 16 x 5, 8 x 5, 2 x 4") {

@@ -129,6 +129,20 @@ std::string emulated_why_not(const LayoutInfo&, Strategy) { return "the SIMDe bu
 #endif
 
 // Every output of `k` on a small random case against the integer oracle; returns mismatches.
+// The same for the gemv of one token.
+int gemv_mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, std::int64_t cols) {
+  const TernaryMatrix w = make_weights(rows, cols, 9, L.code == Code::two_bit ? Fill::code3 : Fill::random);
+  const UnitActivations a = make_unit_activations(1, cols, 10);
+  const Q8KBatch x = quantize_batch(a.f.data(), 1, cols);
+  const auto want = oracle_int(w, a.i8, 1);
+  const PackedMatrix p = pack(w, L);
+  std::vector<float> y(std::size_t(rows), NAN);
+  k.gemv(p, x.row(0), y.data(), 0, p.row_groups());
+  int bad = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) bad += double(y[i]) != double(want[i]);
+  return bad;
+}
+
 int mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, std::int64_t cols,
                std::int64_t tokens) {
   const TernaryMatrix w = make_weights(rows, cols, 7, L.code == Code::two_bit ? Fill::code3 : Fill::random);
@@ -235,7 +249,7 @@ TEST_SUITE("kernels") {
         for (const Isa isa : {Isa::sse41, Isa::avx2, Isa::avx512vnni, Isa::dotprod})
           if (isa_supported(isa)) CHECK_MESSAGE(admits(*L, Strategy::permute, isa), isa_name(isa), ": ", kernel_why_not(*L, Strategy::permute, isa));
     }
-    // Two layouts no strategy was written for: their refusals are the strategies' own words.
+    // Refusals of t2r-lane8 (whose 8-byte lanes only broadcast reads) in the strategies' own words.
     const LayoutInfo& lane8 = find_layout("t2r-lane8");
     if (isa_supported(Isa::avx2)) {
       CHECK(kernel_why_not(lane8, Strategy::slot_mask, Isa::avx2).find("16 rows per block") != std::string::npos);
@@ -245,6 +259,40 @@ TEST_SUITE("kernels") {
     const LayoutInfo& rows32 = find_layout("t2r32");
     CHECK(rows32.rows == 32);
     CHECK(rows32.block_bytes() == 32 * 128 / 4 + 64);
+  }
+
+  TEST_CASE("broadcast serves lanes of 4, 8 and 16 bytes at each row count whose strip is whole vectors") {
+    struct Case {
+      const char* layout;
+      int lane_bytes;
+      bool avx512;  // 8 rows of dwords are half a 64-byte vector
+    };
+    for (const Case c : {Case{"t2r", 4, true}, Case{"t2r8", 4, false}, Case{"t2r-lane8", 8, true},
+                         Case{"t2r8-lane8", 8, true}, Case{"t2r8-lane16", 16, true}, Case{"t2r-lane16", 16, true}}) {
+      CAPTURE(c.layout);
+      const LayoutInfo& L = find_layout(c.layout);
+      REQUIRE(L.strip_plan != nullptr);
+      CHECK(L.strip_plan->lane_bytes == c.lane_bytes);
+      if (isa_supported(Isa::avx2)) CHECK(admits(L, Strategy::broadcast, Isa::avx2));
+#if defined(__x86_64__)
+      const std::string why = emulated_why_not(L, Strategy::broadcast);
+      CHECK(why.empty() == c.avx512);
+      if (!c.avx512) CHECK(why.find("8 rows with 4-byte lanes (32 bytes) fills only part of a 64-byte vector") != std::string::npos);
+      // Exact against the oracle, gemv and gemm over several tokens (a partial last tile too),
+      // through every broadcast build listed here, native and SIMDe.
+      int broadcasts = 0;
+      for (const KernelVariant& k : test::checked_kernels_for(L))
+        if (k.strategy == Strategy::broadcast) {
+          CAPTURE(k.name());
+          ++broadcasts;
+          CHECK(mismatches(k, L, 2 * L.rows, 512, 21) == 0);
+          CHECK(gemv_mismatches(k, L, 2 * L.rows, 512) == 0);
+        }
+      CHECK(broadcasts >= (c.avx512 ? 2 : 0) + (isa_supported(Isa::avx2) ? 2 : 0));
+#endif
+    }
+    // No lane of another width is read: the refusal says what is.
+    CHECK(kernel_why_not(find_layout("t2p"), Strategy::broadcast, Isa::avx2).find("lacks") != std::string::npos);
   }
 
   TEST_CASE("plan shapes no stock layout has get slot-mask kernels on every ISA, with no list to edit") {

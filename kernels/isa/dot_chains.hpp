@@ -1,4 +1,4 @@
-// The asm skeleton of the int8 compute-ceiling loops (kernels/targets/avx2/kernels.cpp, x86_avx512vnni.cpp):
+// The asm skeleton of the int8 compute-ceiling loops (kernels/targets/avx2/kernels.cpp, kernels/targets/avx512vnni/kernels.cpp):
 // kDotChains = 12 accumulators, each the destination of its own instruction in one asm statement.
 // Written as asm because the compiler, given intrinsics, merged chains that shared operands and kept
 // an accumulator array on the stack; either way the loop measured something other than the port.

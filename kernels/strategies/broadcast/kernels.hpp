@@ -24,6 +24,11 @@
 // codes (code), one broadcast register per token (broadcast) and one dot (dot), told the slot so
 // it may keep slots apart, and the end of each strip (strip_done).
 //
+// Lanes wider than a dword (8 or 16 bytes, StripPlan::lane_bytes): a row spans LB / 4 32-bit
+// lanes, each slot's LB activation bytes are broadcast to every LB-byte lane (so dword i of a row
+// meets bytes 4i..4i+3), and the block's end first adds each row's dwords and orders the rows
+// (P::lane_rows) before the same fma. Dword lanes (LB = 4) take none of these steps.
+//
 // Exactness: slot values are u * 4^s (AVX-512, in place, <= 192) or u and 4u (AVX2); every policy
 // keeps its intermediates below its instruction's saturation (see the policies), the row sums are
 // exact int32, and the fma association is gemv_reference's, so the float result is bit-identical.
@@ -53,6 +58,9 @@ namespace ternlab::strategies {
 // builds: on Zen 4 they were level or faster there. Measured: docs/notebook/2026-12-04-zen4-kernels.md,
 // 2026-12-03-zen3-kernels.md.
 enum class Streaming { software_prefetch, hardware_prefetch };
+
+inline constexpr const char* kNotRowInterleaved =
+    "the layout is not row-interleaved (8 or 16 rows, strips of 4-, 8- or 16-byte lanes, lane j = row j)";
 inline constexpr int kNoPrefetch = -1;  // a prefetch distance that prefetches nothing
 
 // A gemm in passes over the weights: kTokens tokens (kTokens / 4 tiles) a pass, many(t) from
@@ -67,19 +75,61 @@ void gemm_in_passes(const Q8KBatch& x, Many many, One one) {
   for (; t < x.tiles_count(); ++t) one(t);
 }
 
-template <class P, int R, Streaming S = Streaming::software_prefetch>
+// The float end of a block for E rows: the policy's kLanes-row vector (lanes_*), or Rows8's 8-row
+// one where a pass ends fewer rows (AVX-512 with lanes wider than a dword).
+template <class P, bool kWide>
+struct RowEndF {
+  using F = typename P::LaneF;
+};
+template <class P>
+struct RowEndF<P, false> {
+  using F = typename P::RowF;
+};
+template <class P, int E>
+struct RowEnd {
+  static_assert(E == P::kLanes || E == 8, "the policy's lanes or 8 rows");
+  static constexpr bool kWide = E == P::kLanes;
+  // (Not std::conditional_t: a vector type as its argument loses its attributes, with a warning.)
+  using F = typename RowEndF<P, kWide>::F;
+  static F zero() {
+    if constexpr (kWide) return P::lanes_zero();
+    else return P::row_zero();
+  }
+  static F scales(const std::uint8_t* p) {
+    if constexpr (kWide) return P::lanes_scales(p);
+    else return P::row_scales(p);
+  }
+  static F load(const float* p) {
+    if constexpr (kWide) return P::lanes_load(p);
+    else return P::row_load(p);
+  }
+  template <int shift, class I>
+  static F fma(I s, std::int32_t ysum, F scales, float d, F acc) {
+    if constexpr (kWide) return P::template lanes_fma<shift>(s, ysum, scales, d, acc);
+    else return P::template row_fma<shift>(s, ysum, scales, d, acc);
+  }
+  static void store(float* y, F v) {
+    if constexpr (kWide) P::lanes_store(y, v);
+    else _mm256_storeu_ps(y, v);
+  }
+};
+
+// Rows R and lanes of LB bytes (4, 8 or 16): a strip is LB * R bytes, whole vectors of P.
+template <class P, int R, int LB = 4, Streaming S = Streaming::software_prefetch>
 struct Broadcast {
   static_assert(R % 8 == 0 && R <= 16, "row-interleaved blocks have 8 or 16 rows");
+  static_assert(LB == 4 || LB == 8 || LB == 16, "lanes of 4, 8 or 16 bytes");
+  static_assert(R * LB % P::kBytes == 0, "a strip is whole vectors");
   static constexpr Strategy kStrategy = Strategy::broadcast;
   static constexpr bool kSoftwarePrefetch = S == Streaming::software_prefetch;
   static constexpr int kGemvPrefetch = kSoftwarePrefetch ? P::kGemvPrefetch : kNoPrefetch;
   static constexpr std::string_view kBuild = kSoftwarePrefetch ? "" : kHardwarePrefetchSuffix;  // as KernelVariant::name
   static constexpr int kLanes = P::kLanes;
-  static constexpr int kVectors = R / kLanes;  // vectors per strip
-  static constexpr int kStrips = 8;            // 128 weights per row per block, 16 per strip
+  static constexpr int kVectors = R * LB / P::kBytes;  // vectors per strip
+  static constexpr int kStrips = kBlockK / (4 * LB);   // 128 weights per row per block, 4 LB per strip
   // The bytes a block's prefetch covers without a loop: the payload, fp16 scales and one line
   // past the block (see rows). A longer block prefetches the rest in a loop.
-  static constexpr int kBlockPrefetch = kStrips * 4 * R + 2 * R + 64;
+  static constexpr int kBlockPrefetch = kStrips * LB * R + 2 * R + 64;
   // Prefetches the lines of a block `PF` bytes ahead (none for kNoPrefetch): through a loop over
   // a block size known only at run time, t2r's AVX2 gemv spent 31 instructions of 290 a block on
   // it.
@@ -93,9 +143,10 @@ struct Broadcast {
 
   // Why this instantiation cannot run the layout ("" when it can).
   static std::string why_not(const LayoutInfo& L) {
-    if (!L.strip_plan) return "the layout is not row-interleaved";
+    if (!L.strip_plan) return kNotRowInterleaved;
     if (L.rows != R) return cat("the kernel takes ", R, "-row blocks, the layout has ", L.rows);
-    if (R < kLanes) return cat("a strip of ", R, " rows fills only part of a ", kLanes, "-lane vector");
+    if (L.strip_plan->lane_bytes != LB)
+      return cat("the kernel takes ", LB, "-byte lanes, the layout has ", L.strip_plan->lane_bytes);
     if (L.k != 128 || L.strip_plan->strips != kStrips) return "the kernel takes blocks of 128 weights per row";
     return "";
   }
@@ -103,6 +154,20 @@ struct Broadcast {
     const std::string why = why_not(L);
     if (!why.empty()) fail("broadcast/", P::name, kBuild, " kernel cannot run layout '", L.name, "': ", why);
     return *L.strip_plan;
+  }
+
+  // The int32 sums of E rows from their VE = E * LB / kBytes accumulators: the lane program's sums
+  // as they stand with dword lanes (one accumulator), else each row's LB / 4 lanes added.
+  template <class LP, int E>
+  [[gnu::always_inline]] static auto row_sums(const typename LP::Acc* a) {
+    if constexpr (LB == 4) {
+      return LP::sums(a[0]);
+    } else {
+      constexpr int VE = E * LB / P::kBytes;
+      typename P::V c[VE];
+      for (int e = 0; e < VE; ++e) c[e] = LP::sums(a[e]);
+      return P::template lane_rows<LB, E>(c);
+    }
   }
 
   // Rows [g0, g1) x T tokens through the lane program LP (the policy's GemvLanes or GemmLanes):
@@ -124,8 +189,14 @@ struct Broadcast {
                                              float* y, std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
     const LayoutInfo& L = *w.layout;
     const std::int64_t nb = w.blocks_per_row();
-    const int bb = L.block_bytes(), pb = plan.payload_begin, strip = 4 * R;
-    constexpr int VS = T == 1 ? kVectors : 1;
+    const int bb = L.block_bytes(), pb = plan.payload_begin, strip = LB * R;
+    // A pass ends E rows at a time (VE vectors: one with dword lanes) and takes VS vectors of each
+    // strip: all of them for one token (with wider lanes on AVX2, 8 rows, so its 16 registers hold
+    // the pass), one row vector's for several.
+    constexpr int kPassRows = T == 1 && (LB == 4 || P::kRegisters >= 32) ? R : LB == 4 ? kLanes : 8;
+    constexpr int E = LB == 4 ? kLanes : std::min(kPassRows, kLanes);
+    constexpr int VS = kPassRows * LB / P::kBytes, VE = E * LB / P::kBytes, FU = VS / VE;
+    using End = RowEnd<P, E>;
     // Scales that are not fp16 in place (t2r-e4m3, t2r-bf16, t2r-slot-major) are decoded per
     // block into `decoded`: faster than a table of e4m3's codes as fp16 and the fp16 lanes
     // (measured: docs/notebook/2026-12-03-zen3-kernels.md).
@@ -136,10 +207,10 @@ struct Broadcast {
     const std::int64_t passes = (g1 - g0) / GS;
     for (std::int64_t p = 0; p < passes; ++p)
       for (int v0 = 0; v0 < kVectors; v0 += VS) {
-        typename P::LaneF acc[GS][T][VS];
+        typename End::F acc[GS][T][FU];
         for (auto& a : acc)
           for (auto& b : a)
-            for (auto& c : b) c = P::lanes_zero();
+            for (auto& c : b) c = End::zero();
         const std::uint8_t* blk[GS];
         for (int q = 0; q < GS; ++q) blk[q] = w.block(g0 + q * passes + p, 0);
         const std::uint8_t* xb = acts.expanded;
@@ -166,17 +237,17 @@ struct Broadcast {
               for (int t = 0; t < kStrips; ++t)
                 for (int v = 0; v < VS; ++v) {
                   const typename LP::Slots s = LP::slots(P::load(blk[q] + pb + t * strip + (v0 + v) * P::kBytes));
-                  const std::uint8_t* x = xb + 16 * t;
-                  for (int m = 0; m < T; ++m) LP::dot(a[m][v], s, x + m * kBlockK);
+                  const std::uint8_t* x = xb + 4 * LB * t;
+                  for (int m = 0; m < T; ++m) LP::template dot<LB>(a[m][v], s, x + m * kBlockK);
                 }
               const std::uint8_t* sc = blk[q] + L.scale_offset(0);
               if constexpr (!kContiguous) decoder.template decode<P, R>(blk[q], offset, decoded);
-              for (int v = 0; v < VS; ++v) {
-                const typename P::LaneF d = kContiguous ? P::lanes_scales(sc + 2 * (v0 + v) * kLanes)
-                                                        : P::lanes_load(decoded + (v0 + v) * kLanes);
+              for (int f = 0; f < FU; ++f) {
+                const int r0 = (v0 / VE + f) * E;
+                const typename End::F d = kContiguous ? End::scales(sc + 2 * r0) : End::load(decoded + r0);
                 for (int m = 0; m < T; ++m) {
                   const BlockActs b = acts.blocks[i * T + m];
-                  acc[q][m][v] = P::template lanes_fma<LP::kShift>(LP::sums(a[m][v]), b.ysum, d, b.d, acc[q][m][v]);
+                  acc[q][m][f] = End::template fma<LP::kShift>(row_sums<LP, E>(a[m] + f * VE), b.ysum, d, b.d, acc[q][m][f]);
                 }
               }
               blk[q] += bb;
@@ -205,25 +276,25 @@ struct Broadcast {
                 for (int q = 0; q < GS; ++q)
                   for (int v = 0; v < VS; ++v) c[q][v] = LP::code(wv[q][v], s);
                 for (int m = 0; m < T; ++m) {
-                  const typename P::V b = LP::broadcast(xb + m * kBlockK + 16 * t + 4 * s);
+                  const typename P::V b = LP::template broadcast<LB>(xb + m * kBlockK + 4 * LB * t + LB * s);
                   for (int q = 0; q < GS; ++q)
                     for (int v = 0; v < VS; ++v) LP::dot(a[q][m][v], c[q][v], b, s);
                 }
               }
               for (auto& aq : a)
                 for (auto& at : aq)
-                  for (auto& av : at) LP::strip_done(av, t);
+                  for (auto& av : at) LP::template strip_done<kStrips>(av, t);
             }
             // The block's end as above, stream by stream.
             for (int q = 0; q < GS; ++q) {
               const std::uint8_t* sc = blk[q] + L.scale_offset(0);
               if constexpr (!kContiguous) decoder.template decode<P, R>(blk[q], offset, decoded);
-              for (int v = 0; v < VS; ++v) {
-                const typename P::LaneF d = kContiguous ? P::lanes_scales(sc + 2 * (v0 + v) * kLanes)
-                                                        : P::lanes_load(decoded + (v0 + v) * kLanes);
+              for (int f = 0; f < FU; ++f) {
+                const int r0 = (v0 / VE + f) * E;
+                const typename End::F d = kContiguous ? End::scales(sc + 2 * r0) : End::load(decoded + r0);
                 for (int m = 0; m < T; ++m) {
                   const BlockActs b = acts.blocks[i * T + m];
-                  acc[q][m][v] = P::template lanes_fma<LP::kShift>(LP::sums(a[q][m][v]), b.ysum, d, b.d, acc[q][m][v]);
+                  acc[q][m][f] = End::template fma<LP::kShift>(row_sums<LP, E>(a[q][m] + f * VE), b.ysum, d, b.d, acc[q][m][f]);
                 }
               }
               blk[q] += bb;
@@ -232,7 +303,7 @@ struct Broadcast {
         }
         for (int q = 0; q < GS; ++q)
           for (int m = 0; m < live; ++m)
-            for (int v = 0; v < VS; ++v) P::lanes_store(y + m * ldy + (g0 + q * passes + p) * R + (v0 + v) * kLanes, acc[q][m][v]);
+            for (int f = 0; f < FU; ++f) End::store(y + m * ldy + (g0 + q * passes + p) * R + (v0 / VE + f) * E, acc[q][m][f]);
       }
     return g0 + GS * passes;
   }
@@ -305,14 +376,33 @@ struct Broadcast {
   }
 };
 
-// Points k at Broadcast<P, R, S> when it can run the layout, the strip plan bound; says why not
+// Points k at Broadcast<P, R, LB, S> when it can run the layout, the strip plan bound; says why not
 // otherwise.
-template <class P, int R, Streaming S = Streaming::software_prefetch>
+template <class P, int R, int LB, Streaming S>
+std::string pick_broadcast_for(const LayoutInfo& L, KernelFns& k) {
+  if constexpr (R * LB % P::kBytes != 0) {
+    return cat("a strip of ", R, " rows with ", LB, "-byte lanes (", R * LB, " bytes) fills only part of a ", P::kBytes,
+               "-byte vector");
+  } else {
+    using K = Broadcast<P, R, LB, S>;
+    std::string why = K::why_not(L);
+    if (why.empty()) k = {&K::gemv, &K::gemm, {L.strip_plan, &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
+    return why;
+  }
+}
+
+// The build for the layout's rows (8 or 16) and lane width (4, 8 or 16 bytes).
+template <class P, Streaming S = Streaming::software_prefetch>
 std::string pick_broadcast(const LayoutInfo& L, KernelFns& k) {
-  using K = Broadcast<P, R, S>;
-  std::string why = K::why_not(L);
-  if (why.empty()) k = {&K::gemv, &K::gemm, {L.strip_plan, &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
-  return why;
+  if (!L.strip_plan) return kNotRowInterleaved;
+  const auto rows = [&]<int LB>() {
+    return L.rows == 8 ? pick_broadcast_for<P, 8, LB, S>(L, k) : pick_broadcast_for<P, 16, LB, S>(L, k);
+  };
+  switch (L.strip_plan->lane_bytes) {
+    case 4: return rows.template operator()<4>();
+    case 8: return rows.template operator()<8>();
+    default: return rows.template operator()<16>();
+  }
 }
 
 // Lists one broadcast build twice, with the gemv's software prefetches (fns) and without (hw_fns,
@@ -348,20 +438,13 @@ void BroadcastStrategy::add(const LayoutInfo& L, std::vector<KernelVariant>& out
       if (gaps) gaps->push_back({id, T::kIsa, cat(P::name, "'s policy has no broadcast lane programs (BroadcastOps)")});
     } else {
       using enum Streaming;
-      // Every row count a strip of P's width holds (8 rows fill a 32-byte vector, not a 64-byte one).
-      const auto pick = [&]<Streaming S>(KernelFns& fns) {
-        if constexpr (8 >= P::kLanes) {
-          if (std::string why = pick_broadcast<P, 8, S>(L, fns); why.empty()) return why;
-        }
-        return pick_broadcast<P, 16, S>(L, fns);
-      };
       KernelFns k;
-      const std::string why = pick.template operator()<software_prefetch>(k);
+      const std::string why = pick_broadcast<P, software_prefetch>(L, k);  // the build for the layout's rows and lanes
       if (!why.empty()) {
         detail::add_or_note(out, gaps, id, T::kIsa, why, k);  // a further build would say the same
       } else {
         KernelFns hw;
-        pick.template operator()<hardware_prefetch>(hw);
+        pick_broadcast<P, hardware_prefetch>(L, hw);
         add_streaming_builds(out, T::kIsa, k, hw);
         if constexpr (HasGfniBroadcast<T>) {
           if (T::has_gfni()) {

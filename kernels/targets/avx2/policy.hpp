@@ -67,9 +67,39 @@ struct Avx2 : Rows8<Avx2> {
   static V slot_add(V a, V b) { return _mm256_add_epi16(a, b); }
   static V slot_widen(V a) { return _mm256_madd_epi16(a, set1_i16(1)); }
 
-  // --- broadcast (row-interleaved layouts): 8 rows per vector, one per 32-bit lane -------------
+  // --- broadcast (row-interleaved layouts): 8 rows per vector, one per 32-bit lane, or with
+  // lanes of LB = 8 or 16 bytes 32 / LB rows, each over LB / 4 32-bit lanes -----------------------
   static constexpr int kRegisters = 16;  // vector registers the unrolling may plan with
   static constexpr int kLanes = 8;
+  // The LB activation bytes at x in every LB-byte lane: a dword, qword or 16-byte broadcast.
+  template <int LB>
+  static V broadcast_lanes(const std::uint8_t* x) {
+    if constexpr (LB == 4) {
+      return _mm256_set1_epi32(load_u32(x));
+    } else if constexpr (LB == 8) {
+      std::int64_t v;
+      __builtin_memcpy(&v, x, 8);
+      return _mm256_set1_epi64x(v);
+    } else {
+      static_assert(LB == 16, "lanes of 4, 8 or 16 bytes");
+      return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+    }
+  }
+  // The sums of 8 rows with LB-byte lanes (LB = 8 or 16), from the 8 * LB / 32 vectors of their
+  // int32 lanes (c[i]: rows 32 i / LB ..): each row's LB / 4 lanes added, the rows in order.
+  template <int LB, int E>
+  static V lane_rows(const V* c) {
+    static_assert(E == 8, "one 8-row vector");
+    if constexpr (LB == 8) {
+      // hadd: [rows 0 1 4 5 | 2 3 6 7]; the middle qwords swapped.
+      return _mm256_permute4x64_epi64(_mm256_hadd_epi32(c[0], c[1]), 0xd8);
+    } else {
+      static_assert(LB == 16, "lanes of 8 or 16 bytes");
+      // Two hadd levels: [rows 0 2 4 6 | 1 3 5 7].
+      const V h = _mm256_hadd_epi32(_mm256_hadd_epi32(c[0], c[1]), _mm256_hadd_epi32(c[2], c[3]));
+      return _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    }
+  }
   static constexpr int kGemvPrefetch = 2048;  // bytes ahead of each stream
   // Row groups a gemv reads side by side: one, as the slot-major loop holds every vector of a pass
   // in registers and two streams of 16 rows (four vectors) spilled them.
@@ -93,18 +123,21 @@ struct Avx2 : Rows8<Avx2> {
     static Acc zero() { return Avx2::zero(); }
     // Slot s of every byte of w, brought down to its code.
     static V code(V w, int s) { return and_(s == 0 ? w : _mm256_srli_epi16(w, 2 * s), set1_u8(0x03)); }
-    // The activation dword at x in every lane.
-    static V broadcast(const std::uint8_t* x) { return _mm256_set1_epi32(load_u32(x)); }
+    // The LB activation bytes at x in every LB-byte lane.
+    template <int LB = 4>
+    static V broadcast(const std::uint8_t* x) { return broadcast_lanes<LB>(x); }
     static void dot(Acc& acc, V codes, V x, int) { acc = chain_add16(acc, _mm256_maddubs_epi16(codes, x)); }
+    template <int kStrips = 8>
     static void strip_done(Acc&, int) {}
     static V sums(const Acc& acc) { return slot_widen(acc); }
   };
   // One shift a vector instead of three: each nibble's two slots are masked where they stand, so
   // slots 0 and 2 give u and slots 1 and 3 give 4u, and the two kinds add into separate int16
   // accumulators. 4u's pair sums (at most 2 * 12 * 128 = 3072, two a strip) would pass 32767 in
-  // a block's eight strips, so every fourth strip brings them down into u's: they are multiples
-  // of 4, the arithmetic shift is exact, and u's accumulator ends the block at the 24576 of
-  // LaneCodes. Zen 3 runs two shifts a cycle against four ANDs.
+  // a block's eight strips, so every fourth strip and the block's last (two or four strips with
+  // wider lanes) bring them down into u's: they are multiples of 4, the arithmetic shift is
+  // exact, and u's accumulator ends the block at the 24576 of LaneCodes. Zen 3 runs two shifts a
+  // cycle against four ANDs.
   struct LaneNibbles {
     static constexpr int kShift = 0;
     struct Acc {
@@ -112,13 +145,15 @@ struct Avx2 : Rows8<Avx2> {
     };
     static Acc zero() { return {Avx2::zero(), Avx2::zero()}; }
     static V code(V w, int s) { return and_(s < 2 ? w : _mm256_srli_epi16(w, 4), set1_u8(s % 2 ? 0x0c : 0x03)); }
-    static V broadcast(const std::uint8_t* x) { return _mm256_set1_epi32(load_u32(x)); }
+    template <int LB = 4>
+    static V broadcast(const std::uint8_t* x) { return broadcast_lanes<LB>(x); }
     static void dot(Acc& acc, V codes, V x, int s) {
       V& a = s % 2 ? acc.u4 : acc.u;
       a = chain_add16(a, _mm256_maddubs_epi16(codes, x));
     }
+    template <int kStrips = 8>
     static void strip_done(Acc& acc, int t) {
-      if (t % 4 == 3) acc = {_mm256_add_epi16(acc.u, _mm256_srai_epi16(acc.u4, 2)), Avx2::zero()};
+      if (t % 4 == 3 || t == kStrips - 1) acc = {_mm256_add_epi16(acc.u, _mm256_srai_epi16(acc.u4, 2)), Avx2::zero()};
     }
     static V sums(const Acc& acc) { return slot_widen(acc.u); }  // u4 folded by the last strip_done
   };

@@ -40,8 +40,8 @@ namespace ternlab::detail {
 namespace {
 std::string pick(const LayoutInfo& L, KernelFns& k, bool without_software_prefetch) {
   using enum strategies::Streaming;
-  return without_software_prefetch ? strategies::pick_broadcast<isa::Avx512Vnni, 16, hardware_prefetch>(L, k)
-                                   : strategies::pick_broadcast<isa::Avx512Vnni, 16, software_prefetch>(L, k);
+  return without_software_prefetch ? strategies::pick_broadcast<isa::Avx512Vnni, hardware_prefetch>(L, k)
+                                   : strategies::pick_broadcast<isa::Avx512Vnni, software_prefetch>(L, k);
 }
 }  // namespace
 #pragma GCC diagnostic pop

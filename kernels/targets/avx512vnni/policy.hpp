@@ -118,6 +118,25 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     return acc;
 #endif
   }
+  // With lanes of LB = 8 or 16 bytes (a row's lane spans LB / 4 32-bit lanes) the slot's LB
+  // activation bytes are broadcast to every LB-byte lane: vpdpbusd embeds only a dword broadcast,
+  // so it is a load of its own (vpbroadcastq, vbroadcasti32x4), shared by the strip's vectors.
+  template <int LB>
+  static V broadcast_lanes(const std::uint8_t* x) {
+    if constexpr (LB == 8) {
+      std::int64_t v;
+      std::memcpy(&v, x, 8);
+      return _mm512_set1_epi64(v);
+    } else {
+      static_assert(LB == 16, "lanes of 8 or 16 bytes");
+      return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+    }
+  }
+  template <int LB>
+  static V dot_bcst(V acc, V w, const std::uint8_t* x) {
+    if constexpr (LB == 4) return dot4_bcst(acc, w, x);
+    else return dot4(acc, w, broadcast_lanes<LB>(x));
+  }
   static constexpr int kRegisters = 32;  // vector registers the unrolling may plan with
   static constexpr int kLanes = 16;
   // Row groups a gemv reads side by side, and how far ahead each is prefetched: fewer streams
@@ -148,8 +167,10 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     static Acc zero() { return {{Avx512Vnni::zero(), Avx512Vnni::zero(), Avx512Vnni::zero(), Avx512Vnni::zero()}}; }
     // Slot s's codes against the activation dword at x + 4 s, broadcast to every lane (an embedded
     // broadcast operand of vpdpbusd).
+    // With LB-byte lanes, slot s's LB activation bytes at x + LB s.
+    template <int LB = 4>
     static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
-      for (int s = 0; s < 4; ++s) acc.s[s] = dot4_bcst(acc.s[s], w.s[s], x + 4 * s);
+      for (int s = 0; s < 4; ++s) acc.s[s] = dot_bcst<LB>(acc.s[s], w.s[s], x + LB * s);
     }
     // Codes taken whole (no slot factor) against the dword at x: base-3's top digit.
     static void dot_codes(Acc& acc, V codes, const std::uint8_t* x) { acc.s[0] = dot4_bcst(acc.s[0], codes, x); }
@@ -169,8 +190,9 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     using Acc = V;
     static Slots slots(V w) { return extract(w); }
     static Acc zero() { return Avx512Vnni::zero(); }
+    template <int LB = 4>
     static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
-      for (int s = 0; s < 4; ++s) acc = dot4_bcst(acc, w.s[s], x + 4 * s);
+      for (int s = 0; s < 4; ++s) acc = dot_bcst<LB>(acc, w.s[s], x + LB * s);
     }
     static void dot_codes(Acc& acc, V codes, const std::uint8_t* x) { acc = dot4_bcst(acc, codes, x); }
     static V sums(Acc a) { return a; }
@@ -200,11 +222,12 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     };
     static Slots slots(V w) { return Codes::slots(w); }
     static Acc zero() { return {Avx512Vnni::zero(), Avx512Vnni::zero()}; }
+    template <int LB = 4>
     static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
-      acc.even = dot4_bcst(acc.even, w.s[0], x);
-      acc.odd = dot4_bcst(acc.odd, w.s[1], x + 4);
-      acc.even = dot4_bcst(acc.even, w.s[2], x + 8);
-      acc.odd = dot4_bcst(acc.odd, w.s[3], x + 12);
+      acc.even = dot_bcst<LB>(acc.even, w.s[0], x);
+      acc.odd = dot_bcst<LB>(acc.odd, w.s[1], x + LB);
+      acc.even = dot_bcst<LB>(acc.even, w.s[2], x + 2 * LB);
+      acc.odd = dot_bcst<LB>(acc.odd, w.s[3], x + 3 * LB);
     }
     static void dot_codes(Acc& acc, V codes, const std::uint8_t* x) { acc.even = dot4_bcst(acc.even, codes, x); }
     static V sums(const Acc& a) { return add32(a.even, a.odd); }
@@ -299,6 +322,32 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     return _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(x, y, 0x88)),
                             _mm512_castps_si512(_mm512_shuffle_ps(x, y, 0xdd)));
   }
+  // The sums of E rows (16: the lanes_fma vector; 8: Rows8's) with LB-byte lanes (LB = 8 or 16),
+  // from the E * LB / 64 vectors of their int32 lanes (c[i]: rows 64 i / LB ..): each row's
+  // LB / 4 lanes added by pair_add levels, then one permute puts the rows in order.
+  template <int LB, int E>
+  static auto lane_rows(const V* c) {
+    static_assert((LB == 8 || LB == 16) && (E == 8 || E == 16), "8 or 16 rows, lanes of 8 or 16 bytes");
+    if constexpr (E == 16 && LB == 8) {
+      // Word u: rows 2u, 2u + 1, 8 + 2u, 9 + 2u.
+      return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15),
+                                      pair_add(c[0], c[1]));
+    } else if constexpr (E == 16) {
+      // Word u: rows u, 4 + u, 8 + u, 12 + u.
+      return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+                                      pair_add(pair_add(c[0], c[1]), pair_add(c[2], c[3])));
+    } else if constexpr (LB == 8) {
+      // Word u: rows 2u, 2u + 1 (twice).
+      return low_half(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0),
+                                               pair_add(c[0], c[0])));
+    } else {
+      // Word u: rows u, 4 + u (twice).
+      const V h = pair_add(c[0], c[1]);
+      return low_half(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0),
+                                               pair_add(h, h)));
+    }
+  }
+
   template <int NV>
   static void store_pair_sums(const V* c, std::int32_t* out) {
     for (int j = 0; j < NV; j += 2) _mm512_storeu_si512(out + 8 * j, pair_add(c[j], j + 1 < NV ? c[j + 1] : zero()));

@@ -140,10 +140,37 @@ struct Sse41 : Sse41Float {
   }
   static int pair_position(int a, int u, int h) { return neon_pair_position(a, u, h); }
 
-  // --- broadcast (row-interleaved layouts): 4 rows per vector, one per 32-bit lane -------------
+  // --- broadcast (row-interleaved layouts): 4 rows per vector, one per 32-bit lane, or with
+  // lanes of LB = 8 or 16 bytes 16 / LB rows, each over LB / 4 32-bit lanes ----------------------
   // AVX2's lane programs on half the rows; the same bounds (int16 block sums at most 24576).
   static constexpr int kRegisters = 16;
   static constexpr int kLanes = 4;
+  // The LB activation bytes at x in every LB-byte lane: a dword, qword or the whole vector.
+  template <int LB>
+  static V broadcast_lanes(const std::uint8_t* x) {
+    if constexpr (LB == 4) {
+      return _mm_set1_epi32(load_u32(x));
+    } else if constexpr (LB == 8) {
+      std::int64_t v;
+      __builtin_memcpy(&v, x, 8);
+      return _mm_set1_epi64x(v);
+    } else {
+      static_assert(LB == 16, "lanes of 4, 8 or 16 bytes");
+      return load(x);
+    }
+  }
+  // The sums of 4 rows with LB-byte lanes (LB = 8 or 16), from the 4 * LB / 16 vectors of their
+  // int32 lanes: each row's LB / 4 lanes added by phaddd, which leaves the rows in order.
+  template <int LB, int E>
+  static V lane_rows(const V* c) {
+    static_assert(E == kLanes, "one 4-row vector");
+    if constexpr (LB == 8) {
+      return _mm_hadd_epi32(c[0], c[1]);
+    } else {
+      static_assert(LB == 16, "lanes of 8 or 16 bytes");
+      return _mm_hadd_epi32(_mm_hadd_epi32(c[0], c[1]), _mm_hadd_epi32(c[2], c[3]));
+    }
+  }
   static constexpr int kGemvPrefetch = 2048;
   static constexpr int kGemvStreams = 1;
   static constexpr int kGemmTokens = 4;
@@ -159,13 +186,15 @@ struct Sse41 : Sse41Float {
     using Acc = V;
     static Acc zero() { return Sse41::zero(); }
     static V code(V w, int s) { return and_(s == 0 ? w : _mm_srli_epi16(w, 2 * s), set1_u8(0x03)); }
-    static V broadcast(const std::uint8_t* x) { return _mm_set1_epi32(load_u32(x)); }
+    template <int LB = 4>
+    static V broadcast(const std::uint8_t* x) { return broadcast_lanes<LB>(x); }
     static void dot(Acc& acc, V codes, V x, int) { acc = chain_add16(acc, _mm_maddubs_epi16(codes, x)); }
+    template <int kStrips = 8>
     static void strip_done(Acc&, int) {}
     static V sums(const Acc& acc) { return slot_widen(acc); }
   };
   // Avx2::LaneNibbles on one lane: u and 4u in separate int16 accumulators, 4u folded in every
-  // fourth strip (exact: its lanes are multiples of 4).
+  // fourth strip and the block's last (exact: its lanes are multiples of 4).
   struct LaneNibbles {
     static constexpr int kShift = 0;
     struct Acc {
@@ -173,13 +202,15 @@ struct Sse41 : Sse41Float {
     };
     static Acc zero() { return {Sse41::zero(), Sse41::zero()}; }
     static V code(V w, int s) { return and_(s < 2 ? w : _mm_srli_epi16(w, 4), set1_u8(s % 2 ? 0x0c : 0x03)); }
-    static V broadcast(const std::uint8_t* x) { return _mm_set1_epi32(load_u32(x)); }
+    template <int LB = 4>
+    static V broadcast(const std::uint8_t* x) { return broadcast_lanes<LB>(x); }
     static void dot(Acc& acc, V codes, V x, int s) {
       V& a = s % 2 ? acc.u4 : acc.u;
       a = chain_add16(a, _mm_maddubs_epi16(codes, x));
     }
+    template <int kStrips = 8>
     static void strip_done(Acc& acc, int t) {
-      if (t % 4 == 3) acc = {_mm_add_epi16(acc.u, _mm_srai_epi16(acc.u4, 2)), Sse41::zero()};
+      if (t % 4 == 3 || t == kStrips - 1) acc = {_mm_add_epi16(acc.u, _mm_srai_epi16(acc.u4, 2)), Sse41::zero()};
     }
     static V sums(const Acc& acc) { return slot_widen(acc.u); }
   };
