@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "common/strings.hpp"
+#include "common/error.hpp"
 #include "kernels/strategies/strategy.hpp"
 
 namespace ternlab::strategies {

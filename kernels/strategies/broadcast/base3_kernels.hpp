@@ -130,7 +130,7 @@ struct BroadcastBase3 {
   }
   static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
                         std::int64_t g1) {
-    all_rows<typename P::GemvLanes, 1, P::kGemvStreams, kGemvPrefetch>(
+    all_rows<typename LanePrograms<P>::Gemv, 1, P::kGemvStreams, kGemvPrefetch>(
         bound(plan, w), w, view_prepared_acts(mem, w.blocks_per_row()), y, 0, 1, g0, g1);
   }
   static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
@@ -155,8 +155,8 @@ struct BroadcastBase3 {
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
     gemm_in_passes<P::kGemmTokens>(
-        x, [&](std::int64_t t) { gemm_tokens<typename P::GemmLanes, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
-        [&](std::int64_t t) { gemm_tokens<typename P::Gemm4Lanes, 4, 1>(w, x, y, ldy, t, g0, g1); });
+        x, [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
+        [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm4, 4, 1>(w, x, y, ldy, t, g0, g1); });
   }
 };
 

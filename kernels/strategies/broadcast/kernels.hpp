@@ -11,8 +11,9 @@
 //                     P::lanes_fma: one convert and one fma for all the vector's rows, the +1 code
 //                     offset leaving with the q8_K partial sums (S - ysum).
 //
-// The policy supplies a lane program per use, GemvLanes, GemmLanes (kGemmTokens tokens) and
-// Gemm4Lanes (a last tile of four, kGemm4Streams row groups side by side): with one token the
+// A lane program per use (LanePrograms<P>, maddubs_lanes.hpp: the maddubs targets' written once
+// here, or the policy's own GemvLanes, GemmLanes (kGemmTokens tokens) and Gemm4Lanes (a last tile
+// of four, kGemm4Streams row groups side by side)): with one token the
 // cheapest extraction wins (AVX-512: in-place masks, one accumulator per slot; AVX2: each nibble's
 // slots in place, one shift a vector); with many, the fewest accumulators per token (codes, one
 // accumulator per token).
@@ -339,7 +340,7 @@ struct Broadcast {
   template <int GS, int PF>
   static void gemv_rows_with(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y,
                              std::int64_t g0, std::int64_t g1) {
-    all_rows<typename P::GemvLanes, 1, GS, PF>(bound(plan, w), w, view_prepared_acts(mem, w.blocks_per_row()), y, 0, 1,
+    all_rows<typename LanePrograms<P>::Gemv, 1, GS, PF>(bound(plan, w), w, view_prepared_acts(mem, w.blocks_per_row()), y, 0, 1,
                                                g0, g1);
   }
   static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
@@ -371,8 +372,8 @@ struct Broadcast {
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
     gemm_in_passes<P::kGemmTokens>(
-        x, [&](std::int64_t t) { gemm_tokens<typename P::GemmLanes, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
-        [&](std::int64_t t) { gemm_tokens<typename P::Gemm4Lanes, 4, P::kGemm4Streams>(w, x, y, ldy, t, g0, g1); });
+        x, [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
+        [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm4, 4, P::kGemm4Streams>(w, x, y, ldy, t, g0, g1); });
   }
 };
 

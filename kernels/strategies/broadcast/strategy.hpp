@@ -3,15 +3,17 @@
 // broadcast activations so each lane accumulates its own row.
 #pragma once
 
-#include "common/strings.hpp"
+#include "common/error.hpp"
+#include "kernels/strategies/broadcast/maddubs_lanes.hpp"
 #include "kernels/strategies/strategy.hpp"
 
 namespace ternlab::strategies {
 
 template <class P>
 concept BroadcastOps = IsaPolicy<P> && requires {
-  typename P::GemvLanes;
-  typename P::GemmLanes;
+  typename LanePrograms<P>::Gemv;
+  typename LanePrograms<P>::Gemm;
+  typename LanePrograms<P>::Gemm4;
   typename P::LaneF;
   { P::kLanes } -> std::convertible_to<int>;
   { P::kGemmTokens } -> std::convertible_to<int>;

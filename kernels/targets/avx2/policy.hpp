@@ -113,53 +113,12 @@ struct Avx2 : Rows8<Avx2> {
     __asm__("" : "+x"(acc));
     return acc;
   }
-  // Each slot shifted down to its code u, so a maddubs pair sum is at most 2 * 3 * 128 and a
-  // block's 32 of them per int16 lane (4 slots x 8 strips) at most 24576: the block accumulates in
-  // int16 and widens once (sums). Through the strategy's slot-major loop (no broadcast operand: a
-  // broadcast is a register, shared by a pass's vectors).
-  struct LaneCodes {
-    static constexpr int kShift = 0;
-    using Acc = V;
-    static Acc zero() { return Avx2::zero(); }
-    // Slot s of every byte of w, brought down to its code.
-    static V code(V w, int s) { return and_(s == 0 ? w : _mm256_srli_epi16(w, 2 * s), set1_u8(0x03)); }
-    // The LB activation bytes at x in every LB-byte lane.
-    template <int LB = 4>
-    static V broadcast(const std::uint8_t* x) { return broadcast_lanes<LB>(x); }
-    static void dot(Acc& acc, V codes, V x, int) { acc = chain_add16(acc, _mm256_maddubs_epi16(codes, x)); }
-    template <int kStrips = 8>
-    static void strip_done(Acc&, int) {}
-    static V sums(const Acc& acc) { return slot_widen(acc); }
-  };
-  // One shift a vector instead of three: each nibble's two slots are masked where they stand, so
-  // slots 0 and 2 give u and slots 1 and 3 give 4u, and the two kinds add into separate int16
-  // accumulators. 4u's pair sums (at most 2 * 12 * 128 = 3072, two a strip) would pass 32767 in
-  // a block's eight strips, so every fourth strip and the block's last (two or four strips with
-  // wider lanes) bring them down into u's: they are multiples of 4, the arithmetic shift is
-  // exact, and u's accumulator ends the block at the 24576 of LaneCodes. Zen 3 runs two shifts a
-  // cycle against four ANDs.
-  struct LaneNibbles {
-    static constexpr int kShift = 0;
-    struct Acc {
-      V u, u4;
-    };
-    static Acc zero() { return {Avx2::zero(), Avx2::zero()}; }
-    static V code(V w, int s) { return and_(s < 2 ? w : _mm256_srli_epi16(w, 4), set1_u8(s % 2 ? 0x0c : 0x03)); }
-    template <int LB = 4>
-    static V broadcast(const std::uint8_t* x) { return broadcast_lanes<LB>(x); }
-    static void dot(Acc& acc, V codes, V x, int s) {
-      V& a = s % 2 ? acc.u4 : acc.u;
-      a = chain_add16(a, _mm256_maddubs_epi16(codes, x));
-    }
-    template <int kStrips = 8>
-    static void strip_done(Acc& acc, int t) {
-      if (t % 4 == 3 || t == kStrips - 1) acc = {_mm256_add_epi16(acc.u, _mm256_srai_epi16(acc.u4, 2)), Avx2::zero()};
-    }
-    static V sums(const Acc& acc) { return slot_widen(acc.u); }  // u4 folded by the last strip_done
-  };
-  using GemvLanes = LaneNibbles;
-  using Gemm4Lanes = LaneCodes;
-  using GemmLanes = LaneCodes;  // kGemmTokens tokens
+  // The basic operations the broadcast strategy's maddubs lane programs read
+  // (kernels/strategies/broadcast/maddubs_lanes.hpp).
+  static V srli16(V a, int n) { return _mm256_srli_epi16(a, n); }
+  static V srai16(V a, int n) { return _mm256_srai_epi16(a, n); }
+  static V add16(V a, V b) { return _mm256_add_epi16(a, b); }
+  static V maddubs(V u8, V s8) { return _mm256_maddubs_epi16(u8, s8); }
   // kLanes rows of float results: Rows8's vector.
   using LaneF = RowF;
   static LaneF lanes_zero() { return row_zero(); }

@@ -181,42 +181,12 @@ struct Sse41 : Sse41Float {
     __asm__("" : "+x"(acc));
     return acc;
   }
-  struct LaneCodes {
-    static constexpr int kShift = 0;
-    using Acc = V;
-    static Acc zero() { return Sse41::zero(); }
-    static V code(V w, int s) { return and_(s == 0 ? w : _mm_srli_epi16(w, 2 * s), set1_u8(0x03)); }
-    template <int LB = 4>
-    static V broadcast(const std::uint8_t* x) { return broadcast_lanes<LB>(x); }
-    static void dot(Acc& acc, V codes, V x, int) { acc = chain_add16(acc, _mm_maddubs_epi16(codes, x)); }
-    template <int kStrips = 8>
-    static void strip_done(Acc&, int) {}
-    static V sums(const Acc& acc) { return slot_widen(acc); }
-  };
-  // Avx2::LaneNibbles on one lane: u and 4u in separate int16 accumulators, 4u folded in every
-  // fourth strip and the block's last (exact: its lanes are multiples of 4).
-  struct LaneNibbles {
-    static constexpr int kShift = 0;
-    struct Acc {
-      V u, u4;
-    };
-    static Acc zero() { return {Sse41::zero(), Sse41::zero()}; }
-    static V code(V w, int s) { return and_(s < 2 ? w : _mm_srli_epi16(w, 4), set1_u8(s % 2 ? 0x0c : 0x03)); }
-    template <int LB = 4>
-    static V broadcast(const std::uint8_t* x) { return broadcast_lanes<LB>(x); }
-    static void dot(Acc& acc, V codes, V x, int s) {
-      V& a = s % 2 ? acc.u4 : acc.u;
-      a = chain_add16(a, _mm_maddubs_epi16(codes, x));
-    }
-    template <int kStrips = 8>
-    static void strip_done(Acc& acc, int t) {
-      if (t % 4 == 3 || t == kStrips - 1) acc = {_mm_add_epi16(acc.u, _mm_srai_epi16(acc.u4, 2)), Sse41::zero()};
-    }
-    static V sums(const Acc& acc) { return slot_widen(acc.u); }
-  };
-  using GemvLanes = LaneNibbles;
-  using Gemm4Lanes = LaneCodes;
-  using GemmLanes = LaneCodes;
+  // The basic operations the broadcast strategy's maddubs lane programs read
+  // (kernels/strategies/broadcast/maddubs_lanes.hpp).
+  static V srli16(V a, int n) { return _mm_srli_epi16(a, n); }
+  static V srai16(V a, int n) { return _mm_srai_epi16(a, n); }
+  static V add16(V a, V b) { return _mm_add_epi16(a, b); }
+  static V maddubs(V u8, V s8) { return _mm_maddubs_epi16(u8, s8); }
   using LaneF = __m128;
   static LaneF lanes_zero() { return _mm_setzero_ps(); }
   static LaneF lanes_scales(const std::uint8_t* p) { return fp16x4(p); }
