@@ -42,7 +42,7 @@ struct CpuFeatures {
   // GFNI runs, except on AMD.
   bool prefers_gfni_slots = false;
   // Zen 4 runs a 512-bit op as two 256-bit halves, so the AVX-512 builds that spend more a weight
-  // than they gain from the width (slot-mask's plans for single-row words, unpack) gain nothing
+  // than they gain from the width (slot-mask's plans that gather rows across lanes, unpack) gain nothing
   // (measured: docs/notebook/2026-12-05-zen4-estimate.md). The estimate then ranks their AVX2 builds
   // above them (dispatch.cpp). True on AMD family 25 with AVX-512, and later families.
   bool splits_512bit_ops = false;

@@ -30,14 +30,14 @@ std::string variant_names(const std::vector<KernelVariant>& all) {
 }
 
 // Where the CPU runs a 512-bit op as two 256-bit halves (Zen 4), the AVX-512 builds that gain
-// nothing from the width count as AVX2 and rank after their AVX2 build: slot-mask's for words of
-// single rows (t2w, t2x4), whose 64-byte plans put fewer rows in a vector and spend more on each
-// block's end, and unpack's (pq2_0). Slot-mask's row-pair words (t2p and its scale formats) keep
-// the AVX-512 build, which ran faster warm and in gemm and tied cold (kernels --check-estimate:
-// docs/notebook/2026-12-05-zen4-estimate.md).
-bool demoted_on_split_512bit_ops(const CpuFeatures& cpu, const LayoutInfo& layout, const KernelVariant& k) {
+// nothing from the width count as AVX2 and rank after their AVX2 build: slot-mask's where its
+// 64-byte plan gathers each row's pair sums across lanes every block (t2w, t2x4, t2p-split: no
+// fold of whole words), and unpack's (pq2_0). Slot-mask's plans that fold words (t2p and its scale
+// formats) keep the AVX-512 build, which ran faster warm and in gemm and tied cold (kernels
+// --check-estimate: docs/notebook/2026-12-05-zen4-estimate.md).
+bool demoted_on_split_512bit_ops(const CpuFeatures& cpu, const KernelVariant& k) {
   if (!cpu.splits_512bit_ops || k.isa != Isa::avx512vnni) return false;
-  return (k.strategy == Strategy::slot_mask && !layout.facts.pairs_rows) || k.strategy == Strategy::unpack ||
+  return (k.strategy == Strategy::slot_mask && k.gathers_rows) || k.strategy == Strategy::unpack ||
          k.strategy == Strategy::unpack_vecdot;
 }
 
@@ -57,7 +57,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
   // strategy's builds the CPU's guesses: GFNI slots or not, software prefetches or not; stable
   // keeps the catalog's order otherwise.
   const CpuFeatures& cpu = cpu_features();
-  const auto demoted = [&](const KernelVariant& k) { return demoted_on_split_512bit_ops(cpu, layout, k); };
+  const auto demoted = [&](const KernelVariant& k) { return demoted_on_split_512bit_ops(cpu, k); };
   const auto isa_rank = [&](const KernelVariant& k) { return demoted(k) ? int(Isa::avx2) : int(k.isa); };
   std::stable_sort(all.begin(), all.end(), [&](const KernelVariant& a, const KernelVariant& b) {
     const bool fa = a.strategy == kFallbackStrategy, fb = b.strategy == kFallbackStrategy;
@@ -83,7 +83,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
       if (demoted(k) && c.variant.strategy == k.strategy && c.variant.isa == Isa::avx2)
         why.push_back(k.strategy == Strategy::unpack
                           ? "this CPU splits 512-bit ops into halves, and unpack's 512-bit decode gains nothing from the width"
-                          : "this CPU splits 512-bit ops into halves, and slot-mask's AVX-512 plans for single-row words spend more a weight");
+                          : "this CPU splits 512-bit ops into halves, and this layout's AVX-512 slot-mask plan gathers its rows across lanes every block");
       if (sibling && k.hardware_prefetch != c.variant.hardware_prefetch)
         why.push_back(cpu.prefers_hardware_prefetch ? "this CPU streams faster without software prefetches"
                                                     : "software prefetches stream faster on most CPUs");

@@ -245,7 +245,10 @@ TEST_SUITE("dispatch") {
         if (dotprod) want.insert(cat(strategy, "/dotprod"));
         if (i8mm && with_i8mm) want.insert(cat(strategy, "/i8mm"));
       };
-      if (L->facts.natural_two_bit) add("unpack", false);
+      if (L->facts.natural_two_bit) {
+        add("unpack", false);
+        add("unpack-vecdot", false);  // the typelist builds both on every target
+      }
       if (L->facts.natural_two_bit && dotprod && scales_why_not(Strategy::prism_neon, *L).empty()) want.insert("prism-neon/dotprod");
       if (L->facts.digit_planar && base3_plan(*L).why_not.empty()) add("base3", false);
       if (L->facts.slot_vectorizable && neon_slot_plan(*L).why_not.empty()) {
@@ -469,9 +472,11 @@ TEST_SUITE("dispatch") {
     });
     CHECK(said == cpu_features().splits_512bit_ops);
     if (cpu_features().splits_512bit_ops) CHECK(cpu_features().vendor == "AuthenticAMD");
-    // Row-pair words (t2p) keep the AVX-512 build there: it gains from the width.
+    // Plans that fold whole words (t2p) keep the AVX-512 build there: it gains from the width. The
+    // same row pairs split by their scales (t2p-split) gather across lanes, and rank as t2w.
     const KernelChoice p = best_kernel(find_layout("t2p"));
     CHECK(p.variant.name() == "slot-mask/avx512vnni");
+    CHECK(best_kernel(find_layout("t2p-split")).variant.isa == (cpu_features().splits_512bit_ops ? Isa::avx2 : Isa::avx512vnni));
     // unpack's AVX-512 build (pq2_0) ranks after its AVX2 one where the CPU splits the ops.
     CHECK(best_kernel(find_layout("pq2_0")).variant.isa == (cpu_features().splits_512bit_ops ? Isa::avx2 : Isa::avx512vnni));
   }

@@ -527,6 +527,10 @@ void SlotMaskStrategy::add(const LayoutInfo& L, std::vector<KernelVariant>& out,
     KernelFns k;
     const std::string why = pick_slot_mask_any<P>(L, k);  // sets k
     detail::add_or_note(out, gaps, id, T::kIsa, why, k);
+    if (why.empty()) {
+      const SlotVectorPlan& p = slot_vector_plan(L, P::kBytes, &P::pair_position, P::kGroupVectors);
+      out.back().gathers_rows = !(p.fold_words || p.fold_halves);
+    }
     if constexpr (requires { typename T::WidenSlots; }) {
       // The same plan without the trick with 4 and 16, for experiments only (ranked last by dispatch).
       KernelFns widen;
