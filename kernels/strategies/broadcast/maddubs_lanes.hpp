@@ -76,9 +76,12 @@ struct MaddubsLaneNibbles {
 };
 
 // The lane programs the broadcast strategy runs on P: the policy's own where it declares them,
-// else the maddubs ones above.
+// else the maddubs ones above; none (an empty struct, so BroadcastOps is false) otherwise.
 template <class P>
-struct LanePrograms {
+struct LanePrograms {};
+template <class P>
+  requires requires { typename P::GemvLanes; }
+struct LanePrograms<P> {
   using Gemv = typename P::GemvLanes;
   using Gemm = typename P::GemmLanes;  // kGemmTokens tokens
   using Gemm4 = typename P::Gemm4Lanes;
