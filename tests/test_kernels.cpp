@@ -129,8 +129,8 @@ std::string emulated_why_not(const LayoutInfo&, Strategy) { return "the SIMDe bu
 #endif
 
 // Every output of `k` on a small random case against the integer oracle; returns mismatches.
-// The same for the gemv of one token.
-int gemv_mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, std::int64_t cols) {
+// The same for the gemv of one token (read only by the x86 lane-width test, hence maybe_unused).
+[[maybe_unused]] int gemv_mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, std::int64_t cols) {
   const TernaryMatrix w = make_weights(rows, cols, 9, L.code == Code::two_bit ? Fill::code3 : Fill::random);
   const UnitActivations a = make_unit_activations(1, cols, 10);
   const Q8KBatch x = quantize_batch(a.f.data(), 1, cols);
