@@ -30,10 +30,10 @@ void print_layouts(bool as_json) {
     std::vector<std::string> strategies{std::string(strategy_name(Strategy::reference))};
     for (const Strategy s : admitted_strategies(*L)) strategies.emplace_back(strategy_name(s));
     table.add({std::string(L->name), fixed_text(L->bits_per_weight(), 3), cat(L->rows, "x", L->k), cat(L->block_bytes()),
-               join(strategies), join(L->properties())});
+               join(strategies), join(layout_properties(*L))});
     json.push_back({{"layout", std::string(L->name)}, {"summary", std::string(L->summary)}, {"bits_per_weight", L->bits_per_weight()},
                     {"rows", L->rows}, {"k", L->k}, {"block_bytes", L->block_bytes()}, {"strategies", strategies},
-                    {"properties", L->properties()}, {"gguf_type", L->gguf_type >= 0 ? nlohmann::ordered_json(L->gguf_type) : nullptr}});
+                    {"properties", layout_properties(*L)}, {"gguf_type", L->gguf_type >= 0 ? nlohmann::ordered_json(L->gguf_type) : nullptr}});
   }
   std::cout << (as_json ? json.dump(1) + "\n" : table.text());
 }

@@ -8,7 +8,7 @@
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "kernels/cpu.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 #include "kernels/strategies/all.hpp"
 #include "kernels/targets/target.hpp"
 
@@ -16,11 +16,12 @@ namespace ternlab {
 
 namespace {
 constexpr std::pair<Strategy, std::string_view> kStrategyNames[] = {
-    {Strategy::reference, "reference"}, {Strategy::broadcast, "broadcast"},
-    {Strategy::slot_mask, "slot-mask"}, {Strategy::base3, "base3"},
-    {Strategy::unpack, "unpack"},       {Strategy::unpack_vecdot, "unpack-vecdot"},
-    {Strategy::prism_neon, "prism-neon"}, {Strategy::permute, "permute"},
-    {Strategy::slot_mask_widen, "slot-mask-widen"}, {Strategy::portable, "portable"},
+    {Strategy::reference, "reference"},
+#define TERNLAB_STRATEGY(id, spelling, Descriptor) {Strategy::id, spelling},
+#define TERNLAB_STRATEGY_BUILD(id, spelling) {Strategy::id, spelling},
+#include "kernels/strategies/strategies.def"
+#undef TERNLAB_STRATEGY
+#undef TERNLAB_STRATEGY_BUILD
 };
 }  // namespace
 
@@ -94,6 +95,15 @@ std::vector<KernelVariant> collect(const LayoutInfo& layout, std::vector<KernelG
 }  // namespace
 
 std::vector<KernelVariant> kernels_for(const LayoutInfo& layout) { return collect(layout, nullptr); }
+
+std::vector<std::string> layout_properties(const LayoutInfo& layout) {
+  std::vector<std::string> out;
+  strategies::for_each_strategy(strategies::AllStrategies{}, [&]<class S>() {
+    if (std::string p = S::property(layout); !p.empty()) out.push_back(std::move(p));
+  });
+  for (std::string& p : layout.properties()) out.push_back(std::move(p));
+  return out;
+}
 
 std::vector<Strategy> admitted_strategies(const LayoutInfo& layout) {
   std::vector<Strategy> out;

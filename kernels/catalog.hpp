@@ -38,6 +38,9 @@ std::vector<KernelVariant> kernels_for(const LayoutInfo& layout);
 // order; permute, the fallback, reads every layout. The reference kernel is not among them: it
 // runs every layout everywhere.
 std::vector<Strategy> admitted_strategies(const LayoutInfo& layout);
+// What each strategy recognises in the layout ("slot-vectorizable(row-pairs)", "row-interleaved"),
+// then the properties of its geometry (LayoutInfo::properties), for `ternlab layouts`.
+std::vector<std::string> layout_properties(const LayoutInfo& layout);
 
 // A strategy that the layout's properties admit, on an ISA this CPU runs, whose plan refused the
 // layout at that ISA's width (t2w3's 96-byte payload is no whole number of 64-byte vectors).
@@ -56,7 +59,7 @@ std::string kernel_why_not(const LayoutInfo& layout, Strategy strategy, Isa isa)
 
 // Why `strategy` cannot read `layout`'s scales ("" when it can): every SIMD strategy takes one
 // scale per row per 128-weight block, and slot-mask's builds also a block of several 128-weight
-// chunks under one scale per row (chunked_block_scales, kernels/kernel_plan.hpp). The one gate of
+// chunks under one scale per row (chunked_block_scales, kernels/strategies/slot_mask/plan.hpp). The one gate of
 // the catalog and of the tests' emulated kernels.
 std::string scales_why_not(Strategy strategy, const LayoutInfo& layout);
 

@@ -11,25 +11,25 @@
 
 namespace ternlab {
 
+// The reference, then every line of kernels/strategies/strategies.def.
 enum class Strategy {
-  reference,      // the scalar kernel every other one is checked against
-  broadcast,      // row-interleaved layouts: one activation dword against 8 or 16 rows
-  slot_mask,      // slot-vectorizable layouts: AND per slot, dot4, recombine
-  slot_mask_widen,  // the same with each slot shifted down to 0..3 and widened on its own (an experiment arm)
-  base3,          // digit-planar base-3 layouts: multiply by 3^n, read the top trit
-  unpack,         // natural 2-bit order: PrismML's x86 decode (spec 6.2), tiled gemm
-  unpack_vecdot,  // the same with one vec_dot per (row, token) in gemm
-  prism_neon,     // PrismML's stock NEON pq2_0 kernel (spec 6.1), a faithful baseline arm
-  permute,        // any valid layout: byte shuffles gather each row's codes for dot4 (the fallback)
-  portable,       // slot-mask in plain C++ loops, one source built with and without auto-vectorisation
+  reference,  // the scalar kernel every other one is checked against
+#define TERNLAB_STRATEGY(id, spelling, Descriptor) id,
+#define TERNLAB_STRATEGY_BUILD(id, spelling) id,
+#include "kernels/strategies/strategies.def"
+#undef TERNLAB_STRATEGY
+#undef TERNLAB_STRATEGY_BUILD
 };
 
-// Which strategy best_kernel takes when several run on the same ISA, first preferred.
-inline constexpr Strategy kStrategyPreference[] = {Strategy::broadcast,     Strategy::slot_mask, Strategy::base3,
-                                                   Strategy::unpack,        Strategy::unpack_vecdot,
-                                                   Strategy::prism_neon,    Strategy::permute,
-                                                   Strategy::slot_mask_widen, Strategy::portable,
-                                                   Strategy::reference};
+// Which strategy best_kernel takes when several run on the same ISA, first preferred: the order of
+// strategies.def, the reference last.
+inline constexpr Strategy kStrategyPreference[] = {
+#define TERNLAB_STRATEGY(id, spelling, Descriptor) Strategy::id,
+#define TERNLAB_STRATEGY_BUILD(id, spelling) Strategy::id,
+#include "kernels/strategies/strategies.def"
+#undef TERNLAB_STRATEGY
+#undef TERNLAB_STRATEGY_BUILD
+    Strategy::reference};
 
 // Strategies that exist to be compared, not run: default selection (best_kernel) never takes them;
 // an experiment arm or a filtered choice names them (kernel = "portable/avx2").

@@ -109,7 +109,7 @@ std::string byte_map_svg(const LayoutInfo& L) {
                    "</text>\n");
       }
       // A heavier line at every 16-byte word boundary: the unit the SIMD strategies load.
-      if (b % kWordBytes == 0)
+      if (b % 16 == 0)
         s += cat("<line x1=\"", x, "\" y1=\"", y0 - 14, "\" x2=\"", x, "\" y2=\"", y0 + ns * kCellH,
                  "\" stroke=\"black\" stroke-width=\"2\"/>\n");
     }

@@ -15,8 +15,10 @@
 // 16 word + 64 pair, slot = s. Formats whose order changes along k (ptq1_0's staged trits) are a
 // concatenation of pieces, each owning a k range.
 //
-// Everything else (block size, bits per weight, bijectivity, which kernel strategies apply and the
-// kernel plans they follow) is derived from that declaration at compile time, below.
+// Its geometry (block size, bits per weight, where the payload and the scales sit, bijectivity) is
+// derived from that declaration at compile time, below. Which kernel strategies read a layout, and
+// the plans they follow, is each strategy's own question, asked of the placement at run time
+// (kernels/strategies/<name>/plan.hpp): this header knows no kernel.
 #pragma once
 
 #include <algorithm>
@@ -199,11 +201,6 @@ constexpr bool scales_collide(const LayoutSpec& s) {
   return false;
 }
 
-inline constexpr int kMaxStrips = 16;   // row-interleaved strips per block (at least 16 weights of every row each)
-// The lane widths of row-interleaved strips: a row's lane is one dword (t2r), a qword or 16 bytes,
-// what a broadcast of one activation dword, qword or 16-byte word serves.
-inline constexpr int kRowLaneBytes[] = {4, 8, 16};
-inline constexpr int kWordBytes = 16;  // one 128-bit vector: the unit the slot-mask strategy reasons in
 inline constexpr int kMaxCells = 4096;  // rows * k of the largest block the DSL accepts
 
 // Which (row, k) sits in a (byte, slot); row = -1 for none.
@@ -212,20 +209,7 @@ struct RowK {
   int k = -1;
 };
 
-// The lanes of one (16-byte word, slot): 16 consecutive weights of row_a, or (row pair) 8
-// consecutive weights of row_a followed by the same 8 of row_b.
-struct SlotLanes {
-  int row_a = -1;
-  int row_b = -1;  // -1: all 16 lanes belong to row_a
-  int k0 = 0;      // first weight (within the block) of the 8 or 16 consecutive ones
-};
-
-struct WordPlan {
-  int byte_offset = 0;  // from the block start
-  std::array<SlotLanes, 4> slot{};
-};
-
-// Everything derived from a declaration, computed once per layout (see `facts<L>`).
+// The geometry derived from a declaration, computed once per layout (see `facts<L>`).
 struct Facts {
   std::string_view error;  // why the declaration is not a valid layout; empty when it is
   int block_bytes = 0;
@@ -237,137 +221,7 @@ struct Facts {
   int scales_per_row = 0;      // per block; 0 for a per-tensor scale
   bool per_tensor_scale = false;
   int tail_bytes = 0;          // after the tensor's last block (per-tensor scale)
-  bool slot_vectorizable = false;  // see SlotVectorizable
-  bool pairs_rows = false;         // slot-vectorizable words are row pairs (not single rows)
-  bool natural_two_bit = false;    // see NaturalTwoBit
-  bool digit_planar = false;       // see DigitPlanar
-  bool row_interleaved = false;    // see RowInterleaved
-  int row_lane_bytes = 0;          // row-interleaved: bytes of a row's lane in a strip (4, 8 or 16)
-  bool row_interleaved_base3 = false;  // see RowInterleavedBase3
 };
-
-namespace detail {
-
-constexpr bool classify_word(const std::array<RowK, kMaxBlockBytes * 5>& inv, int word, int slot, SlotLanes& out) {
-  std::array<RowK, kWordBytes> lane{};
-  for (int j = 0; j < kWordBytes; ++j) {
-    lane[j] = inv[(word + j) * 5 + slot];
-    if (lane[j].row < 0) return false;
-  }
-  const auto consecutive = [&](int from, int to) {
-    for (int j = from + 1; j < to; ++j)
-      if (lane[j].row != lane[from].row || lane[j].k != lane[from].k + (j - from)) return false;
-    return true;
-  };
-  if (consecutive(0, 16)) {
-    out = {lane[0].row, -1, lane[0].k};
-    return true;
-  }
-  if (consecutive(0, 8) && consecutive(8, 16) && lane[8].k == lane[0].k && lane[8].row != lane[0].row) {
-    out = {lane[0].row, lane[8].row, lane[0].k};
-    return true;
-  }
-  return false;
-}
-
-// The next 16-byte word of weights at or after `byte`: words start at a weight byte, so scales
-// placed between pieces are stepped over and the words need not sit on a 16-byte grid.
-constexpr int next_word(const std::array<RowK, kMaxBlockBytes * 5>& inv, int byte, int payload_end) {
-  const auto holds_weight = [&](int b) {
-    for (int sl = 0; sl < 5; ++sl)
-      if (inv[b * 5 + sl].row >= 0) return true;
-    return false;
-  };
-  while (byte < payload_end && !holds_weight(byte)) ++byte;
-  return byte;
-}
-
-// The inverse placement, (byte, slot) -> (row, k).
-constexpr std::array<RowK, kMaxBlockBytes * 5> inverse(const LayoutSpec& s) {
-  std::array<RowK, kMaxBlockBytes * 5> inv;
-  inv.fill(RowK{});  // a loop, not `{}`: see find_violation
-  for (int r = 0; r < s.rows; ++r)
-    for (int k = 0; k < s.k; ++k) {
-      const Loc l = locate(s, r, k);
-      inv[l.byte * 5 + l.slot] = {r, k};
-    }
-  return inv;
-}
-
-// Row-interleaved strips (see RowInterleaved) with lanes of `lane` bytes: strip t of the payload is
-// lane * rows bytes, row j's lane at lane * j; slot s of the lane's bytes holds weights k0[t][s] ..
-// k0[t][s] + lane - 1 of row j, the same k0 for every row. True and k0 filled when the whole
-// payload is such strips.
-constexpr bool row_strips(const LayoutSpec& s, const std::array<RowK, kMaxBlockBytes * 5>& inv, int payload_begin,
-                          int lane, std::array<std::array<int, 4>, kMaxStrips>& k0) {
-  const int strip = lane * s.rows, strips = s.k / (4 * lane);
-  if (s.k % (4 * lane) != 0 || strips > kMaxStrips) return false;
-  for (int t = 0; t < strips; ++t)
-    for (int sl = 0; sl < 4; ++sl) {
-      const int base = payload_begin + t * strip;
-      k0[t][sl] = inv[base * 5 + sl].k;
-      if (k0[t][sl] < 0 || k0[t][sl] % 4 != 0) return false;
-      for (int j = 0; j < s.rows; ++j)
-        for (int b = 0; b < lane; ++b) {
-          const RowK w = inv[(base + lane * j + b) * 5 + sl];
-          if (w.row != j || w.k != k0[t][sl] + b) return false;
-        }
-    }
-  return true;
-}
-
-// The lane width (kRowLaneBytes) whose strips the payload is, 0 for none; k0 as row_strips.
-constexpr int row_lane_bytes(const LayoutSpec& s, const std::array<RowK, kMaxBlockBytes * 5>& inv, int payload_begin,
-                             std::array<std::array<int, 4>, kMaxStrips>& k0) {
-  for (const int lane : kRowLaneBytes)
-    if (row_strips(s, inv, payload_begin, lane, k0)) return lane;
-  return 0;
-}
-
-}  // namespace detail
-
-// Base-3 row-interleaved blocks (see RowInterleavedBase3): 128 weights a row as six strips of
-// 20 (five digits x four bytes) and a tail of 8 (four digits x two bytes).
-inline constexpr int kBase3Strips = 6;
-inline constexpr int kBase3StripWeights = 20;
-inline constexpr int kBase3TailLanes = 2;  // bytes of every row in the tail
-inline constexpr int kBase3TailDigits = 4;
-
-// The base-3 broadcast plan: strip t < strips is 4 * rows bytes from payload_begin + t * 4 * rows,
-// row j's byte 4 j + b holding in digit n the weight k0[t][n] + b; the tail is 2 * rows bytes from
-// tail_begin, row j's byte 2 j + b holding in digit n < 4 the weight k0[strips][n] + b (digit 4
-// empty, so zero). The same k0 for every row.
-struct Base3StripPlan {
-  int payload_begin = 0;
-  int strips = 0;
-  int tail_begin = 0;
-  std::array<std::array<int, 5>, kBase3Strips + 1> k0{};
-};
-
-namespace detail {
-// True, and `p` filled, when the payload from payload_begin is such strips and tail.
-constexpr bool base3_strips(const LayoutSpec& s, const std::array<RowK, kMaxBlockBytes * 5>& inv, int payload_begin,
-                            Base3StripPlan& p) {
-  if (s.k != kBase3Strips * kBase3StripWeights + kBase3TailLanes * kBase3TailDigits) return false;
-  p.payload_begin = payload_begin;
-  p.strips = kBase3Strips;
-  p.tail_begin = payload_begin + kBase3Strips * 4 * s.rows;
-  for (int t = 0; t <= kBase3Strips; ++t) {
-    const bool tail = t == kBase3Strips;
-    const int lane = tail ? kBase3TailLanes : 4, digits = tail ? kBase3TailDigits : 5;
-    const int base = payload_begin + t * 4 * s.rows;
-    for (int n = 0; n < 5; ++n) {
-      p.k0[t][n] = n < digits ? inv[base * 5 + n].k : 0;
-      for (int j = 0; j < s.rows; ++j)
-        for (int b = 0; b < lane; ++b) {
-          const RowK w = inv[(base + lane * j + b) * 5 + n];
-          if (n < digits ? w.row != j || w.k != p.k0[t][n] + b : w.row >= 0) return false;
-        }
-    }
-  }
-  return true;
-}
-}  // namespace detail
 
 // The rules a declaration must satisfy, each with its reason in words (one X-macro feeds the enum,
 // the runtime text and the compile-time diagnostics below, so they cannot drift apart).
@@ -481,51 +335,6 @@ constexpr Facts derive(const LayoutSpec& s) {
   f.scales_per_row = scales_per_row(s);
   f.per_tensor_scale = s.scales.per_tensor;
   f.tail_bytes = s.scales.per_tensor ? s.scales.tail_bytes : 0;
-
-  if (s.code == Code::two_bit && s.rows == 1) {
-    f.natural_two_bit = true;
-    for (int k = 0; k < s.k; ++k) {
-      const Loc l = locate(s, 0, k);
-      f.natural_two_bit = f.natural_two_bit && l.byte == f.payload_begin + k / 4 && l.slot == k % 4;
-    }
-  }
-
-  if (s.code == Code::two_bit && f.weight_bytes == s.rows * s.k / 4 && f.weight_bytes % kWordBytes == 0) {
-    const auto inv = detail::inverse(s);
-    bool pairs = false, singles = false, ok = true;
-    for (int w = detail::next_word(inv, f.payload_begin, payload_end); ok && w < payload_end;
-         w = detail::next_word(inv, w + kWordBytes, payload_end))
-      for (int sl = 0; ok && sl < 4; ++sl) {
-        SlotLanes lanes;
-        ok = detail::classify_word(inv, w, sl, lanes);
-        (lanes.row_b < 0 ? singles : pairs) = true;
-      }
-    // One kind of word per layout keeps each kernel a single template.
-    f.slot_vectorizable = ok && !(pairs && singles);
-    f.pairs_rows = f.slot_vectorizable && pairs;
-  }
-
-  if (s.code == Code::two_bit && s.rows % 8 == 0 && s.rows <= 16) {
-    std::array<std::array<int, 4>, kMaxStrips> k0{};
-    if (payload_end - f.payload_begin == s.rows * s.k / 4)
-      f.row_lane_bytes = detail::row_lane_bytes(s, detail::inverse(s), f.payload_begin, k0);
-    f.row_interleaved = f.row_lane_bytes != 0;
-  }
-
-  if (is_base3(s.code) && (s.rows == 8 || s.rows == 16)) {
-    Base3StripPlan p;
-    f.row_interleaved_base3 = payload_end - f.payload_begin == s.rows * (kBase3Strips * 4 + kBase3TailLanes) &&
-                              detail::base3_strips(s, detail::inverse(s), f.payload_begin, p);
-  }
-
-  if (s.code == Code::base3 && s.rows == 1) {
-    f.digit_planar = true;
-    for (int p = 0; p < n_pieces(s); ++p) {
-      const Modes& km = s.pieces[p].k;
-      f.digit_planar = f.digit_planar && km.n == 2 && km.m[0].byte_stride == 1 && km.m[0].slot_stride == 0 &&
-                       km.m[1].byte_stride == 0 && km.m[1].slot_stride == 1;
-    }
-  }
   return f;
 }
 
@@ -584,43 +393,8 @@ constexpr bool check_declaration() {
                       lr::already_holding_row<v.held_row>, lr::already_holding_k<v.held_k>, lr::piece<v.piece>>::ok;
 }
 
-// Slot-vectorizable (the slot-mask strategy): the weight bytes after the scales form 16-byte words,
-// and for every word and 2-bit slot the 16 lanes are 16 consecutive weights of one row, or 8
-// consecutive weights of row a then the same 8 of row b. One AND per slot then yields a vector ready
-// for a 4-wide dot (sdot / vpdpbusd) or, for row pairs, a 2x8 matrix-multiply operand (smmla).
-template <class L>
-concept SlotVectorizable = TernaryLayout<L> && facts<L>.slot_vectorizable;
-
-// Natural 2-bit order (the stock unpack strategy): one row per block, weight k in byte
-// payload + k/4, field k%4 - what table-lookup / shift / mask unpackers assume.
-template <class L>
-concept NaturalTwoBit = TernaryLayout<L> && facts<L>.natural_two_bit;
-
-// Digit-planar base-3 (the base-3 strategy): one row per block; every piece is `lanes` consecutive
-// bytes whose digit n holds weights k_begin + n * lanes + j, so multiplying the byte vector by 3^n
-// exposes digit n of every lane at once, for consecutive weights.
-template <class L>
-concept DigitPlanar = TernaryLayout<L> && facts<L>.digit_planar;
-
-// Row-interleaved (the broadcast strategy): 8 or 16 rows per block, the payload read as strips of
-// lane * rows bytes (lanes of 4, 8 or 16 bytes) in which every lane belongs to one row (lane j =
-// row j) and each slot of a lane holds `lane` consecutive weights at the same k for every row. One
-// AND per slot then gives a vector whose 32-bit lanes dot4 (vpdpbusd) against a broadcast of the
-// slot's `lane` activation bytes (a dword, qword or 16-byte word), each 32-bit lane accumulating
-// part of its own row: no horizontal sums across rows, and per block one convert and one fma for
-// all rows (with wider lanes after adding each row's lane / 4 dwords).
-template <class L>
-concept RowInterleaved = TernaryLayout<L> && facts<L>.row_interleaved;
-
-// Base-3 row-interleaved (the broadcast strategy's base-3 build): 8 or 16 rows per block, the same
-// lanes as RowInterleaved but five digits a byte (1.75 bits a weight with an fp16 scale, against
-// t2r's 2.125). A byte vector's digits come out through byte tables (digit 0 and the other four
-// as 2-bit fields), after which each lane dots against broadcast activation dwords as in t2r.
-template <class L>
-concept RowInterleavedBase3 = TernaryLayout<L> && facts<L>.row_interleaved_base3;
-
 // ------------------------------------------------------------------------------------------------
-// Kernel plans
+// Placement
 // ------------------------------------------------------------------------------------------------
 
 // Per-weight placement, the form runtime code (packers, unpackers) consumes.
@@ -631,68 +405,6 @@ inline constexpr auto placement_table = [] {
   for (int r = 0; r < s.rows; ++r)
     for (int k = 0; k < s.k; ++k) t[r * s.k + k] = locate(s, r, k);
   return t;
-}();
-
-// The slot-mask plan: for each 16-byte word, which rows and weights each slot feeds. Slot s masked
-// in place (AND 3 << 2s) leaves the factor 4^s on u; kernels fold it back once per block.
-template <SlotVectorizable L>
-inline constexpr auto slot_plan = [] {
-  constexpr Facts f = facts<L>;
-  std::array<WordPlan, f.weight_bytes / kWordBytes> plan{};
-  const auto inv = detail::inverse(L::spec);
-  const int payload_end = f.payload_begin + f.payload_bytes;
-  int byte = f.payload_begin;
-  for (WordPlan& w : plan) {
-    w.byte_offset = byte = detail::next_word(inv, byte, payload_end);
-    for (int sl = 0; sl < 4; ++sl) detail::classify_word(inv, w.byte_offset, sl, w.slot[sl]);
-    byte += kWordBytes;
-  }
-  return plan;
-}();
-
-constexpr int slot_factor(int slot) { return 1 << (2 * slot); }
-
-// The base-3 plan: byte segments whose digit n holds consecutive weights.
-struct DigitSegment {
-  int byte_offset = 0;
-  int lanes = 0;
-  int digits = 0;
-  int k_begin = 0;
-};
-
-template <DigitPlanar L>
-inline constexpr auto digit_plan = [] {
-  constexpr LayoutSpec s = L::spec;
-  std::array<DigitSegment, n_pieces(s)> plan{};
-  for (int p = 0; p < n_pieces(s); ++p) {
-    const Piece& pc = s.pieces[p];
-    plan[p] = {pc.byte_base, pc.k.m[0].extent, pc.k.m[1].extent, pc.k_begin};
-  }
-  return plan;
-}();
-
-// The broadcast plan: where each strip's slot s takes its lane_bytes activations (k0) and where the
-// strips start; strips follow one another every lane_bytes * rows bytes.
-struct StripPlan {
-  int payload_begin = 0;
-  int strips = 0;
-  int lane_bytes = 4;
-  std::array<std::array<int, 4>, kMaxStrips> k0{};
-};
-
-template <RowInterleavedBase3 L>
-inline constexpr Base3StripPlan base3_strip_plan = [] {
-  Base3StripPlan p;
-  detail::base3_strips(L::spec, detail::inverse(L::spec), facts<L>.payload_begin, p);
-  return p;
-}();
-
-template <RowInterleaved L>
-inline constexpr StripPlan strip_plan = [] {
-  constexpr int lane = facts<L>.row_lane_bytes;
-  StripPlan p{facts<L>.payload_begin, L::spec.k / (4 * lane), lane, {}};
-  detail::row_strips(L::spec, detail::inverse(L::spec), p.payload_begin, lane, p.k0);
-  return p;
 }();
 
 }  // namespace ternlab

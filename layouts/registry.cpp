@@ -103,15 +103,25 @@ std::vector<std::string> LayoutInfo::formulas() const {
 
 std::vector<std::string> LayoutInfo::properties() const {
   std::vector<std::string> p;
-  if (facts.slot_vectorizable) p.push_back(facts.pairs_rows ? "slot-vectorizable(row-pairs)" : "slot-vectorizable(rows)");
-  if (facts.row_interleaved) p.push_back("row-interleaved");
-  if (facts.row_interleaved_base3) p.push_back("row-interleaved(base-3)");
-  if (facts.natural_two_bit) p.push_back("natural-2bit");
-  if (facts.digit_planar) p.push_back("digit-planar");
   if (code == Code::two_bit) p.push_back("carries-code-3");
   if (per_tensor_scale()) p.push_back("per-tensor-scale");
   else if (scale_group() != k) p.push_back(cat("scale-group-", scale_group()));
   return p;
+}
+
+BlockInverse::BlockInverse(const LayoutInfo& L)
+    : block_bytes_(L.block_bytes()), at_(std::size_t(L.block_bytes()) * 5) {
+  for (int r = 0; r < L.rows; ++r)
+    for (int k = 0; k < L.k; ++k) {
+      const Loc l = L.placement[std::size_t(r * L.k + k)];
+      at_[std::size_t(l.byte * 5 + l.slot)] = {r, k};
+    }
+}
+
+bool BlockInverse::holds_weight(int byte) const {
+  for (int slot = 0; slot < 5; ++slot)
+    if ((*this)(byte, slot).row >= 0) return true;
+  return false;
 }
 
 }  // namespace ternlab

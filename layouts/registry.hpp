@@ -22,10 +22,6 @@ struct LayoutInfo {
   Facts facts;
   std::span<const Loc> placement;  // rows * k entries, index row * k + kk
   int gguf_type = -1;              // GGUF tensor type id when the layout is a GGUF block format
-  std::span<const WordPlan> slot_plan;      // non-empty iff slot-vectorizable (see dsl.hpp)
-  std::span<const DigitSegment> digit_plan;  // non-empty iff digit-planar
-  const StripPlan* strip_plan = nullptr;     // non-null iff row-interleaved
-  const Base3StripPlan* base3_strip_plan = nullptr;  // non-null iff base-3 row-interleaved
 
   int block_bytes() const { return facts.block_bytes; }
   double bits_per_weight() const { return facts.bits_per_weight; }
@@ -54,7 +50,8 @@ struct LayoutInfo {
   float scale(const std::uint8_t* block, int row, int group = 0) const {
     return decode_scale(scale_format(), block + scale_offset(row, group));
   }
-  // Properties in words, for `ternlab layouts`.
+  // Properties of its geometry in words, for `ternlab layouts` (which adds what each kernel strategy
+  // recognises in it: kernels/catalog.hpp, layout_properties).
   std::vector<std::string> properties() const;
   // The declaration as formulas, one piece per entry, for `ternlab layout show` (t2p:
   // "k 0..127: row = (half:2, pair:2), k = (kk:8, s:4, word:4); byte = 8 + kk + 8 half + 16 word
@@ -71,42 +68,12 @@ constexpr int gguf_type_of() {
     return -1;
 }
 void add_layout(const LayoutInfo* info);
-template <class L>
-constexpr std::span<const WordPlan> slot_plan_of() {
-  if constexpr (SlotVectorizable<L>)
-    return slot_plan<L>;
-  else
-    return {};
-}
-template <class L>
-constexpr std::span<const DigitSegment> digit_plan_of() {
-  if constexpr (DigitPlanar<L>)
-    return digit_plan<L>;
-  else
-    return {};
-}
-template <class L>
-constexpr const StripPlan* strip_plan_of() {
-  if constexpr (RowInterleaved<L>)
-    return &strip_plan<L>;
-  else
-    return nullptr;
-}
-template <class L>
-constexpr const Base3StripPlan* base3_strip_plan_of() {
-  if constexpr (RowInterleavedBase3<L>)
-    return &base3_strip_plan<L>;
-  else
-    return nullptr;
-}
 }  // namespace detail
 
 template <TernaryLayout L>
 const LayoutInfo& info_of() {
-  static const LayoutInfo info{&L::spec,          L::spec.name, L::spec.summary,           L::spec.rows,
-                               L::spec.k,         L::spec.code, facts<L>,                  placement_table<L>,
-                               detail::gguf_type_of<L>(), detail::slot_plan_of<L>(), detail::digit_plan_of<L>(),
-                               detail::strip_plan_of<L>(), detail::base3_strip_plan_of<L>()};
+  static const LayoutInfo info{&L::spec, L::spec.name, L::spec.summary, L::spec.rows,           L::spec.k,
+                               L::spec.code, facts<L>,     placement_table<L>, detail::gguf_type_of<L>()};
   return info;
 }
 
@@ -115,6 +82,22 @@ bool register_layout() {
   detail::add_layout(&info_of<L>());
   return true;
 }
+
+// Which weight each (byte, slot) of a block holds: the placement read backwards, the view the kernel
+// strategies recognise their structures in (kernels/strategies/<name>/plan.cpp).
+class BlockInverse {
+ public:
+  explicit BlockInverse(const LayoutInfo& layout);
+  // {-1, -1} for a slot no weight uses, or a byte outside the block.
+  RowK operator()(int byte, int slot) const {
+    return byte < 0 || byte >= block_bytes_ ? RowK{} : at_[std::size_t(byte * 5 + slot)];
+  }
+  bool holds_weight(int byte) const;
+
+ private:
+  int block_bytes_ = 0;
+  std::vector<RowK> at_;  // byte * 5 + slot
+};
 
 // All registered layouts, sorted by name.
 std::span<const LayoutInfo* const> all_layouts();

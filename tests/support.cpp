@@ -2,7 +2,7 @@
 
 #include "common/error.hpp"
 #include "kernels/cpu.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 #include "kernels/targets/x86.hpp"
 
 namespace ternlab::test {

@@ -18,7 +18,11 @@
 #include "kernels/testdata.hpp"
 #include "tests/support.hpp"
 
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/all.hpp"
+#include "kernels/strategies/base3/plan.hpp"
+#include "kernels/strategies/broadcast/plan.hpp"
+#include "kernels/strategies/permute/plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 
 using namespace ternlab;
 
@@ -55,11 +59,10 @@ struct T2pShuffled {
                              .byte_base = 40}),
   };
 };
-static_assert(SlotVectorizable<T2pShuffled> && facts<T2pShuffled>.pairs_rows);
 
 // ptq1_0's stages in another order (8-byte stage first, then the 16-byte one, then qh), also never
 // registered: its 16-weight vectors straddle stage and digit boundaries, so the base-3 kernels must
-// gather lanes as digit_plan says rather than assume ptq1_0's offsets.
+// gather lanes as digit_segments says rather than assume ptq1_0's offsets.
 struct Ptq1Reordered {
   static constexpr LayoutSpec spec{
       .name = "ptq1-reordered",
@@ -81,7 +84,6 @@ struct Ptq1Reordered {
                              .byte_base = 24}),
   };
 };
-static_assert(DigitPlanar<Ptq1Reordered>);
 
 // Runs every kernels_for(L) variant on one case and compares with the integer oracle; returns the
 // number of variants run.
@@ -245,13 +247,13 @@ TEST_SUITE("dispatch") {
         if (dotprod) want.insert(cat(strategy, "/dotprod"));
         if (i8mm && with_i8mm) want.insert(cat(strategy, "/i8mm"));
       };
-      if (L->facts.natural_two_bit) {
+      if (natural_two_bit(*L)) {
         add("unpack", false);
         add("unpack-vecdot", false);  // the typelist builds both on every target
       }
-      if (L->facts.natural_two_bit && dotprod && scales_why_not(Strategy::prism_neon, *L).empty()) want.insert("prism-neon/dotprod");
-      if (L->facts.digit_planar && base3_plan(*L).why_not.empty()) add("base3", false);
-      if (L->facts.slot_vectorizable && neon_slot_plan(*L).why_not.empty()) {
+      if (natural_two_bit(*L) && dotprod && scales_why_not(Strategy::prism_neon, *L).empty()) want.insert("prism-neon/dotprod");
+      if (strategies::Base3Strategy::admits(*L) && base3_plan(*L).why_not.empty()) add("base3", false);
+      if (strategies::SlotMaskStrategy::admits(*L) && neon_slot_plan(*L).why_not.empty()) {
         add("slot-mask", smmla_why_not(*L).empty());
         add("slot-mask-widen", false);
         // The portable kernel's two compiles run the same 16-byte plan.
@@ -299,6 +301,8 @@ TEST_SUITE("dispatch") {
 
   TEST_CASE("a row-pair layout whose pairs order k differently runs exactly on every listed path") {
     const LayoutInfo& L = info_of<T2pShuffled>();
+    REQUIRE(strategies::SlotMaskStrategy::admits(L));
+    CHECK(slot_words(L).pairs_rows);
     const int paths = check_all_variants(L, 12, 1024, 6, 11);
 #if defined(__aarch64__)
     const std::set<std::string> names = variant_names(L);
@@ -313,6 +317,7 @@ TEST_SUITE("dispatch") {
 
   TEST_CASE("a base-3 layout with its stages in another order runs exactly on every listed path") {
     const LayoutInfo& L = info_of<Ptq1Reordered>();
+    REQUIRE(strategies::Base3Strategy::admits(L));
     const int paths = check_all_variants(L, 4, 1280, 3, 13);
 #if defined(__aarch64__)
     const std::set<std::string> names = variant_names(L);
@@ -334,17 +339,17 @@ TEST_SUITE("dispatch") {
           bool readable = true;
           switch (k.strategy) {
             case Strategy::broadcast:  // the 2-bit and the base-3 builds each read their own kind
-              readable = (built_for->facts.row_interleaved ? other->facts.row_interleaved
-                                                           : other->facts.row_interleaved_base3) &&
+              readable = ((strip_plan(*built_for) != nullptr) ? (strip_plan(*other) != nullptr)
+                                                           : (base3_strip_plan(*other) != nullptr)) &&
                          other->rows == built_for->rows;
               break;
             case Strategy::slot_mask:
             case Strategy::slot_mask_widen:
-            case Strategy::portable: readable = other->facts.slot_vectorizable; break;
+            case Strategy::portable: readable = strategies::SlotMaskStrategy::admits(*other); break;
             case Strategy::unpack:
             case Strategy::unpack_vecdot:
-            case Strategy::prism_neon: readable = other->facts.natural_two_bit; break;
-            case Strategy::base3: readable = other->facts.digit_planar; break;
+            case Strategy::prism_neon: readable = natural_two_bit(*other); break;
+            case Strategy::base3: readable = strategies::Base3Strategy::admits(*other); break;
             case Strategy::permute:  // one template, each layout's own plan: what that layout lists
               readable = std::ranges::any_of(kernels_for(*other), [&](const KernelVariant& o) { return o.name() == k.name(); });
               break;

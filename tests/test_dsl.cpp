@@ -1,10 +1,12 @@
-// The DSL derives the right facts, plans and concepts from the declarations alone; the stock
-// declarations place every weight exactly where the spec's formulas say.
+// The DSL derives the right geometry from the declarations alone, and the strategies recognise
+// their structures in it (kernels/strategies/<name>/plan.hpp); the stock declarations place every
+// weight exactly where the spec's formulas say.
 #include <doctest/doctest.h>
 
 #include <tuple>
 
 #include "kernels/catalog.hpp"
+#include "kernels/strategies/all.hpp"
 #include "layouts/stock.hpp"
 #include "ternlab_test_layouts.hpp"  // every header in tests/layouts/ (tests/CMakeLists.txt)
 
@@ -63,20 +65,51 @@ struct Lane32 {
 static_assert(TernaryLayout<Pq2_0> && TernaryLayout<Ptq1_0> && TernaryLayout<T2x4> && TernaryLayout<T2p> &&
               TernaryLayout<T2p8> && TernaryLayout<AlternatingRows>);
 static_assert(!TernaryLayout<Overlapping> && !TernaryLayout<OnScale> && !TernaryLayout<NotALayout>);
-static_assert(SlotVectorizable<T2p> && SlotVectorizable<T2x4> && SlotVectorizable<T2p8>);
-static_assert(!SlotVectorizable<Pq2_0> && !SlotVectorizable<Ptq1_0> && !SlotVectorizable<AlternatingRows>);
-static_assert(NaturalTwoBit<Pq2_0> && !NaturalTwoBit<T2p> && !NaturalTwoBit<Ptq1_0>);
-static_assert(DigitPlanar<Ptq1_0> && !DigitPlanar<Pq2_0> && !DigitPlanar<T2p>);
-// Requesting a strategy's plan for a layout without the property is ill-formed (see also the
-// compile-fail test, which checks that the compiler names the property).
+
+// What each strategy recognises in a declaration, asked of its runtime view (registered or not).
 template <class L>
-concept CanPlanSlotMask = requires { slot_plan<L>; };
+bool slot_vectorizable() {
+  return strategies::SlotMaskStrategy::admits(info_of<L>());
+}
 template <class L>
-concept CanPlanBase3 = requires { digit_plan<L>; };
-static_assert(CanPlanSlotMask<T2p> && !CanPlanSlotMask<Pq2_0> && !CanPlanSlotMask<AlternatingRows>);
-static_assert(CanPlanBase3<Ptq1_0> && !CanPlanBase3<T2p>);
+bool natural_order() {
+  return strategies::UnpackStrategy::admits(info_of<L>());
+}
+template <class L>
+bool digit_planar() {
+  return strategies::Base3Strategy::admits(info_of<L>());
+}
+template <class L>
+bool row_interleaved() {
+  return strip_plan(info_of<L>()) != nullptr;
+}
+template <class L>
+const StripPlan& strips() {
+  const StripPlan* p = strip_plan(info_of<L>());
+  REQUIRE(p != nullptr);
+  return *p;
+}
 
 TEST_SUITE("dsl") {
+  TEST_CASE("each strategy recognises its structure, and says in words why not") {
+    CHECK((slot_vectorizable<T2p>() && slot_vectorizable<T2x4>() && slot_vectorizable<T2p8>()));
+    CHECK_FALSE(slot_vectorizable<Pq2_0>());
+    CHECK_FALSE(slot_vectorizable<Ptq1_0>());
+    CHECK_FALSE(slot_vectorizable<AlternatingRows>());
+    CHECK((natural_order<Pq2_0>() && !natural_order<T2p>() && !natural_order<Ptq1_0>()));
+    CHECK((digit_planar<Ptq1_0>() && !digit_planar<Pq2_0>() && !digit_planar<T2p>()));
+    CHECK(slot_words(info_of<Ptq1_0>()).why_not == "its code is base-3 (slot-mask masks 2-bit fields)");
+    CHECK(slot_words(info_of<AlternatingRows>()).why_not.starts_with("slot 0 of its 16-byte word at byte 8 holds neither"));
+    CHECK(strategies::SlotMaskStrategy::why_not(info_of<AlternatingRows>()).find("'alternating'") != std::string::npos);
+    CHECK(natural_two_bit_why_not(info_of<T2p>()) == "it has 4 rows a block (natural order has one)");
+    CHECK(digit_planar_why_not(info_of<T2p>()) == "its code is 2-bit");
+    CHECK(row_interleaved_why_not(info_of<T2p>()) == "it has 4 rows a block (row-interleaved blocks have 8 or 16)");
+    CHECK(row_interleaved_why_not(info_of<T2r>()).empty());
+    // A plan's address is stable: kernels bind it and check it again on every call.
+    CHECK(strip_plan(info_of<T2r>()) == strip_plan(find_layout("t2r")));
+    CHECK(&slot_words(find_layout("t2p")) == &slot_words(find_layout("t2p")));
+  }
+
   TEST_CASE("derived block sizes and bits per weight match the formats") {
     CHECK(facts<Pq2_0>.block_bytes == 34);
     CHECK(facts<Ptq1_0>.block_bytes == 28);
@@ -135,8 +168,10 @@ TEST_SUITE("dsl") {
   }
 
   TEST_CASE("slot plans: t2p words are row pairs, t2x4 words single rows") {
-    constexpr auto p = slot_plan<T2p>;
-    static_assert(p.size() == 8);
+    const auto& p = slot_words(info_of<T2p>()).words;
+    REQUIRE(p.size() == 8);
+    CHECK(slot_words(info_of<T2p>()).pairs_rows);
+    CHECK_FALSE(slot_words(info_of<T2x4>()).pairs_rows);
     for (int w = 0; w < 8; ++w)
       for (int s = 0; s < 4; ++s) {
         CHECK(p[w].byte_offset == 8 + 16 * w);
@@ -144,7 +179,8 @@ TEST_SUITE("dsl") {
         CHECK(p[w].slot[s].row_b == 2 * (w / 4) + 1);
         CHECK(p[w].slot[s].k0 == 32 * (w % 4) + 8 * s);
       }
-    constexpr auto q = slot_plan<T2x4>;
+    const auto& q = slot_words(info_of<T2x4>()).words;
+    REQUIRE(q.size() == 8);
     for (int w = 0; w < 8; ++w)
       for (int s = 0; s < 4; ++s) {
         CHECK(q[w].slot[s].row_a == w % 4);
@@ -158,8 +194,11 @@ TEST_SUITE("dsl") {
   }
 
   TEST_CASE("t2r: byte 32 + 4r + k%4 + 64(k/16), slot (k/4)%4; its strips read activations in natural order") {
-    static_assert(RowInterleaved<T2r> && RowInterleaved<T2r8> && RowInterleaved<T2rSlotMajor>);
-    static_assert(!RowInterleaved<T2p> && !RowInterleaved<T2w> && !RowInterleaved<Pq2_0> && !RowInterleaved<AlternatingRows>);
+    CHECK((row_interleaved<T2r>() && row_interleaved<T2r8>() && row_interleaved<T2rSlotMajor>()));
+    CHECK_FALSE(row_interleaved<T2p>());
+    CHECK_FALSE(row_interleaved<T2w>());
+    CHECK_FALSE(row_interleaved<Pq2_0>());
+    CHECK_FALSE(row_interleaved<AlternatingRows>());
     CHECK(facts<T2r>.block_bytes == 544);
     CHECK(facts<T2r8>.block_bytes == 272);
     for (int r = 0; r < 16; ++r)
@@ -170,44 +209,44 @@ TEST_SUITE("dsl") {
       }
     for (int t = 0; t < 8; ++t)
       for (int s = 0; s < 4; ++s) {
-        CHECK(strip_plan<T2r>.k0[t][s] == 16 * t + 4 * s);
-        CHECK(strip_plan<T2rSlotMajor>.k0[t][s] == 32 * s + 4 * t);
+        CHECK(strips<T2r>().k0[t][s] == 16 * t + 4 * s);
+        CHECK(strips<T2rSlotMajor>().k0[t][s] == 32 * s + 4 * t);
       }
-    CHECK(strip_plan<T2r>.payload_begin == 32);
-    CHECK(strip_plan<T2rSlotMajor>.payload_begin == 0);  // scales after the payload
+    CHECK(strips<T2r>().payload_begin == 32);
+    CHECK(strips<T2rSlotMajor>().payload_begin == 0);  // scales after the payload
     CHECK(facts<T2rSlotMajor>.block_bytes == 512 + 3 * 15 + 2);
   }
 
   TEST_CASE("row-interleaved strips have lanes of 4, 8 or 16 bytes, and the plan reads each slot's lane of activations") {
     using namespace ternlab::test_layouts;
-    static_assert(RowInterleaved<T2rLane8> && RowInterleaved<T2r8Lane8> && RowInterleaved<T2r8Lane16> &&
-                  RowInterleaved<T2rLane16>);
+    CHECK((row_interleaved<T2rLane8>() && row_interleaved<T2r8Lane8>() && row_interleaved<T2r8Lane16>() &&
+           row_interleaved<T2rLane16>()));
     static_assert(TernaryLayout<Lane2> && TernaryLayout<Lane32>);
-    static_assert(!RowInterleaved<Lane2> && !RowInterleaved<Lane32>);
-    CHECK(facts<Lane2>.row_lane_bytes == 0);
-    CHECK(facts<Lane32>.row_lane_bytes == 0);
-    CHECK(facts<T2r>.row_lane_bytes == 4);
-    CHECK(strip_plan<T2r8>.lane_bytes == 4);
-    CHECK(strip_plan<T2r8>.strips == 8);
-    CHECK(strip_plan<T2rLane8>.lane_bytes == 8);
-    CHECK(strip_plan<T2r8Lane8>.lane_bytes == 8);
-    CHECK(strip_plan<T2r8Lane8>.strips == 4);
-    CHECK(strip_plan<T2r8Lane8>.payload_begin == 16);
-    CHECK(strip_plan<T2r8Lane16>.lane_bytes == 16);
-    CHECK(strip_plan<T2rLane16>.strips == 2);
-    CHECK(strip_plan<T2rLane16>.payload_begin == 0);
+    CHECK_FALSE(row_interleaved<Lane2>());
+    CHECK_FALSE(row_interleaved<Lane32>());
+    CHECK(row_interleaved_why_not(info_of<Lane32>()).starts_with("its payload is not strips"));
+    CHECK(strips<T2r>().lane_bytes == 4);
+    CHECK(strips<T2r8>().lane_bytes == 4);
+    CHECK(strips<T2r8>().strips == 8);
+    CHECK(strips<T2rLane8>().lane_bytes == 8);
+    CHECK(strips<T2r8Lane8>().lane_bytes == 8);
+    CHECK(strips<T2r8Lane8>().strips == 4);
+    CHECK(strips<T2r8Lane8>().payload_begin == 16);
+    CHECK(strips<T2r8Lane16>().lane_bytes == 16);
+    CHECK(strips<T2rLane16>().strips == 2);
+    CHECK(strips<T2rLane16>().payload_begin == 0);
     for (int s = 0; s < 4; ++s) {
-      for (int t = 0; t < 4; ++t) CHECK(strip_plan<T2rLane8>.k0[t][s] == 32 * t + 8 * s);
+      for (int t = 0; t < 4; ++t) CHECK(strips<T2rLane8>().k0[t][s] == 32 * t + 8 * s);
       for (int t = 0; t < 2; ++t) {
-        CHECK(strip_plan<T2r8Lane16>.k0[t][s] == 32 * s + 16 * t);  // slot-major
-        CHECK(strip_plan<T2rLane16>.k0[t][s] == 64 * t + 16 * s);
+        CHECK(strips<T2r8Lane16>().k0[t][s] == 32 * s + 16 * t);  // slot-major
+        CHECK(strips<T2rLane16>().k0[t][s] == 64 * t + 16 * s);
       }
     }
   }
 
   TEST_CASE("digit plan of ptq1_0: 16 x 5, 8 x 5, 2 x 4") {
-    constexpr auto p = digit_plan<Ptq1_0>;
-    static_assert(p.size() == 3);
+    const auto p = digit_segments(info_of<Ptq1_0>());
+    REQUIRE(p.size() == 3);
     CHECK(p[0].byte_offset == 0);
     CHECK(p[0].lanes == 16);
     CHECK(p[0].digits == 5);
@@ -244,8 +283,8 @@ TEST_SUITE("dsl") {
     CHECK(std::find(b.begin(), b.end(), Strategy::base3) != b.end());
     const auto r = admitted_strategies(find_layout("t2r"));
     CHECK(std::find(r.begin(), r.end(), Strategy::broadcast) != r.end());
-    CHECK(find_layout("t2r-slot-major").strip_plan != nullptr);
-    CHECK(find_layout("t2p").strip_plan == nullptr);
+    CHECK(strip_plan(find_layout("t2r-slot-major")) != nullptr);
+    CHECK(strip_plan(find_layout("t2p")) == nullptr);
     CHECK(all_layouts().size() >= 9);
   }
 
@@ -269,7 +308,7 @@ TEST_SUITE("dsl") {
     CHECK(L.scale_format() == ScaleFormat::e4m3);
     CHECK(L.scale_bytes() == 1);
     CHECK(L.bits_per_weight() == doctest::Approx(8.0 * 132 / 512));
-    CHECK(L.facts.slot_vectorizable);
+    CHECK(strategies::SlotMaskStrategy::admits(L));
     CHECK(L.facts.payload_begin == 4);
     CHECK(L.formulas().back() == "e4m3 scale of row r at byte 0 + 1 r");
     CHECK(find_layout("t2p-e8m0").formulas().back() == "e8m0 scale of row r at byte 128 + 1 r");

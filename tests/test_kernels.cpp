@@ -11,7 +11,11 @@
 
 #include "kernels/catalog.hpp"
 #include "kernels/dispatch.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/all.hpp"
+#include "kernels/strategies/base3/plan.hpp"
+#include "kernels/strategies/broadcast/plan.hpp"
+#include "kernels/strategies/permute/plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 #include "common/fp16.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/targets/sse41/kernels.hpp"
@@ -42,7 +46,7 @@ struct RowPerSlot {
       .pieces = pieces(Piece{.row = modes(slots("r", 4, 1)), .k = modes(bytes("k", 128, 1)), .byte_base = 8}),
   };
 };
-static_assert(SlotVectorizable<RowPerSlot>);
+
 
 // t2p-g64 with the slots 32 weights apart: slots 0-1 of every word fall in the first 64-weight
 // scale group, slots 2-3 in the second, so no word lies in one group and the slot-mask plan must
@@ -193,23 +197,23 @@ TEST_SUITE("kernels") {
       CHECK(has(ks, "permute/dotprod") == isa_supported(Isa::dotprod));
       if (isa_supported(Isa::avx2)) {
         CHECK(has(ks, "slot-mask/avx2") == admits(*L, Strategy::slot_mask, Isa::avx2));
-        CHECK(has(ks, "unpack/avx2") == L->facts.natural_two_bit);
-        CHECK(has(ks, "base3/avx2") == L->facts.digit_planar);
+        CHECK(has(ks, "unpack/avx2") == admits(*L, Strategy::unpack, Isa::avx2));
+        CHECK(has(ks, "base3/avx2") == admits(*L, Strategy::base3, Isa::avx2));
       }
       if (isa_supported(Isa::sse41)) {
         CHECK(has(ks, "slot-mask/sse41") == admits(*L, Strategy::slot_mask, Isa::sse41));
         CHECK(has(ks, "broadcast/sse41") == admits(*L, Strategy::broadcast, Isa::sse41));
-        CHECK(has(ks, "unpack/sse41") == L->facts.natural_two_bit);
-        CHECK(has(ks, "base3/sse41") == L->facts.digit_planar);
+        CHECK(has(ks, "unpack/sse41") == admits(*L, Strategy::unpack, Isa::sse41));
+        CHECK(has(ks, "base3/sse41") == admits(*L, Strategy::base3, Isa::sse41));
       }
       // The shared templates also instantiate the NEON policies, plain and dotprod alike.
       CHECK(has(ks, "slot-mask/dotprod") == (isa_supported(Isa::dotprod) && admits(*L, Strategy::slot_mask, Isa::dotprod)));
       CHECK(has(ks, "slot-mask/neon") == (isa_supported(Isa::neon) && admits(*L, Strategy::slot_mask, Isa::neon)));
-      CHECK(has(ks, "unpack/neon") == (isa_supported(Isa::neon) && L->facts.natural_two_bit));
-      CHECK(has(ks, "base3/neon") == (isa_supported(Isa::neon) && L->facts.digit_planar));
+      CHECK(has(ks, "unpack/neon") == (isa_supported(Isa::neon) && admits(*L, Strategy::unpack, Isa::neon)));
+      CHECK(has(ks, "base3/neon") == (isa_supported(Isa::neon) && admits(*L, Strategy::base3, Isa::neon)));
       if (isa_supported(Isa::avx512vnni)) {
         CHECK(has(ks, "slot-mask/avx512vnni") == admits(*L, Strategy::slot_mask, Isa::avx512vnni));
-        CHECK(has(ks, "unpack/avx512vnni") == L->facts.natural_two_bit);
+        CHECK(has(ks, "unpack/avx512vnni") == admits(*L, Strategy::unpack, Isa::avx512vnni));
       } else {
         CHECK_FALSE(has(ks, "slot-mask/avx512vnni"));
       }
@@ -220,7 +224,7 @@ TEST_SUITE("kernels") {
         CAPTURE(L->name);
         const auto ks = test::checked_kernels_for(*L);
         CHECK(has(ks, "slot-mask/avx512vnni-simde") == emulated_why_not(*L, Strategy::slot_mask).empty());
-        CHECK(has(ks, "unpack/avx512vnni-simde") == (L->block_scales_128() && L->facts.natural_two_bit));
+        CHECK(has(ks, "unpack/avx512vnni-simde") == emulated_why_not(*L, Strategy::unpack).empty());
       }
       MESSAGE("AVX-512 VNNI kernels run through SIMDe only: this CPU (", cpu_features().model, ") reports ",
               feature_string());
@@ -271,8 +275,8 @@ TEST_SUITE("kernels") {
                          Case{"t2r8-lane8", 8, true}, Case{"t2r8-lane16", 16, true}, Case{"t2r-lane16", 16, true}}) {
       CAPTURE(c.layout);
       const LayoutInfo& L = find_layout(c.layout);
-      REQUIRE(L.strip_plan != nullptr);
-      CHECK(L.strip_plan->lane_bytes == c.lane_bytes);
+      REQUIRE(strip_plan(L) != nullptr);
+      CHECK(strip_plan(L)->lane_bytes == c.lane_bytes);
       if (isa_supported(Isa::avx2)) CHECK(admits(L, Strategy::broadcast, Isa::avx2));
 #if defined(__x86_64__)
       const std::string why = emulated_why_not(L, Strategy::broadcast);
@@ -302,7 +306,7 @@ TEST_SUITE("kernels") {
     for (const char* name : {"t2p2", "t2w3", "t2p-tail", "t2p-split"}) {
       CAPTURE(name);
       const LayoutInfo& L = find_layout(name);
-      REQUIRE(L.facts.slot_vectorizable);
+      REQUIRE(strategies::SlotMaskStrategy::admits(L));
       const auto ks = kernels_for(L);
       if (isa_supported(Isa::avx2)) CHECK(has(ks, "slot-mask/avx2"));
       if (isa_supported(Isa::dotprod)) CHECK(has(ks, "slot-mask/dotprod"));
@@ -347,7 +351,7 @@ TEST_SUITE("kernels") {
 
   TEST_CASE("the slot-mask plan refuses, with the reason, a layout whose word feeds rows per slot") {
     const LayoutInfo& L = info_of<RowPerSlot>();
-    CHECK(L.facts.slot_vectorizable);
+    CHECK(strategies::SlotMaskStrategy::admits(L));
     const SlotVectorPlan& p = slot_vector_plan(L, 32, [](int j, int u, int h) { return 8 * j + 4 * u + 2 * h; });
     CHECK(p.why_not.find("different rows from different slots") != std::string::npos);
     CHECK_FALSE(has(kernels_for(L), "slot-mask/avx2"));
@@ -410,7 +414,10 @@ TEST_SUITE("kernels") {
     CHECK_FALSE(slot_vector_plan(find_layout("t2w"), 64, avx512_pos).fold_words);
     CHECK_FALSE(t2p_avx2.fold_words);
     const SlotVectorPlan& pq = slot_vector_plan(find_layout("pq2_0"), 32, pos);
-    CHECK(pq.why_not == "layout is not slot-vectorizable");
+    // The plan's refusal is the recognition's own words: pq2_0's first word holds 16 of one row's
+    // weights per byte, four slots apart.
+    CHECK(pq.why_not == "the layout is not slot-vectorizable: slot 0 of its 16-byte word at byte 2 holds neither 16 "
+                        "consecutive weights of one row nor 8 of a row pair");
     // The expansion of a row-pair word is dup8: bytes 8..15 repeat bytes 0..7.
     std::int8_t q[128];
     for (int i = 0; i < 128; ++i) q[i] = std::int8_t(i - 64);
@@ -450,7 +457,7 @@ TEST_SUITE("kernels") {
     CHECK(smmla_why_not(L).find("64-weight scale groups") != std::string::npos);
     // Slots 32 weights apart: each word's slots 0-1 and 2-3 fall in different groups.
     const LayoutInfo& strided = info_of<T2pG64SlotStride32>();
-    REQUIRE(strided.facts.slot_vectorizable);
+    REQUIRE(strategies::SlotMaskStrategy::admits(strided));
     REQUIRE(chunk_scale_groups(strided) == 2);
     for (const int bytes : {16, 32, 64})
       CHECK(slot_vector_plan(strided, bytes, pos).why_not.find("64-weight scale groups do not align to whole words") !=
@@ -561,8 +568,8 @@ TEST_SUITE("kernels") {
 
   TEST_CASE("the permute plan sorts row-mixing words by row and is chosen only where nothing richer applies") {
     const LayoutInfo& t2m = find_layout("t2m");
-    CHECK_FALSE(t2m.facts.slot_vectorizable);
-    CHECK_FALSE(t2m.facts.row_interleaved);
+    CHECK_FALSE(strategies::SlotMaskStrategy::admits(t2m));
+    CHECK(strip_plan(t2m) == nullptr);
     const PermutePlan& p = permute_plan(t2m, 32, 42);
     REQUIRE(p.why_not.empty());
     CHECK(p.in_place);
@@ -675,7 +682,7 @@ TEST_SUITE("kernels") {
     CHECK(p.block_bytes == 28);
     CHECK(p.scale_offset == 26);
     CHECK(p.overreads);  // the qh window starts at byte 16 and would read 4 bytes of the next block
-    CHECK(base3_plan(find_layout("t2p")).why_not == "layout is not digit-planar base-3");
+    CHECK(base3_plan(find_layout("t2p")).why_not == "the layout is not digit-planar base-3: its code is 2-bit");
   }
 
   TEST_CASE("best_kernel: the ceiling changes the chosen path, and every path matches the oracle") {
@@ -838,19 +845,18 @@ TEST_SUITE("kernels") {
 
   TEST_CASE("base-3 row-interleaved: b3r's strip plan, and the base-3 build where it applies and where not") {
     const LayoutInfo& b3r = find_layout("b3r");
-    CHECK(b3r.facts.row_interleaved_base3);
-    CHECK_FALSE(b3r.facts.row_interleaved);
+    CHECK(base3_strip_plan(b3r) != nullptr);
+    CHECK(strip_plan(b3r) == nullptr);
     CHECK(b3r.bits_per_weight() == 1.75);
-    REQUIRE(b3r.base3_strip_plan != nullptr);
-    const Base3StripPlan& p = *b3r.base3_strip_plan;
+    REQUIRE(base3_strip_plan(b3r) != nullptr);
+    const Base3StripPlan& p = *base3_strip_plan(b3r);
     CHECK(p.strips == 6);
     CHECK(p.tail_begin == 384);
     for (int t = 0; t < 6; ++t)
       for (int n = 0; n < 5; ++n) CHECK(p.k0[std::size_t(t)][std::size_t(n)] == 20 * t + 4 * n);
     for (int n = 0; n < 4; ++n) CHECK(p.k0[6][std::size_t(n)] == 120 + 2 * n);
-    CHECK(find_layout("b3r8").facts.row_interleaved_base3);
-    CHECK_FALSE(find_layout("b3r-tail-across").facts.row_interleaved_base3);
-    CHECK(find_layout("b3r-tail-across").base3_strip_plan == nullptr);
+    CHECK(base3_strip_plan(find_layout("b3r8")) != nullptr);
+    CHECK(base3_strip_plan(find_layout("b3r-tail-across")) == nullptr);
 
     // The SIMDe build is in every x86 test binary, so its listing is the same on every x86 CPU: b3r
     // takes it (twice: with and without software prefetches), the 8-row variant is refused with
@@ -875,7 +881,7 @@ TEST_SUITE("kernels") {
     CHECK(broadcast_gap("b3r8", "16-row blocks, the layout has 8"));
     // The same geometry in ggml's byte: admitted by the DSL, refused by the build, which reads banded bytes.
     const LayoutInfo& ceil = find_layout("b3r-ceil");
-    CHECK(ceil.facts.row_interleaved_base3);
+    CHECK(base3_strip_plan(ceil) != nullptr);
     CHECK(emulated_broadcasts(ceil) == 0);
     CHECK(broadcast_gap("b3r-ceil", "Code::base3"));
 #endif

@@ -11,6 +11,7 @@
 #include "common/fp16.hpp"
 #include "kernels/catalog.hpp"
 #include "kernels/oracle.hpp"
+#include "kernels/strategies/all.hpp"
 #include "kernels/peers/i2s.hpp"
 #include "kernels/peers/tq1.hpp"
 #include "kernels/peers/tq2.hpp"
@@ -60,7 +61,7 @@ TEST_SUITE("peer-formats") {
     CHECK(tq1.bits_per_weight() == 1.6875);
     CHECK(tq1.scale_offset(0) == 52);
     CHECK(tq1.gguf_type == 34);
-    CHECK(tq1.facts.digit_planar);  // three digit-plane pieces of 32, 16 and 4 bytes
+    CHECK(strategies::Base3Strategy::admits(tq1));  // three digit-plane pieces of 32, 16 and 4 bytes
     CHECK(i2s.k == 128);
     CHECK(i2s.block_bytes() == 32);
     CHECK(i2s.bits_per_weight() == 2.0);
@@ -70,8 +71,8 @@ TEST_SUITE("peer-formats") {
     CHECK(i2s.scale_format() == ScaleFormat::fp32);
     CHECK(i2s.gguf_type == -1);
     // The properties a byte order has stay derived: both 2-bit orders are slot-vectorizable words.
-    CHECK(tq2.facts.slot_vectorizable);
-    CHECK(i2s.facts.slot_vectorizable);
+    CHECK(strategies::SlotMaskStrategy::admits(tq2));
+    CHECK(strategies::SlotMaskStrategy::admits(i2s));
     CHECK(i2s.formulas().front() == "k 0..127: row = (row:1), k = (m:32, s:4); byte = m, slot = 3 - s");
     CHECK(i2s.formulas().back().find("whole tensor at byte 0 of a 32-byte tail") != std::string::npos);
     const auto props = i2s.properties();
@@ -221,7 +222,7 @@ TEST_SUITE("peer-formats") {
     CHECK(g64.scale_offset(3, 1) == 14);
     CHECK(g256.block_bytes() == 264);
     CHECK(g256.bits_per_weight() == 2.0625);
-    CHECK(g256.facts.slot_vectorizable);  // the t2p words, twice
+    CHECK(strategies::SlotMaskStrategy::admits(g256));  // the t2p words, twice
     const TernaryMatrix m = make_weights(8, 512, 17, Fill::random, ScaleKind::random);
     const PackedMatrix t2p = pack(m, find_layout("t2p"));
     const PackedMatrix split = transcode(t2p, g64, "w");

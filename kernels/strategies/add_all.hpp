@@ -5,11 +5,7 @@
 #include <vector>
 
 #include "kernels/strategies/all.hpp"
-#include "kernels/strategies/base3/kernels.hpp"
-#include "kernels/strategies/broadcast/kernels.hpp"
-#include "kernels/strategies/permute/kernels.hpp"
-#include "kernels/strategies/slot_mask/kernels.hpp"
-#include "kernels/strategies/unpack/kernels.hpp"
+#include "ternlab_strategy_kernels.hpp"  // every kernels/strategies/*/kernels.hpp (generated)
 
 namespace ternlab::strategies {
 namespace {

@@ -26,6 +26,7 @@ concept StrategyDescriptor = requires(const LayoutInfo& layout) {
   { S::id } -> std::convertible_to<Strategy>;
   { S::admits(layout) } -> std::same_as<bool>;
   { S::why_not(layout) } -> std::convertible_to<std::string>;
+  { S::property(layout) } -> std::convertible_to<std::string>;  // what it recognised, for `ternlab layouts`
 };
 
 template <StrategyDescriptor... S>

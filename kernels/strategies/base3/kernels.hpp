@@ -13,7 +13,7 @@
 
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/base3/plan.hpp"
 #include "kernels/strategies/block_scales.hpp"
 #include "kernels/strategies/base3/strategy.hpp"
 

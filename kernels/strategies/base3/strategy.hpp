@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "common/error.hpp"
+#include "kernels/strategies/base3/plan.hpp"
 #include "kernels/strategies/strategy.hpp"
 
 namespace ternlab::strategies {
@@ -18,10 +19,11 @@ concept Base3Ops = IsaPolicy<P> && P::kBytes == 32 && requires(typename P::V v) 
 
 struct Base3Strategy {
   static constexpr Strategy id = Strategy::base3;
-  static bool admits(const LayoutInfo& L) { return L.facts.digit_planar; }
+  static bool admits(const LayoutInfo& L) { return digit_planar_why_not(L).empty(); }
   static std::string why_not(const LayoutInfo& L) {
-    return admits(L) ? "" : cat("layout '", L.name, "' is not digit-planar base-3 (one row a block, each byte's digit n holding consecutive weights)");
+    return admits(L) ? "" : cat("layout '", L.name, "' is not digit-planar base-3 (one row a block, each byte's digit n holding consecutive weights): ", digit_planar_why_not(L));
   }
+  static std::string property(const LayoutInfo& L) { return admits(L) ? "digit-planar" : ""; }
   template <class T>
   static void add(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps);
 };

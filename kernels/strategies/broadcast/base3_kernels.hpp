@@ -27,7 +27,7 @@
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "kernels/kernel.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/broadcast/plan.hpp"
 #include "kernels/strategies/broadcast/kernels.hpp"
 #include "layouts/matrix.hpp"
 
@@ -45,7 +45,7 @@ struct BroadcastBase3 {
   static constexpr int kActs = kBase3StripActBytes;
 
   static std::string why_not(const LayoutInfo& L) {
-    if (!L.base3_strip_plan) return "the layout is not base-3 row-interleaved";
+    if (!base3_strip_plan(L)) return "the layout is not base-3 row-interleaved";
     if (L.code != Code::base3_banded)
       return "its bytes are ceil(256 q / 243) (Code::base3), whose digit 0 no byte table of byte >> 2 reads; the "
              "kernel reads Code::base3_banded";
@@ -58,7 +58,7 @@ struct BroadcastBase3 {
   static const Base3StripPlan& checked_plan(const LayoutInfo& L) {
     const std::string why = why_not(L);
     if (!why.empty()) fail("broadcast/", P::name, kBuild, " kernel cannot run layout '", L.name, "': ", why);
-    return *L.base3_strip_plan;
+    return *base3_strip_plan(L);
   }
 
   // Rows [g0, g1) x T tokens through the lane program LP, GS row groups side by side (each its own
@@ -118,7 +118,7 @@ struct BroadcastBase3 {
 
   // The gemv in two phases (GemvPhases): the strip-ordered activations are prepared once per call.
   static const Base3StripPlan& bound(const void* plan, const PackedMatrix& w) {
-    if (plan != w.layout->base3_strip_plan)
+    if (plan != base3_strip_plan(*w.layout))
       fail("broadcast/", P::name, kBuild, " kernel was bound to another layout than '", w.layout->name, "'");
     return *static_cast<const Base3StripPlan*>(plan);
   }
@@ -166,7 +166,7 @@ std::string pick_broadcast_base3(const LayoutInfo& L, KernelFns& k) {
   using K = BroadcastBase3<P, S>;
   std::string why = K::why_not(L);
   if (why.empty())
-    k = {&K::gemv, &K::gemm, {L.base3_strip_plan, &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
+    k = {&K::gemv, &K::gemm, {base3_strip_plan(L), &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
   return why;
 }
 

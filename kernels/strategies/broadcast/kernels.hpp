@@ -46,7 +46,7 @@
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "kernels/kernel.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/broadcast/plan.hpp"
 #include "kernels/strategies/block_scales.hpp"
 #include "kernels/strategies/broadcast/strategy.hpp"
 
@@ -144,17 +144,17 @@ struct Broadcast {
 
   // Why this instantiation cannot run the layout ("" when it can).
   static std::string why_not(const LayoutInfo& L) {
-    if (!L.strip_plan) return kNotRowInterleaved;
+    const StripPlan* plan = strip_plan(L);
+    if (!plan) return kNotRowInterleaved;
     if (L.rows != R) return cat("the kernel takes ", R, "-row blocks, the layout has ", L.rows);
-    if (L.strip_plan->lane_bytes != LB)
-      return cat("the kernel takes ", LB, "-byte lanes, the layout has ", L.strip_plan->lane_bytes);
-    if (L.k != 128 || L.strip_plan->strips != kStrips) return "the kernel takes blocks of 128 weights per row";
+    if (plan->lane_bytes != LB) return cat("the kernel takes ", LB, "-byte lanes, the layout has ", plan->lane_bytes);
+    if (L.k != 128 || plan->strips != kStrips) return "the kernel takes blocks of 128 weights per row";
     return "";
   }
   static const StripPlan& checked_plan(const LayoutInfo& L) {
     const std::string why = why_not(L);
     if (!why.empty()) fail("broadcast/", P::name, kBuild, " kernel cannot run layout '", L.name, "': ", why);
-    return *L.strip_plan;
+    return *strip_plan(L);
   }
 
   // The int32 sums of E rows from their VE = E * LB / kBytes accumulators: the lane program's sums
@@ -326,7 +326,7 @@ struct Broadcast {
 
   // The gemv in two phases (GemvPhases): the strip-ordered activations are prepared once per call.
   static const StripPlan& bound(const void* plan, const PackedMatrix& w) {
-    if (plan != w.layout->strip_plan)
+    if (plan != strip_plan(*w.layout))
       fail("broadcast/", P::name, kBuild, " kernel was bound to another layout than '", w.layout->name, "'");
     return *static_cast<const StripPlan*>(plan);
   }
@@ -387,7 +387,7 @@ std::string pick_broadcast_for(const LayoutInfo& L, KernelFns& k) {
   } else {
     using K = Broadcast<P, R, LB, S>;
     std::string why = K::why_not(L);
-    if (why.empty()) k = {&K::gemv, &K::gemm, {L.strip_plan, &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
+    if (why.empty()) k = {&K::gemv, &K::gemm, {strip_plan(L), &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
     return why;
   }
 }
@@ -395,11 +395,12 @@ std::string pick_broadcast_for(const LayoutInfo& L, KernelFns& k) {
 // The build for the layout's rows (8 or 16) and lane width (4, 8 or 16 bytes).
 template <class P, Streaming S = Streaming::software_prefetch>
 std::string pick_broadcast(const LayoutInfo& L, KernelFns& k) {
-  if (!L.strip_plan) return kNotRowInterleaved;
+  const StripPlan* plan = strip_plan(L);
+  if (!plan) return kNotRowInterleaved;
   const auto rows = [&]<int LB>() {
     return L.rows == 8 ? pick_broadcast_for<P, 8, LB, S>(L, k) : pick_broadcast_for<P, 16, LB, S>(L, k);
   };
-  switch (L.strip_plan->lane_bytes) {
+  switch (plan->lane_bytes) {
     case 4: return rows.template operator()<4>();
     case 8: return rows.template operator()<8>();
     default: return rows.template operator()<16>();
@@ -434,7 +435,7 @@ concept HasBase3Broadcast = requires(const LayoutInfo& L, KernelFns& k) {
 template <class T>
 void BroadcastStrategy::add(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
   using P = typename T::Policy;
-  if (L.facts.row_interleaved) {
+  if (strip_plan(L)) {
     if constexpr (!BroadcastOps<P>) {
       if (gaps) gaps->push_back({id, T::kIsa, cat(P::name, "'s policy has no broadcast lane programs (BroadcastOps)")});
     } else {
@@ -458,7 +459,7 @@ void BroadcastStrategy::add(const LayoutInfo& L, std::vector<KernelVariant>& out
       }
     }
   }
-  if (L.facts.row_interleaved_base3) {
+  if (base3_strip_plan(L)) {
     if constexpr (HasBase3Broadcast<T>) {
       KernelFns b, b_hw;
       std::string why = T::base3_broadcast_why_not();

@@ -1,5 +1,5 @@
 // The permute strategy: one template for every valid layout, two-bit or base-3, whatever its word
-// structure. It follows the layout's runtime PermutePlan (kernels/kernel_plan.hpp):
+// structure. It follows the layout's runtime PermutePlan (plan.hpp):
 //
 //   per token, once:  the activation under every byte of every item (0 under bytes without a
 //                     weight) + BlockActs
@@ -31,7 +31,7 @@
 
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/permute/plan.hpp"
 #include "kernels/strategies/block_scales.hpp"
 #include "kernels/strategies/permute/strategy.hpp"
 #include "layouts/matrix.hpp"

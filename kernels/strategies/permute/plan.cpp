@@ -1,4 +1,4 @@
-// The permute plan builder (see PermutePlan in kernel_plan.hpp): derived from the layout's placement
+// The permute plan builder (see PermutePlan in plan.hpp): derived from the layout's placement
 // table alone, so it serves every valid layout, two-bit or base-3, whatever its word structure.
 #include <algorithm>
 #include <map>
@@ -9,7 +9,7 @@
 
 #include "common/aligned.hpp"
 #include "common/error.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/permute/plan.hpp"
 #include "layouts/matrix.hpp"
 
 namespace ternlab {
@@ -27,25 +27,6 @@ struct ItemDraft {
   std::vector<int> lane_row;
 };
 
-// The (row, k) at each (byte, slot) of the block, for bytes inside it.
-struct Inverse {
-  int block_bytes = 0;
-  std::vector<RowK> at;  // byte * 5 + slot
-  RowK operator()(int byte, int slot) const {
-    return byte < 0 || byte >= block_bytes ? RowK{} : at[std::size_t(byte * 5 + slot)];
-  }
-};
-
-Inverse inverse_of(const LayoutInfo& L) {
-  Inverse inv{L.block_bytes(), std::vector<RowK>(std::size_t(L.block_bytes()) * 5)};
-  for (int r = 0; r < L.rows; ++r)
-    for (int k = 0; k < L.k; ++k) {
-      const Loc l = L.placement[std::size_t(r * L.k + k)];
-      inv.at[std::size_t(l.byte * 5 + l.slot)] = {r, k};
-    }
-  return inv;
-}
-
 int op_param(Code code, int slot) {
   if (code == Code::two_bit) return 2 * slot;
   int m = 1;
@@ -56,7 +37,7 @@ int op_param(Code code, int slot) {
 // In place: item (v, s) is slot s of the v-th vector from the payload's first byte. Each 16-byte
 // lane keeps its bytes where its 4-byte groups are single-row in this slot; otherwise its codes
 // are sorted into groups by row (possible when the rows' counts, rounded up to 4, fit 16 bytes).
-bool draft_in_place(const LayoutInfo& L, const Inverse& inv, int vb, std::vector<ItemDraft>& items, int& shuffled) {
+bool draft_in_place(const LayoutInfo& L, const BlockInverse& inv, int vb, std::vector<ItemDraft>& items, int& shuffled) {
   const int slots = slots_per_byte(L.code);
   const int begin = L.facts.payload_begin, vectors = (L.facts.payload_bytes + vb - 1) / vb;
   for (int v = 0; v < vectors; ++v)
@@ -252,7 +233,7 @@ PermutePlan build_permute_plan(const LayoutInfo& L, int vb, int max_acc_items) {
   for (int r = 0; r < L.rows; ++r) p.scale_offset[r] = L.scale_offset(r);
 
   std::vector<ItemDraft> items;
-  p.in_place = draft_in_place(L, inverse_of(L), vb, items, p.shuffled_lanes);
+  p.in_place = draft_in_place(L, BlockInverse(L), vb, items, p.shuffled_lanes);
   if (!p.in_place) {
     items.clear();
     p.shuffled_lanes = 0;

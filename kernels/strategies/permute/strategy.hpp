@@ -20,6 +20,7 @@ struct PermuteStrategy {
   static constexpr Strategy id = Strategy::permute;
   static bool admits(const LayoutInfo&) { return true; }
   static std::string why_not(const LayoutInfo&) { return ""; }
+  static std::string property(const LayoutInfo&) { return ""; }  // it reads any layout: nothing to name
   template <class T>
   static void add(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps);
 };

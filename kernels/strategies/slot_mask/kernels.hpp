@@ -1,7 +1,7 @@
 // The slot-mask strategy, one template for every slot-vectorizable layout (t2p, t2x4, t2p8, ...),
 // instantiated per ISA policy P (kernels/isa/*.hpp) and per block shape (G groups of M vectors,
 // ROWS rows).
-// The layout enters only through its runtime SlotVectorPlan (kernels/kernel_plan.hpp):
+// The layout enters only through its runtime SlotVectorPlan (plan.hpp):
 //
 //   per token, once:  expanded activations (per block, class and slot: the bytes matching each
 //                     word's lanes, 16 consecutive values or dup8 for row-pair words) + BlockActs
@@ -36,7 +36,7 @@
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_id.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 #include "kernels/strategies/block_scales.hpp"
 #include "kernels/strategies/slot_mask/strategy.hpp"
 
@@ -46,7 +46,7 @@ namespace ternlab::strategies {
 // fp16 (bf16, e4m3, e8m0, spaced apart, or too near the block's end): its register epilogue decodes
 // each block's scales into float lanes. An instantiation of its own, so the fp16 one's loops stay
 // as they are.
-template <class P, int G, int M, int ROWS, bool kDecodedScales = false>
+template <SlotMaskOps P, int G, int M, int ROWS, bool kDecodedScales = false>
 struct SlotMask {
   static constexpr int kPairsPerRow = 2 * G * (P::kBytes / kWordBytes) / ROWS;
   static_assert(M <= P::kGroupVectors, "the policy's narrow group accumulator holds at most kGroupVectors vectors");

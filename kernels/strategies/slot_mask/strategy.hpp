@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "common/error.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 #include "kernels/strategies/strategy.hpp"
 
 namespace ternlab::strategies {
@@ -21,9 +22,12 @@ concept SlotMaskOps = IsaPolicy<P> && requires(const std::uint8_t* bytes) {
 
 struct SlotMaskStrategy {
   static constexpr Strategy id = Strategy::slot_mask;
-  static bool admits(const LayoutInfo& L) { return L.facts.slot_vectorizable; }
+  static bool admits(const LayoutInfo& L) { return slot_words(L).why_not.empty(); }
   static std::string why_not(const LayoutInfo& L) {
-    return admits(L) ? "" : cat("layout '", L.name, "' is not slot-vectorizable: its weight bytes are not 16-byte words whose 2-bit slots each hold 16 consecutive weights of one row or 8 of a row pair");
+    return admits(L) ? "" : cat("layout '", L.name, "' is not slot-vectorizable (16-byte words whose 2-bit slots each hold 16 consecutive weights of one row or 8 of a row pair): ", slot_words(L).why_not);
+  }
+  static std::string property(const LayoutInfo& L) {
+    return !admits(L) ? "" : slot_words(L).pairs_rows ? "slot-vectorizable(row-pairs)" : "slot-vectorizable(rows)";
   }
   // slot-mask on T::Policy, and slot-mask-widen where T declares WidenSlots.
   template <class T>

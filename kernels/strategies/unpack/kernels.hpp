@@ -1,5 +1,5 @@
 // The unpack strategy: the stock PQ2_0 x86 kernel as the baseline arm (PrismML's
-// ggml_vec_dot_pq2_0_q8_K, spec 6.2 / 6.5), for any NaturalTwoBit layout. Weight side, as the fork:
+// ggml_vec_dot_pq2_0_q8_K, spec 6.2 / 6.5), for any layout in natural 2-bit order (unpack/plan.hpp). Weight side, as the fork:
 // per 32 weights, broadcast the 8 code bytes, shift 64-bit lane j right by 2j, AND 3, and dot the
 // codes with activations permuted into the same order (P::natural_block).
 //
@@ -20,7 +20,7 @@
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_id.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/unpack/plan.hpp"
 #include "kernels/strategies/block_scales.hpp"
 #include "kernels/strategies/unpack/strategy.hpp"
 
@@ -35,7 +35,7 @@ struct Unpack {
   static constexpr Strategy kStrategy = kTiled ? Strategy::unpack : Strategy::unpack_vecdot;
 
   static void check(const LayoutInfo& L) {
-    if (!L.facts.natural_two_bit)
+    if (!natural_two_bit(L))
       fail(strategy_name(kStrategy), "/", P::name, " kernel cannot run layout '", L.name, "': not natural 2-bit order");
   }
 

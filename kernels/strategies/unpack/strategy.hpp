@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "kernels/strategies/strategy.hpp"
+#include "kernels/strategies/unpack/plan.hpp"
 
 namespace ternlab::strategies {
 
@@ -19,10 +20,11 @@ concept UnpackOps = IsaPolicy<P> && P::kBytes >= 32 && requires(typename P::V v,
 
 struct UnpackStrategy {
   static constexpr Strategy id = Strategy::unpack;
-  static bool admits(const LayoutInfo& L) { return L.facts.natural_two_bit; }
+  static bool admits(const LayoutInfo& L) { return natural_two_bit(L); }
   static std::string why_not(const LayoutInfo& L) {
-    return admits(L) ? "" : cat("layout '", L.name, "' is not in natural 2-bit order (one row a block, weight k in byte k/4, field k%4)");
+    return admits(L) ? "" : cat("layout '", L.name, "' is not in natural 2-bit order (one row a block, weight k in byte k/4, field k%4): ", natural_two_bit_why_not(L));
   }
+  static std::string property(const LayoutInfo& L) { return admits(L) ? "natural-2bit" : ""; }
   template <class T>
   static void add(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps);
 };

@@ -11,7 +11,7 @@
 #include "kernels/cpu.hpp"
 #include "kernels/isa/rows8.hpp"
 #include "kernels/kernel_id.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 
 namespace ternlab::isa {
 

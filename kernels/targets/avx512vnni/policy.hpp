@@ -36,7 +36,7 @@
 
 #include "kernels/cpu.hpp"
 #include "kernels/isa/rows8.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 
 namespace ternlab::isa {
 #if defined(TERNLAB_AVX512_EMULATED) && defined(TERNLAB_AVX512_GFNI)

@@ -12,7 +12,7 @@
 #include "kernels/targets/target.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_id.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/unpack/plan.hpp"
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
@@ -40,7 +40,7 @@ static_assert(strategies::SlotMaskOps<DotprodTarget::Policy> && strategies::Slot
 void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
   strategies::add_strategies<DotprodTarget>(L, out, gaps);
   // PrismML's stock NEON kernel: a faithful baseline arm of this target, not a strategy over policies.
-  if (L.facts.natural_two_bit)
+  if (natural_two_bit(L))
     add_or_note(out, gaps, Strategy::prism_neon, Isa::dotprod,
                 L.scale_format() == ScaleFormat::fp16 ? "" : "PrismML's kernel reads fp16 scales", baselines::PrismNeon::kFns);
 }

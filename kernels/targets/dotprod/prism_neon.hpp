@@ -16,13 +16,14 @@
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_id.hpp"
+#include "kernels/strategies/unpack/plan.hpp"
 
 namespace ternlab::baselines {
 namespace {
 
 struct PrismNeon {
   static void check(const LayoutInfo& L) {
-    if (!L.facts.natural_two_bit)
+    if (!natural_two_bit(L))
       fail(kernel_name(Strategy::prism_neon, Isa::dotprod), " kernel cannot run layout '", L.name,
            "': not natural 2-bit order");
     if (L.scale_format() != ScaleFormat::fp16)

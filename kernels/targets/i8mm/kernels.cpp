@@ -6,7 +6,7 @@
 // Single-row words (t2x4, spec 5.8) take the zips the row-pair layout was designed to remove: two
 // rows' slots are decoded to u, their 64-bit halves zipped into [row a 8 | row b 8] operands, and
 // each meets chunks kc and kc + 1: 4 smmla per slot per row pair, tiles of u . y directly.
-// The units come from the shared slot plan (SlotVectorPlan's tile view, kernels/kernel_plan.hpp);
+// The units come from the shared slot plan (SlotVectorPlan's tile view, kernels/strategies/slot_mask/plan.hpp);
 // the gemv of slot-mask/i8mm is slot-mask/dotprod's. Generic headers come first and keep the
 // baseline target; the code below the pragma is compiled with +i8mm and reached only through
 // kernels_for() after HWCAP2 reported i8mm.
@@ -20,7 +20,7 @@
 #include "kernels/targets/target.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_id.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
@@ -196,7 +196,7 @@ namespace {
 // slot-mask/i8mm: this unit's smmla gemm paired with slot-mask/dotprod's gemv, which the dotprod
 // target (listed before this one in targets.def) has put in `out`.
 void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
-  if (!L.facts.slot_vectorizable) return;
+  if (!slot_words(L).why_not.empty()) return;
   const auto dot = std::find_if(out.begin(), out.end(), [](const KernelVariant& k) {
     return k.strategy == Strategy::slot_mask && k.isa == Isa::dotprod;
   });

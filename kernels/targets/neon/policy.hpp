@@ -17,7 +17,8 @@
 
 #include "kernels/cpu.hpp"
 #include "kernels/kernel_id.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
+#include "kernels/strategies/unpack/plan.hpp"
 
 namespace ternlab::isa {
 

@@ -13,7 +13,7 @@
 #include "common/fp16.hpp"
 #include "kernels/catalog.hpp"
 #include "kernels/kernel.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 #include "kernels/targets/portable/portable.hpp"
 
 #if defined(__x86_64__)

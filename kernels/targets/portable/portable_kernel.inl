@@ -23,7 +23,7 @@
 #include "common/fp16.hpp"
 #include "kernels/catalog.hpp"
 #include "kernels/targets/target.hpp"
-#include "kernels/kernel_plan.hpp"
+#include "kernels/strategies/slot_mask/plan.hpp"
 #include "kernels/strategies/slot_mask/kernels.hpp"
 
 namespace ternlab::detail {
@@ -86,7 +86,7 @@ struct Portable {
 };
 
 void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
-  if (!L.facts.slot_vectorizable) return;
+  if (!slot_words(L).why_not.empty()) return;
   KernelFns k;
   const std::string why = strategies::pick_slot_mask_any<Portable>(L, k);
   add_or_note(out, gaps, Strategy::portable, Portable::kIsa, why, k);

@@ -1,0 +1,29 @@
+// A value computed once per layout (or per layout and parameters) and kept for the process: the
+// strategies' plans are read on every kernel call and layouts never go away, so each is built on
+// first use under a lock and its address stays valid (kernels compare plan pointers).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+namespace ternlab::strategies {
+
+template <class Key, class Value>
+class PerLayout {
+ public:
+  template <class Build>
+  const Value& get(const Key& key, Build&& build) {
+    const std::lock_guard lock(mu_);
+    auto& slot = values_[key];
+    if (!slot) slot = std::make_unique<const Value>(std::forward<Build>(build)());
+    return *slot;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<Key, std::unique_ptr<const Value>> values_;
+};
+
+}  // namespace ternlab::strategies
