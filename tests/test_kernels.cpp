@@ -393,7 +393,7 @@ TEST_SUITE("kernels") {
       std::int8_t natural[128];
       for (int i = 0; i < 128; ++i) natural[i] = std::int8_t(3 * i - 190);
       std::vector<std::uint8_t> e(128);
-      expand_slot_activations(t2w, find_layout("t2w"), natural, e.data());
+      expand_slot_activations(t2w, natural, e.data());
       CHECK(std::memcmp(e.data(), natural, 128) == 0);
     }
     // The 8-lane policies' shortcuts, under the AVX2 pair order (hadd of accumulators 2k, 2k+1).
@@ -422,7 +422,7 @@ TEST_SUITE("kernels") {
     std::int8_t q[128];
     for (int i = 0; i < 128; ++i) q[i] = std::int8_t(i - 64);
     std::vector<std::uint8_t> e(std::size_t(t2p.expanded_block_bytes));
-    expand_slot_activations(t2p, find_layout("t2p"), q, e.data());
+    expand_slot_activations(t2p, q, e.data());
     CHECK(std::memcmp(e.data(), e.data() + 8, 8) == 0);
     CHECK(std::int8_t(e[0]) == q[0]);
     CHECK(std::int8_t(e[32]) == q[8]);  // slot 1 of word 0: chunk 1

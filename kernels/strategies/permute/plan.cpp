@@ -2,13 +2,12 @@
 // table alone, so it serves every valid layout, two-bit or base-3, whatever its word structure.
 #include <algorithm>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <tuple>
 #include <vector>
 
 #include "common/aligned.hpp"
 #include "common/error.hpp"
+#include "kernels/strategies/per_layout.hpp"
 #include "kernels/strategies/permute/plan.hpp"
 #include "layouts/matrix.hpp"
 
@@ -310,12 +309,9 @@ std::string PermutePlan::describe() const {
 }
 
 const PermutePlan& permute_plan(const LayoutInfo& layout, int vector_bytes, int max_acc_items) {
-  static std::mutex mu;
-  static std::map<std::tuple<const LayoutInfo*, int, int>, std::unique_ptr<PermutePlan>> cache;
-  const std::lock_guard lock(mu);
-  auto& slot = cache[{&layout, vector_bytes, max_acc_items}];
-  if (!slot) slot = std::make_unique<PermutePlan>(build_permute_plan(layout, vector_bytes, max_acc_items));
-  return *slot;
+  static strategies::PerLayout<std::tuple<const LayoutInfo*, int, int>, PermutePlan> cache;
+  return cache.get({&layout, vector_bytes, max_acc_items},
+                   [&] { return build_permute_plan(layout, vector_bytes, max_acc_items); });
 }
 
 SlotActs prepare_permute_acts_into(const PermutePlan& plan, const BlockQ8K* x, std::int64_t nb, std::uint8_t* mem) {

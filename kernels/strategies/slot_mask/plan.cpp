@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <tuple>
 #include <vector>
 
@@ -327,12 +324,9 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
 }  // namespace
 
 const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_bytes, PairPosition pos, int max_group) {
-  static std::mutex mu;
-  static std::map<std::tuple<const LayoutInfo*, int, PairPosition, int>, std::unique_ptr<SlotVectorPlan>> cache;
-  const std::lock_guard lock(mu);
-  auto& slot = cache[{&layout, vector_bytes, pos, max_group}];
-  if (!slot) slot = std::make_unique<SlotVectorPlan>(build_slot_plan(layout, vector_bytes, pos, max_group));
-  return *slot;
+  static strategies::PerLayout<std::tuple<const LayoutInfo*, int, PairPosition, int>, SlotVectorPlan> cache;
+  return cache.get({&layout, vector_bytes, pos, max_group},
+                   [&] { return build_slot_plan(layout, vector_bytes, pos, max_group); });
 }
 
 int neon_pair_position(int a, int /*u*/, int h) { return 4 * (a / 2) + 2 * (a % 2) + h; }
@@ -346,7 +340,7 @@ std::string smmla_why_not(const LayoutInfo& layout) {
   return p.why_not.empty() ? p.tile_why_not : p.why_not;
 }
 
-void expand_slot_activations(const SlotVectorPlan& p, const LayoutInfo& L, const std::int8_t* q, std::uint8_t* out) {
+void expand_slot_activations(const SlotVectorPlan& p, const std::int8_t* q, std::uint8_t* out) {
   const int vw = p.vector_bytes / kWordBytes;
   const std::vector<WordPlan>& word_list = p.words->words;
   for (int c = 0; c < p.classes; ++c)
@@ -363,23 +357,33 @@ void expand_slot_activations(const SlotVectorPlan& p, const LayoutInfo& L, const
       }
 }
 
+namespace {
+// A plan is its layout's: activations expanded for another layout's words would be silently wrong.
+void check_bound(const SlotVectorPlan& p, const LayoutInfo& L) {
+  if (p.layout != &L) fail("slot-mask activations: the plan was made for another layout than '", L.name, "'");
+}
+}  // namespace
+
 SlotActs prepare_slot_acts_into(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8K* x, std::int64_t nb,
                                 std::uint8_t* mem) {
+  check_bound(p, L);
   return prepare_into(mem, nb, p.expanded_block_bytes,
                       [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
-                      [&](const std::int8_t* q, std::uint8_t* out) { expand_slot_activations(p, L, q, out); });
+                      [&](const std::int8_t* q, std::uint8_t* out) { expand_slot_activations(p, q, out); });
 }
 
 SlotActs prepare_slot_acts(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8K* x, std::int64_t nb,
                            int slot) {
+  check_bound(p, L);
   return prepare(nb, slot, p.expanded_block_bytes, [&](std::int64_t i, std::int8_t* q) { return fetch_plain(x, i, q); },
-                 [&](const std::int8_t* q, std::uint8_t* out) { expand_slot_activations(p, L, q, out); });
+                 [&](const std::int8_t* q, std::uint8_t* out) { expand_slot_activations(p, q, out); });
 }
 
 SlotActs prepare_slot_acts_x4(const SlotVectorPlan& p, const LayoutInfo& L, const BlockQ8Kx4* x, int m,
                               std::int64_t nb, int slot) {
+  check_bound(p, L);
   return prepare(nb, slot, p.expanded_block_bytes, [&](std::int64_t i, std::int8_t* q) { return fetch_x4(x, m, i, q); },
-                 [&](const std::int8_t* q, std::uint8_t* out) { expand_slot_activations(p, L, q, out); });
+                 [&](const std::int8_t* q, std::uint8_t* out) { expand_slot_activations(p, q, out); });
 }
 
 }  // namespace ternlab

@@ -159,7 +159,7 @@ const SlotVectorPlan& neon_slot_plan(const LayoutInfo& layout);
 std::string smmla_why_not(const LayoutInfo& layout);
 
 // Expands one 128-value activation block for the plan into `out` (expanded_block_bytes).
-void expand_slot_activations(const SlotVectorPlan& plan, const LayoutInfo& layout, const std::int8_t* q128,
+void expand_slot_activations(const SlotVectorPlan& plan, const std::int8_t* q128,
                              std::uint8_t* out);
 
 // `slot` picks one of several simultaneously live scratch areas of the calling thread
