@@ -20,4 +20,19 @@ concept IsaPolicy = requires(const std::uint8_t* bytes) {
   P::load(bytes);
 } && (P::kBytes == 16 || P::kBytes == 32 || P::kBytes == 64);
 
+// The basic operations of a target whose int8 dot is maddubs (u8 x s8 -> saturating int16 pair
+// sums: AVX2, SSE4.1), which the strategies' maddubs programs are written over once
+// (kernels/strategies/broadcast/maddubs_lanes.hpp, kernels/strategies/permute/ops.hpp).
+template <class P>
+concept MaddubsOps = IsaPolicy<P> && requires(typename P::V v) {
+  P::zero();
+  P::and_(v, v);
+  P::set1_u8(std::uint8_t(3));
+  P::srli16(v, 2);   // 16-bit lanes shifted right (logical); callers mask the bytes
+  P::srai16(v, 2);   // 16-bit lanes shifted right (arithmetic)
+  P::add16(v, v);
+  P::maddubs(v, v);  // u8 x s8 -> saturating int16 pair sums
+  P::slot_widen(v);  // int16 pair sums -> int32 lanes (adjacent pairs added)
+};
+
 }  // namespace ternlab

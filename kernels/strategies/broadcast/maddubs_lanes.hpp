@@ -8,20 +8,15 @@
 
 #include <cstdint>
 
+#include "kernels/targets/isa_policy.hpp"
+
 namespace ternlab::strategies {
 
-// The basic operations the maddubs lane programs read from a policy.
+// The basic operations the maddubs lane programs read from a policy: MaddubsOps
+// (kernels/targets/isa_policy.hpp), an ordered add and the activation broadcast.
 template <class P>
-concept MaddubsOps = requires(typename P::V v, const std::uint8_t* x) {
-  P::zero();
-  P::and_(v, v);
-  P::set1_u8(std::uint8_t(3));
-  P::srli16(v, 2);          // 16-bit lanes shifted right (logical); callers mask the bytes
-  P::srai16(v, 2);          // 16-bit lanes shifted right (arithmetic)
-  P::add16(v, v);
-  P::maddubs(v, v);         // u8 x s8 -> saturating int16 pair sums
-  P::chain_add16(v, v);     // acc + p, kept in the accumulator's order
-  P::slot_widen(v);         // int16 pair sums -> int32 lanes
+concept MaddubsLaneOps = MaddubsOps<P> && requires(typename P::V v, const std::uint8_t* x) {
+  P::chain_add16(v, v);  // acc + p, kept in the accumulator's order
   P::template broadcast_lanes<4>(x);
 };
 
@@ -87,7 +82,7 @@ struct LanePrograms<P> {
   using Gemm4 = typename P::Gemm4Lanes;
 };
 template <class P>
-  requires(!requires { typename P::GemvLanes; } && MaddubsOps<P>)
+  requires(!requires { typename P::GemvLanes; } && MaddubsLaneOps<P>)
 struct LanePrograms<P> {
   using Gemv = MaddubsLaneNibbles<P>;
   using Gemm = MaddubsLaneCodes<P>;

@@ -5,9 +5,9 @@
 //                     weight) + BlockActs
 //   per block:        for each accumulator, for each of its items: each op loads a vector at its
 //                     block offset, shuffles bytes within 16-byte lanes (P::shuffle_bytes: pshufb,
-//                     tbl) where the plan permutes, extracts one 2-bit field (P::field) or base-3
-//                     digit (P::trit) as a code, ORs it into the item; then dot4 of the codes with
-//                     the item's activations (P::perm_dot). Each int32 lane of an accumulator holds
+//                     tbl) where the plan permutes, extracts one 2-bit field or base-3 digit as a
+//                     code (PermuteProgram<P>, ops.hpp), ORs it into the item; then dot4 of the codes
+//                     with the item's activations. Each int32 lane of an accumulator holds
 //                     one row's products, brought to its row by the plan's lane_row (x86: fixed
 //                     lane permutations or a half fold derived at plan time, rows kept in a vector;
 //                     NEON: scalar adds); the +1 code offset leaves with the q8_K partial sums
@@ -18,7 +18,7 @@
 // admits them; this is the fallback that keeps every layout off the scalar reference.
 //
 // Exactness: codes are 0..3 (2-bit) or 0..2 (trits), so the policies' dot4 cannot saturate
-// (P::kPermAccItems bounds a narrow accumulator); a block's sum per row is at most 128 * 3 * 128
+// (Prog::kAccItems bounds a narrow accumulator); a block's sum per row is at most 128 * 3 * 128
 // and the fma association is gemv_reference's, so the floats are bit-identical.
 //
 // Include only from an ISA translation unit (after its #pragma GCC target).
@@ -31,6 +31,7 @@
 
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
+#include "kernels/strategies/permute/ops.hpp"
 #include "kernels/strategies/permute/plan.hpp"
 #include "kernels/strategies/block_scales.hpp"
 #include "kernels/strategies/permute/strategy.hpp"
@@ -40,12 +41,13 @@ namespace ternlab::strategies {
 
 template <class P>
 struct Permute {
+  using Prog = PermuteProgram<P>;        // codes and dots (ops.hpp)
   using B = decltype(P::load(nullptr));  // a vector of bytes
   static constexpr int kLanes = P::kBytes / 4;
   // A block read through a padded copy when the plan reaches outside the matrix's buffer.
   static constexpr int kPad = 2 * P::kBytes;
 
-  static const PermutePlan& plan(const LayoutInfo& L) { return permute_plan(L, P::kBytes, P::kPermAccItems); }
+  static const PermutePlan& plan(const LayoutInfo& L) { return permute_plan(L, P::kBytes, Prog::kAccItems); }
 
   static const PermutePlan& bound(const void* plan, const PackedMatrix& w) {
     const auto& p = *static_cast<const PermutePlan*>(plan);
@@ -65,7 +67,7 @@ struct Permute {
   static B code(const PermutePlan& p, const PermutePlan::Op& op, const std::uint8_t* blk, bool two_bit) {
     B v = P::load(blk + op.offset);
     if (op.shuffle >= 0) v = P::shuffle_bytes(v, P::load(p.shuffles.data() + op.shuffle));
-    return two_bit ? P::field(v, op.param) : P::trit(v, op.param);
+    return two_bit ? Prog::field(v, op.param) : Prog::trit(v, op.param);
   }
 
   // The bytes the plan reads of one block: the block itself, or a copy in `pad` (kMaxBlockBytes +
@@ -89,9 +91,9 @@ struct Permute {
   }
 
   // Adds accumulator a's lanes to their rows.
-  static void add_lanes(const typename P::PermAcc& acc, const std::int8_t* lane_row, std::int32_t* s) {
+  static void add_lanes(const typename Prog::Acc& acc, const std::int8_t* lane_row, std::int32_t* s) {
     alignas(64) std::int32_t lanes[kLanes];
-    P::perm_store(acc, lanes);
+    Prog::store(acc, lanes);
     for (int l = 0; l < kLanes; ++l) s[lane_row[l]] += lanes[l];
   }
 
@@ -103,15 +105,15 @@ struct Permute {
     const PermutePlan::Op* ops = p.ops.data();
     const int accs = int(p.acc_items.size()) - 1;
     for (int a = 0; a < accs; ++a) {
-      typename P::PermAcc acc = P::perm_zero();
+      typename Prog::Acc acc = Prog::zero();
       for (int i = p.acc_items[std::size_t(a)]; i < p.acc_items[std::size_t(a) + 1]; i += kSlots) {
         B v = P::load(blk + ops[i].offset);
         if (ops[i].shuffle >= 0) v = P::shuffle_bytes(v, P::load(p.shuffles.data() + ops[i].shuffle));
         const std::uint8_t* xi = x + std::size_t(i) * P::kBytes;
 #pragma GCC unroll 5
         for (int sl = 0; sl < kSlots; ++sl) {
-          const B c = C == Code::two_bit ? P::field(v, 2 * sl) : P::trit(v, kMul[sl]);
-          acc = P::perm_dot(acc, c, P::load(xi + sl * P::kBytes));
+          const B c = C == Code::two_bit ? Prog::field(v, 2 * sl) : Prog::trit(v, kMul[sl]);
+          acc = Prog::dot(acc, c, P::load(xi + sl * P::kBytes));
         }
       }
       add_lanes(acc, p.lane_row.data() + a * kLanes, s);
@@ -127,7 +129,7 @@ struct Permute {
     const std::int8_t* lane_row = p.lane_row.data();
     const int accs = int(p.acc_items.size()) - 1;
     for (int a = 0; a < accs; ++a) {
-      typename P::PermAcc acc = P::perm_zero();
+      typename Prog::Acc acc = Prog::zero();
       for (int i = p.acc_items[std::size_t(a)]; i < p.acc_items[std::size_t(a) + 1]; ++i) {
         B c;
         if constexpr (SingleOp) {
@@ -136,7 +138,7 @@ struct Permute {
           c = code(p, ops[item_ops[i]], blk, two_bit);
           for (int o = item_ops[i] + 1; o < item_ops[i + 1]; ++o) c = P::or_(c, code(p, ops[o], blk, two_bit));
         }
-        acc = P::perm_dot(acc, c, P::load(x + std::size_t(i) * P::kBytes));
+        acc = Prog::dot(acc, c, P::load(x + std::size_t(i) * P::kBytes));
       }
       add_lanes(acc, lane_row + a * kLanes, s);
     }
@@ -193,18 +195,18 @@ struct Permute {
     } else {
       for (int q = 0; q < NG; ++q) c[q] = P::load(blk[q] + op.offset);
     }
-    for (int q = 0; q < NG; ++q) c[q] = two_bit ? P::field(c[q], op.param) : P::trit(c[q], op.param);
+    for (int q = 0; q < NG; ++q) c[q] = two_bit ? Prog::field(c[q], op.param) : Prog::trit(c[q], op.param);
   }
 
   // Adds accumulator a's lanes, for each of NG groups, to their row lanes in rows[q].
   template <class RowI, int NG>
-  static void reduce_acc(const PermutePlan& p, int a, const typename P::PermAcc* acc, RowI* rows) {
+  static void reduce_acc(const PermutePlan& p, int a, const typename Prog::Acc* acc, RowI* rows) {
     constexpr int kPieces = P::kBytes / 32;
     const int* steps = p.piece_steps.data() + a * PermutePlan::kMaxRowPieces;
     const bool fold = p.acc_fold[std::size_t(a)] != 0;
     for (int q = 0; q < NG; ++q) {
       RowI piece[kPieces];
-      P::perm_pieces(acc[q], piece);
+      Prog::pieces(acc[q], piece);
       if (p.half_fold) {  // the halves are folded once the block's pieces are summed
         for (int j = 0; j < kPieces; ++j) rows[q] = P::rowi_add(rows[q], piece[j]);
         continue;
@@ -227,8 +229,8 @@ struct Permute {
     const int accs = int(p.acc_items.size()) - 1;
     for (int q = 0; q < NG; ++q) rows[q] = P::rowi_zero();
     for (int a = 0; a < accs; ++a) {
-      typename P::PermAcc acc[NG];
-      for (int q = 0; q < NG; ++q) acc[q] = P::perm_zero();
+      typename Prog::Acc acc[NG];
+      for (int q = 0; q < NG; ++q) acc[q] = Prog::zero();
       const int end = p.acc_items[std::size_t(a) + 1];
       if constexpr (Mode <= 1) {  // slot runs: one load and shuffle a vector, all its slots
         for (int i = p.acc_items[std::size_t(a)]; i < end; i += kSlots) {
@@ -244,7 +246,7 @@ struct Permute {
           for (int sl = 0; sl < kSlots; ++sl) {
             const B y = P::load(xi + sl * P::kBytes);
             for (int q = 0; q < NG; ++q)
-              acc[q] = P::perm_dot(acc[q], C == Code::two_bit ? P::field(v[q], 2 * sl) : P::trit(v[q], kMul[sl]), y);
+              acc[q] = Prog::dot(acc[q], C == Code::two_bit ? Prog::field(v[q], 2 * sl) : Prog::trit(v[q], kMul[sl]), y);
           }
         }
       } else {
@@ -260,7 +262,7 @@ struct Permute {
               for (int q = 0; q < NG; ++q) c[q] = P::or_(c[q], more[q]);
             }
           const B y = P::load(x + std::size_t(i) * P::kBytes);
-          for (int q = 0; q < NG; ++q) acc[q] = P::perm_dot(acc[q], c[q], y);
+          for (int q = 0; q < NG; ++q) acc[q] = Prog::dot(acc[q], c[q], y);
         }
       }
       reduce_acc<RowI, NG>(p, a, acc, rows);

@@ -5,15 +5,18 @@
 #include <cstdint>
 
 #include "common/error.hpp"
+#include "kernels/strategies/permute/ops.hpp"
 #include "kernels/strategies/strategy.hpp"
 
 namespace ternlab::strategies {
 
 template <class P>
-concept PermuteOps = IsaPolicy<P> && requires {
-  typename P::PermAcc;
-  { P::kPermAccItems } -> std::convertible_to<int>;
-  P::perm_zero();
+concept PermuteOps = IsaPolicy<P> && requires(typename P::V v) {
+  typename PermuteProgram<P>::Acc;  // the policy's own accumulator, or the maddubs build (ops.hpp)
+  { PermuteProgram<P>::kAccItems } -> std::convertible_to<int>;
+  PermuteProgram<P>::zero();
+  P::or_(v, v);
+  P::shuffle_bytes(v, v);  // within 16-byte lanes; index bit 7 zeroes the byte
 };
 
 struct PermuteStrategy {

@@ -232,21 +232,9 @@ struct Avx2 : Rows8<Avx2> {
     return _mm256_sub_epi8(_mm256_sub_epi8(zero(), ge86), ge171);
   }
 
-  // --- permute (any layout): codes gathered by byte shuffles, one 2-bit field or digit an op ----
-  // Codes are 0..3, so a maddubs pair sum is at most 2 * 3 * 128 = 768 and an int16 accumulator
-  // takes 42 items before it must widen.
-  static constexpr int kPermAccItems = 42;
-  using PermAcc = V;
+  // --- basic operations the permute strategy's maddubs build reads (permute/ops.hpp) -----------
   static V or_(V a, V b) { return _mm256_or_si256(a, b); }
-  static V field(V v, int shift) { return and_(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)), set1_u8(3)); }
-  static V trit(V v, int mul) { return top_trit(mul_u8(v, set1_i16(std::int16_t(mul)), set1_i16(std::int16_t(mul)))); }
-  static PermAcc perm_zero() { return zero(); }
-  static PermAcc perm_dot(PermAcc acc, V u, V y) { return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, y)); }
-  // The accumulator as int32 lanes in 8-lane pieces (the vector epilogue's input).
-  static void perm_pieces(PermAcc acc, __m256i* out) { out[0] = slot_widen(acc); }
-  static void perm_store(PermAcc acc, std::int32_t* lanes) {
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), slot_widen(acc));
-  }
+  static void store(void* p, V v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 
   // Always inlined: the scale loops call it per row and block, and out of line (GCC's choice for
   // some instantiations) every call was a call in a hot loop.

@@ -200,13 +200,10 @@ struct Sse41 : Sse41Float {
   }
   static void lanes_store(float* y, LaneF v) { _mm_storeu_ps(y, v); }
 
-  // --- permute (any layout): codes gathered by byte shuffles ------------------------------------
-  // Codes are 0..3: a pmaddubsw pair sum is at most 768, so the int16 accumulator takes 42 items.
-  static constexpr int kPermAccItems = 42;
-  using PermAcc = V;
+  // --- basic operations the permute strategy's maddubs build reads (permute/ops.hpp) -----------
   static V or_(V a, V b) { return _mm_or_si128(a, b); }
   static V shuffle_bytes(V a, V idx) { return _mm_shuffle_epi8(a, idx); }  // index bit 7: zero
-  static V field(V v, int shift) { return and_(_mm_srl_epi16(v, _mm_cvtsi32_si128(shift)), set1_u8(3)); }
+  static void store(void* p, V v) { _mm_storeu_si128(static_cast<__m128i*>(p), v); }
   // Byte-wise product mod 256 with per-byte multipliers, as Avx2::mul_u8.
   static V mul_u8(V x, V even, V odd) {
     const V lo = _mm_mullo_epi16(x, even);
@@ -218,12 +215,6 @@ struct Sse41 : Sse41Float {
     const V ge86 = _mm_cmpeq_epi8(_mm_max_epu8(x, set1_u8(86)), x);
     const V ge171 = _mm_cmpeq_epi8(_mm_max_epu8(x, set1_u8(171)), x);
     return _mm_sub_epi8(_mm_sub_epi8(zero(), ge86), ge171);
-  }
-  static V trit(V v, int mul) { return top_trit(mul_u8(v, set1_i16(std::int16_t(mul)), set1_i16(std::int16_t(mul)))); }
-  static PermAcc perm_zero() { return zero(); }
-  static PermAcc perm_dot(PermAcc acc, V u, V y) { return _mm_add_epi16(acc, _mm_maddubs_epi16(u, y)); }
-  static void perm_store(PermAcc acc, std::int32_t* lanes) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), slot_widen(acc));
   }
 };
 
