@@ -8,10 +8,7 @@
 
 namespace ternlab {
 
-using prepared::fetch_plain;
-using prepared::fetch_tiles;
-using prepared::prepare;
-using prepared::prepare_into;
+using namespace prepared;  // the shared preparation loop (kernels/kernel_plan.hpp)
 
 namespace {
 

@@ -11,10 +11,9 @@
 
 namespace ternlab {
 
-using prepared::fetch_plain;
+using namespace prepared;  // the shared preparation loop (kernels/kernel_plan.hpp)
 using prepared::fetch_x4;
-using prepared::prepare;
-using prepared::prepare_into;
+using namespace prepared;  // the shared preparation loop (kernels/kernel_plan.hpp)
 
 namespace {
 
