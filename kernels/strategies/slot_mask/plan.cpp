@@ -12,8 +12,6 @@
 namespace ternlab {
 
 using namespace prepared;  // the shared preparation loop (kernels/kernel_plan.hpp)
-using prepared::fetch_x4;
-using namespace prepared;  // the shared preparation loop (kernels/kernel_plan.hpp)
 
 namespace {
 
