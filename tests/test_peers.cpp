@@ -1,12 +1,14 @@
-// The peers' formats and kernels that ternlab runs as faithful baseline arms: BitNet's I2_S and
+// The peers' formats and kernels that ternlab runs as baseline arms: BitNet's I2_S and
 // ggml's TQ2_0 and TQ1_0.
 #include <cmath>
 #include <cstring>
 
+#include "common/strings.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/peers/i2s.hpp"
 #include "kernels/peers/peer_matmul.hpp"
+#include "kernels/peers/peers.hpp"
 #include "kernels/peers/tq1.hpp"
 #include "kernels/peers/tq2.hpp"
 #include "kernels/testdata.hpp"
@@ -227,6 +229,23 @@ TEST_SUITE("peers") {
     ThreadPool pool(1);
     std::vector<float> y(4);
     test::check_error([&] { run_tq2_mul_mat(pool, w, x, y.data(), 4); }, "blk.0.ffn_down", "512");
+  }
+
+  TEST_CASE("a timed port carries the peer's own name only where it was measured within 10% of the original's build") {
+    for (const PeerFormat& p : kPeerFormats) {
+      CAPTURE(p.layout);
+      CHECK(std::string(p.label) == cat(p.owner, " ", p.format));
+      if (p.faithful) {
+        CHECK(p.arm_label() == p.label);
+        CHECK(p.own_label() == cat(p.label, "'s own"));
+        CHECK(p.port_note().starts_with("a faithful port"));
+      } else {
+        CHECK(p.arm_label() == cat(p.format, " after ", p.owner, "'s algorithm"));
+        CHECK(p.own_label() == p.arm_label());
+        CHECK(p.arm_label().find(p.label) == std::string::npos);  // never the original's name
+        CHECK(p.port_note().find("not measured within 10%") != std::string::npos);
+      }
+    }
   }
 
   TEST_CASE("every peer behind PeerMatmul: its own driver's outputs, its own check, its kernel's names") {

@@ -1,4 +1,5 @@
-// BitNet's I2_S, as a faithful peer arm: its x86 byte layout (ACT_PARALLEL), its int8 activations
+// BitNet's I2_S, as a peer arm (how it stands to BitNet's own builds: docs/kernels.md, "Peer ports
+// and their originals"): its x86 byte layout (ACT_PARALLEL), its int8 activations
 // (I8_S: one absmax scale per token, the token's sum kept to remove the +1 code offset at the end)
 // and its AVX2 dot products, 1x1 for one token and Nx1 for four, driven as BitNet drives them
 // (../shared/docs/peer-formats-spec.md section 4):
