@@ -56,22 +56,33 @@ inline float dot_1x1(const std::uint8_t* w, const std::int8_t* y, std::int64_t k
   return float(hsum(acc32));
 }
 
-// Nx1 with BitNet's PARALLEL_SIZE of 4: one row against the tokens y, y + ldy, y + 2 ldy,
-// y + 3 ldy (its activations at a stride, as its gemm passes them), each weight byte unpacked
-// once for the four; the sums to s[0], s[lds], s[2 lds], s[3 lds].
-inline void dot_4x1(const std::uint8_t* w, const std::int8_t* y, std::int64_t ldy, std::int64_t k, float* s, std::int64_t lds) {
-  const std::int64_t groups = k / kI2sGroup;
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc32[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
-  for (std::int64_t g0 = 0; g0 < groups; g0 += kI2sSpan) {
-    const std::int64_t g1 = g0 + kI2sSpan < groups ? g0 + kI2sSpan : groups;
-    __m256i acc16[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
-    for (std::int64_t g = g0; g < g1; ++g) {
-      const Codes c = unpack(w + 32 * g);
-      for (int i = 0; i < 4; ++i) acc16[i] = _mm256_add_epi16(acc16[i], group_dot(c, y + i * ldy + kI2sGroup * g));
-    }
-    for (int i = 0; i < 4; ++i) acc32[i] = _mm256_add_epi32(acc32[i], _mm256_madd_epi16(acc16[i], ones));
+// One int16 span of the Nx1 dot (below): Groups groups, or `groups` where Groups is 0, added into
+// the four tokens' int32 sums. BitNet writes the span as K / 4096 full spans of exactly 32 groups
+// and one span of what is left; the full span's constant count is what clang (BitNet's build
+// compiler) unrolls four times. GCC does not unroll it unasked, and that alone left the port at
+// 0.80-0.87x BitNet's clang build at 4 tokens of 4096 x 4096 (docs/kernels.md, "Peer ports and
+// their originals"), so the full span is unrolled here as clang unrolls it.
+template <int Groups>
+inline void span_4x1(const std::uint8_t* w, const std::int8_t* y, std::int64_t ldy, std::int64_t groups, __m256i* acc32) {
+  __m256i acc16[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  const std::int64_t n = Groups ? Groups : groups;
+  _Pragma("GCC unroll 4") for (std::int64_t g = 0; g < n; ++g) {
+    const Codes c = unpack(w + 32 * g);  // each weight byte unpacked once for the four tokens
+    for (int i = 0; i < 4; ++i) acc16[i] = _mm256_add_epi16(acc16[i], group_dot(c, y + i * ldy + kI2sGroup * g));
   }
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int i = 0; i < 4; ++i) acc32[i] = _mm256_add_epi32(acc32[i], _mm256_madd_epi16(acc16[i], ones));
+}
+
+// Nx1 with BitNet's PARALLEL_SIZE of 4: one row against the tokens y, y + ldy, y + 2 ldy,
+// y + 3 ldy (its activations at a stride, as its gemm passes them); the sums to s[0], s[lds],
+// s[2 lds], s[3 lds].
+inline void dot_4x1(const std::uint8_t* w, const std::int8_t* y, std::int64_t ldy, std::int64_t k, float* s, std::int64_t lds) {
+  const std::int64_t groups = k / kI2sGroup, full = groups / kI2sSpan, tail = groups % kI2sSpan;
+  constexpr std::int64_t span_bytes = 32 * kI2sSpan, span_acts = std::int64_t(kI2sGroup) * kI2sSpan;
+  __m256i acc32[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (std::int64_t i = 0; i < full; ++i) span_4x1<kI2sSpan>(w + span_bytes * i, y + span_acts * i, ldy, kI2sSpan, acc32);
+  if (tail) span_4x1<0>(w + span_bytes * full, y + span_acts * full, ldy, tail, acc32);
   for (int i = 0; i < 4; ++i) s[i * lds] = float(hsum(acc32[i]));
 }
 
