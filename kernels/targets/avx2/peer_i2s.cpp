@@ -1,9 +1,8 @@
 // BitNet's I2_S kernels on AVX2 (ggml_vec_dot_i2_i8_s 1x1 and Nx1, spec 4.5) and the loops that
 // drive them (its gemv over rows, its ACT_PARALLEL gemm, spec 4.7), compiled for avx2 and reached
-// only after cpu.hpp confirmed it. The driving loops sit in this unit with the dots, as BitNet's
-// gemm calls its vec_dot once per row: a call per row through a separate unit and a function
-// pointer test measured slower than BitNet's own build at 4 tokens (docs/kernels.md, "Peer ports
-// and their originals").
+// only after cpu.hpp confirmed it. The driving loops sit in this unit with the dots, so a thread
+// runs its rows' whole loop here with the dots inlined, as BitNet's compiled gemm runs its own;
+// how the port's speed stands to BitNet's builds: docs/kernels.md, "Peer ports and their originals".
 #include <cstdint>
 
 #include "kernels/peers/i2s.hpp"
