@@ -243,7 +243,7 @@ TEST_SUITE("peers") {
         CHECK(p.arm_label() == cat(p.format, " after ", p.owner, "'s algorithm"));
         CHECK(p.own_label() == p.arm_label());
         CHECK(p.arm_label().find(p.label) == std::string::npos);  // never the original's name
-        CHECK(p.port_note().find("not measured within 10%") != std::string::npos);
+        CHECK(p.port_note().find("not within 10%") != std::string::npos);
       }
     }
   }

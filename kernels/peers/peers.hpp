@@ -47,8 +47,8 @@ struct PeerFormat {
   std::string own_label() const { return faithful ? std::string(label) + "'s own" : arm_label(); }
   // How the port stands to its original, for kernel notes.
   std::string port_note() const {
-    return faithful ? "a faithful port, measured within 10% of " + std::string(owner) + "'s own build"
-                    : "a port, not measured within 10% of " + std::string(owner) + "'s own build";
+    return faithful ? "a faithful port, measured within 10% of the speed of " + std::string(owner) + "'s own build"
+                    : "a port whose measured speed is not within 10% of " + std::string(owner) + "'s own build";
   }
 };
 
