@@ -176,7 +176,7 @@ void list_kernels(const KernelsOptions& o) {
     if (peer) {
       for (std::string& n : c.notes)
         if (n == c.variant.name() + ": chosen") n = c.variant.name() + ": ternlab's choice for these bytes, where --kernel asks for ternlab's";
-      c.notes.insert(c.notes.begin(), cat(chosen, ": ", peer->label, "'s own algorithm, ported faithfully; it runs ", L->name,
+      c.notes.insert(c.notes.begin(), cat(chosen, ": ", peer->label, "'s own algorithm, ", peer->port_note(), "; it runs ", L->name,
                                           " unless --kernel names one of ternlab's (best of ternlab's here: ", c.variant.name(), ")"));
     }
     std::vector<std::string> variants, names;
@@ -184,7 +184,7 @@ void list_kernels(const KernelsOptions& o) {
       variants.push_back((k.name() == chosen ? "*" : "") + k.name());
       names.push_back(k.name());
     }
-    listing.add({std::string(L->name), peer ? cat("*", chosen, " (", peer->label, "'s own) | ternlab's: ", join(variants, "  "))
+    listing.add({std::string(L->name), peer ? cat("*", chosen, " (", peer->own_label(), ") | ternlab's: ", join(variants, "  "))
                                             : join(variants, "  ")});
     nlohmann::ordered_json entry = {{"layout", std::string(L->name)}, {"variants", names}, {"chosen", chosen}};
     if (peer) entry["peer_kernel"] = {{"name", chosen}, {"of", std::string(peer->label)}, {"ternlab_best", c.variant.name()}};

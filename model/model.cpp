@@ -207,7 +207,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
       l.peer = peers::pack_peer(*peer, unpack(l.w), name);
       l.w.bytes = {};  // the peer holds the weights in its own bytes
       if (m->kernel_notes_.empty())
-        m->kernel_notes_ = {cat(peers::peer_kernel_name(*peer), ": ", peer->label, "'s own algorithm (a faithful port), what ",
+        m->kernel_notes_ = {cat(peers::peer_kernel_name(*peer), ": ", peer->label, "'s own algorithm (", peer->port_note(), "), what ",
                                 peer->layout, " runs unless --kernel names one of ternlab's kernels for its bytes")};
       return l;
     }

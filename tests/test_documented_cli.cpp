@@ -26,6 +26,7 @@
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
+#include "kernels/peers/peers.hpp"
 #include "tests/support.hpp"
 
 using namespace ternlab;
@@ -283,7 +284,8 @@ TEST_SUITE("docs-cli") {
         if (lines[i].starts_with(layout + " ") && lines[i].find(whose) != std::string::npos) return std::optional<std::size_t>(i);
       return std::optional<std::size_t>();
     };
-    for (const auto& [layout, peer] : {std::pair<std::string, std::string>{"tq2_0", "ggml TQ2_0's own"}, {"tq1_0", "ggml TQ1_0's own"}, {"i2_s", "BitNet I2_S's own"}}) {
+    for (const peers::PeerFormat& p : peers::kPeerFormats) {
+      const std::string layout(p.layout), peer = p.own_label();
       CAPTURE(layout);
       const auto own = row_of(layout, peer), ternlab = row_of(layout, "ternlab's, on these bytes");
       REQUIRE(own);

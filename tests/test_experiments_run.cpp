@@ -28,6 +28,7 @@
 #include "kernels/catalog.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/dispatch.hpp"
+#include "kernels/peers/peers.hpp"
 #include "layouts/registry.hpp"
 #include "tests/support.hpp"
 
@@ -544,7 +545,8 @@ layout = "t2p"
           if (k.strategy != Strategy::reference && !named_only(k.strategy) && isa_supported(k.isa) && isa_at_or_below(k.isa, best_isa()) && k.gemv &&
               (!gemm || k.gemm))
             want.insert(cat(layout, " ", k.name()));
-      if (isa_supported(Isa::avx2)) want.insert({"BitNet I2_S", "ggml TQ2_0", "ggml TQ1_0"});
+      if (isa_supported(Isa::avx2))
+        for (const peers::PeerFormat& p : peers::kPeerFormats) want.insert(p.arm_label());
       // A t2p arm has a ratio to pq2_0's unpack arm where one of the same ISA is among the arms.
       for (const std::string& name : want)
         if (name.starts_with("t2p ") && want.count(cat("pq2_0 unpack/", name.substr(name.find('/') + 1)))) unpack_pairs.insert(c.kind);
@@ -563,16 +565,19 @@ layout = "t2p"
       CHECK(run["kind"] == c.kind);
       for (const Json& arm : run["arms"]) {
         CHECK_MESSAGE(arm["verified"] == true, arm["name"]);
-        if (arm["name"] == "BitNet I2_S") {
+        if (arm["kernel"] == "bitnet-i2s/avx2") {  // the peer arm, named by its measured standing
           CHECK(arm["layout"] == "i2_s");
+          CHECK(arm["name"] == peers::find_peer("i2_s")->arm_label());
           CHECK(arm["bits_per_weight"].get<double>() == doctest::Approx(2.0 + 32.0 * 8 / (128 * 256)));
         }
-        if (arm["name"] == "ggml TQ2_0") {
+        if (arm["kernel"] == "ggml-tq2_0/avx2") {  // the peer arm, named by its measured standing
           CHECK(arm["layout"] == "tq2_0");
+          CHECK(arm["name"] == peers::find_peer("tq2_0")->arm_label());
           CHECK(arm["bits_per_weight"].get<double>() == doctest::Approx(66.0 * 8 / 256));
         }
-        if (arm["name"] == "ggml TQ1_0") {
+        if (arm["kernel"] == "ggml-tq1_0/avx2") {  // the peer arm, named by its measured standing
           CHECK(arm["layout"] == "tq1_0");
+          CHECK(arm["name"] == peers::find_peer("tq1_0")->arm_label());
           CHECK(arm["bits_per_weight"].get<double>() == doctest::Approx(54.0 * 8 / 256));
         }
       }

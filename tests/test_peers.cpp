@@ -1,12 +1,14 @@
-// The peers' formats and kernels that ternlab runs as faithful baseline arms: BitNet's I2_S and
+// The peers' formats and kernels that ternlab runs as baseline arms: BitNet's I2_S and
 // ggml's TQ2_0 and TQ1_0.
 #include <cmath>
 #include <cstring>
 
+#include "common/strings.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/oracle.hpp"
 #include "kernels/peers/i2s.hpp"
 #include "kernels/peers/peer_matmul.hpp"
+#include "kernels/peers/peers.hpp"
 #include "kernels/peers/tq1.hpp"
 #include "kernels/peers/tq2.hpp"
 #include "kernels/testdata.hpp"
@@ -64,6 +66,78 @@ TEST_SUITE("peers") {
         run_i2s_gemv(pool, w, x, y1.data());
         for (std::int64_t r = 0; r < rows; ++r) CHECK(y1[std::size_t(r)] == y[std::size_t(r)]);
       }
+    }
+  }
+
+  TEST_CASE("I2_S batched gemm: every output of 1-9 and 64 tokens is the exact sum's, at an output stride, on 1-3 threads") {
+    // Two whole 128-row blocks and a part block; 640 columns are one short span, 5120 a span of 32
+    // groups and a tail of 8. Token counts cover one 4-token pass, passes with 1-3 left over, and
+    // the 16 passes of a 64-token batch.
+    const std::int64_t rows = 264;
+    for (std::int64_t cols : {640, 5120}) {
+      const I2sMatrix w = pack_i2s(make_weights(rows, cols, 21, Fill::random, ScaleKind::random), "blk.3.ffn_down.weight");
+      for (std::int64_t tokens : {1, 2, 3, 4, 5, 8, 9, 64}) {
+        const std::vector<float> xf = make_float_activations(tokens, cols, 22 + std::uint64_t(tokens));
+        const I8sActs x = quantize_i8s(xf.data(), tokens, cols);
+        std::vector<float> want(std::size_t(rows * tokens));
+        for (std::int64_t t = 0; t < tokens; ++t)
+          for (std::int64_t r = 0; r < rows; ++r)
+            want[std::size_t(t * rows + r)] =
+                (float(i2s_dot_exact(w, r, x, t)) - float(x.sum[std::size_t(t)])) / x.scale[std::size_t(t)] * w.scale();
+        const std::int64_t ldy = rows + 5;  // an output stride wider than the rows: the gap stays untouched
+        for (int threads : {1, 2, 3}) {
+          CAPTURE(cols);
+          CAPTURE(tokens);
+          CAPTURE(threads);
+          ThreadPool pool(threads);
+          std::vector<float> y(std::size_t(ldy * tokens), -7.0f);
+          run_i2s_gemm(pool, w, x, y.data(), ldy);
+          std::int64_t wrong = 0, touched = 0;
+          for (std::int64_t t = 0; t < tokens; ++t) {
+            for (std::int64_t r = 0; r < rows; ++r)
+              wrong += std::memcmp(&y[std::size_t(t * ldy + r)], &want[std::size_t(t * rows + r)], sizeof(float)) != 0;
+            for (std::int64_t r = rows; r < ldy; ++r) touched += y[std::size_t(t * ldy + r)] != -7.0f;
+          }
+          CHECK(wrong == 0);
+          CHECK(touched == 0);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("I2_S batched gemm keeps BitNet's int16 span per token: where it wraps, a batch gives each token's gemv") {
+    // All weights +1 (code 2) over two spans of 4096 weights. Against 127s each int16 lane takes 256
+    // products of 254 a span and wraps: BitNet returns -8192 a span for 1,040,384 (spec 4.5).
+    // Against 60s a lane holds 30720 a span, exact only because the lanes widen every 32 groups.
+    // The Nx1 dots of a batch must wrap and widen exactly as the 1x1 dot of one token does; the
+    // other tokens are random.
+    const std::int64_t rows = 130, cols = 8192, tokens = 6;
+    TernaryMatrix m(rows, cols);
+    for (auto& u : m.codes) u = 2;
+    for (auto& s : m.scales) s = 0x3c00;
+    const I2sMatrix w = pack_i2s(m, "wrap");
+    const std::vector<float> xf = make_float_activations(tokens, cols, 31);
+    I8sActs x = quantize_i8s(xf.data(), tokens, cols);
+    // Tokens 0-3 run the Nx1 dot, 4 and 5 the 1x1.
+    for (const auto& [t, q] : {std::pair<std::int64_t, std::int8_t>{1, 60}, {2, 127}, {4, 60}, {5, 127}}) {
+      for (std::int64_t k = 0; k < cols; ++k) x.q[std::size_t(t * cols + k)] = q;
+      x.scale[std::size_t(t)] = 1.0f;
+      x.sum[std::size_t(t)] = q * std::int32_t(cols);
+    }
+    ThreadPool pool(2);
+    std::vector<float> y(std::size_t(rows * tokens));
+    run_i2s_gemm(pool, w, x, y.data(), rows);
+    // The portable loop (no AVX2) sums exactly, so only the AVX2 dots wrap.
+    for (std::int64_t t : {2, 5})
+      if (isa_supported(Isa::avx2)) CHECK(y[std::size_t(t * rows)] == -16384.0f - 127.0f * float(cols));
+    for (std::int64_t t : {1, 4}) CHECK(y[std::size_t(t * rows + rows - 1)] == 60.0f * float(cols));  // a 64-group span would wrap
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      CAPTURE(t);
+      I8sActs one{1, cols, AlignedVector<std::int8_t>(std::size_t(cols)), {x.scale[std::size_t(t)]}, {x.sum[std::size_t(t)]}};
+      std::memcpy(one.q.data(), x.token(t), std::size_t(cols));
+      std::vector<float> g(static_cast<std::size_t>(rows));
+      run_i2s_gemv(pool, w, one, g.data());
+      CHECK(std::memcmp(g.data(), y.data() + t * rows, std::size_t(rows) * sizeof(float)) == 0);
     }
   }
 
@@ -155,6 +229,23 @@ TEST_SUITE("peers") {
     ThreadPool pool(1);
     std::vector<float> y(4);
     test::check_error([&] { run_tq2_mul_mat(pool, w, x, y.data(), 4); }, "blk.0.ffn_down", "512");
+  }
+
+  TEST_CASE("a timed port carries the peer's own name only where it was measured within 10% of the original's build") {
+    for (const PeerFormat& p : kPeerFormats) {
+      CAPTURE(p.layout);
+      CHECK(std::string(p.label) == cat(p.owner, " ", p.format));
+      if (p.faithful) {
+        CHECK(p.arm_label() == p.label);
+        CHECK(p.own_label() == cat(p.label, "'s own"));
+        CHECK(p.port_note().starts_with("a faithful port"));
+      } else {
+        CHECK(p.arm_label() == cat(p.format, " after ", p.owner, "'s algorithm"));
+        CHECK(p.own_label() == p.arm_label());
+        CHECK(p.arm_label().find(p.label) == std::string::npos);  // never the original's name
+        CHECK(p.port_note().find("not within 10%") != std::string::npos);
+      }
+    }
   }
 
   TEST_CASE("every peer behind PeerMatmul: its own driver's outputs, its own check, its kernel's names") {

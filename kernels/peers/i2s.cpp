@@ -24,15 +24,16 @@ float dot_1x1_portable(const std::uint8_t* w, const std::int8_t* y, std::int64_t
   return float(s);
 }
 
-float dot_1x1(const std::uint8_t* w, const std::int8_t* y, std::int64_t k) {
-  static const bool avx2 = isa_supported(Isa::avx2);
-  return avx2 ? detail::i2s_dot_1x1_avx2(w, y, k) : dot_1x1_portable(w, y, k);
+// BitNet's loops without AVX2 (the aarch64 test build): the same 128-row blocks, one exact sum
+// per row and token.
+void gemv_rows_portable(const std::uint8_t* w, std::int64_t k, const std::int8_t* y, std::int64_t r0, std::int64_t r1, float* s) {
+  for (std::int64_t r = r0; r < r1; ++r) s[r] = dot_1x1_portable(w + r * (k / 4), y, k);
 }
-
-void dot_nx1(const std::uint8_t* w, const std::int8_t* const* y, std::int64_t k, float* out) {
-  static const bool avx2 = isa_supported(Isa::avx2);
-  if (avx2) return detail::i2s_dot_nx1_avx2(w, y, k, out);
-  for (int i = 0; i < 4; ++i) out[i] = dot_1x1_portable(w, y[i], k);
+void gemm_rows_portable(const std::uint8_t* w, std::int64_t k, const std::int8_t* y, std::int64_t tokens, std::int64_t r0, std::int64_t r1,
+                        float* s, std::int64_t lds) {
+  for (std::int64_t c0 = r0; c0 < r1; c0 += kI2sRowBlock)
+    for (std::int64_t m = 0; m < tokens; ++m)
+      for (std::int64_t r = c0; r < std::min(r1, c0 + kI2sRowBlock); ++r) s[m * lds + r] = dot_1x1_portable(w + r * (k / 4), y + m * k, k);
 }
 
 float output(float dot, const I8sActs& x, std::int64_t t, float w_scale) {
@@ -124,33 +125,28 @@ std::pair<std::int64_t, std::int64_t> thread_rows(std::int64_t rows, int t, int 
 
 void run_i2s_gemv(ThreadPool& pool, const I2sMatrix& w, const I8sActs& x, float* y) {
   check_args(w, x, "I2_S gemv");
+  static const bool avx2 = isa_supported(Isa::avx2);
   const float ws = w.scale();
   pool.run([&](int t) {
     const auto [r0, r1] = thread_rows(w.rows, t, pool.size());
-    for (std::int64_t r = r0; r < r1; ++r) y[r] = output(dot_1x1(w.row(r), x.token(0), w.cols), x, 0, ws);
+    if (r0 >= r1) return;
+    (avx2 ? detail::i2s_gemv_rows_avx2 : gemv_rows_portable)(w.bytes.data(), w.cols, x.token(0), r0, r1, y);
+    for (std::int64_t r = r0; r < r1; ++r) y[r] = output(y[r], x, 0, ws);
   });
 }
 
 void run_i2s_gemm(ThreadPool& pool, const I2sMatrix& w, const I8sActs& x, float* y, std::int64_t ldy) {
   check_args(w, x, "I2_S gemm");
   if (ldy < w.rows) fail("I2_S gemm: output row stride ", ldy, " is smaller than the ", w.rows, " rows of '", w.name, "'");
+  static const bool avx2 = isa_supported(Isa::avx2);
   const float ws = w.scale();
   pool.run([&](int t) {
     const auto [r0, r1] = thread_rows(w.rows, t, pool.size());
-    for (std::int64_t c0 = r0; c0 < r1; c0 += 128) {  // COL_BLOCK_SIZE rows, streamed once per 4 tokens
-      const std::int64_t c1 = std::min(r1, c0 + 128);
-      std::int64_t m = 0;
-      for (; m + 4 <= x.tokens; m += 4) {  // PARALLEL_SIZE tokens: Nx1
-        const std::int8_t* ys[4] = {x.token(m), x.token(m + 1), x.token(m + 2), x.token(m + 3)};
-        for (std::int64_t r = c0; r < c1; ++r) {
-          float d[4];
-          dot_nx1(w.row(r), ys, w.cols, d);
-          for (int i = 0; i < 4; ++i) y[(m + i) * ldy + r] = output(d[i], x, m + i, ws);
-        }
-      }
-      for (; m < x.tokens; ++m)  // fewer than 4 left: 1x1 per token
-        for (std::int64_t r = c0; r < c1; ++r) y[m * ldy + r] = output(dot_1x1(w.row(r), x.token(m), w.cols), x, m, ws);
-    }
+    if (r0 >= r1) return;
+    (avx2 ? detail::i2s_gemm_rows_avx2 : gemm_rows_portable)(w.bytes.data(), w.cols, x.q.data(), x.tokens, r0, r1, y, ldy);
+    // The fork's output formula after the dots, as its mul_mat applies it (spec 4.6).
+    for (std::int64_t m = 0; m < x.tokens; ++m)
+      for (std::int64_t r = r0; r < r1; ++r) y[m * ldy + r] = output(y[m * ldy + r], x, m, ws);
   });
 }
 

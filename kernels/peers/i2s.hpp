@@ -1,4 +1,5 @@
-// BitNet's I2_S, as a faithful peer arm: its x86 byte layout (ACT_PARALLEL), its int8 activations
+// BitNet's I2_S, as a peer arm (how it stands to BitNet's own builds: docs/kernels.md, "Peer ports
+// and their originals"): its x86 byte layout (ACT_PARALLEL), its int8 activations
 // (I8_S: one absmax scale per token, the token's sum kept to remove the +1 code offset at the end)
 // and its AVX2 dot products, 1x1 for one token and Nx1 for four, driven as BitNet drives them
 // (../shared/docs/peer-formats-spec.md section 4):
@@ -29,6 +30,7 @@ namespace ternlab::peers {
 inline constexpr int kI2sGroup = 128;  // weights per 32-byte group
 inline constexpr int kI2sSpan = 32;    // groups per int16 span
 inline constexpr int kI2sTail = 32;    // bytes after the codes: fp32 scale + 28 unused
+inline constexpr int kI2sRowBlock = 128;  // COL_BLOCK_SIZE: weight rows a gemm block streams once per 4 tokens
 
 struct I2sMatrix {
   std::string name;  // the tensor's name, for errors
@@ -61,8 +63,10 @@ I8sActs quantize_i8s(const float* x, std::int64_t tokens, std::int64_t cols);
 std::int64_t i2s_dot_exact(const I2sMatrix& w, std::int64_t row, const I8sActs& x, std::int64_t token);
 
 // gemv: token 0 of x, one 1x1 dot per row, rows split over the pool's threads in multiples of
-// 128. gemm: every token, BitNet's ACT_PARALLEL loop (per 128-row block, per 4 tokens, one Nx1
-// dot per row; a last group of 1-3 tokens runs 1x1 per token). y[t * ldy + row].
+// 128. gemm: every token, BitNet's batched gemm (ggml_gemm_i2_i8_s with ACT_PARALLEL: per 128-row
+// block, per 4 tokens, one Nx1 dot per row over the 4 tokens at their stride; a last group of 1-3
+// tokens runs 1x1 per token). Each thread runs its rows' loop whole, then turns its raw sums
+// into outputs. y[t * ldy + row].
 void run_i2s_gemv(ThreadPool& pool, const I2sMatrix& w, const I8sActs& x, float* y);
 void run_i2s_gemm(ThreadPool& pool, const I2sMatrix& w, const I8sActs& x, float* y, std::int64_t ldy);
 
@@ -71,9 +75,12 @@ void run_i2s_gemm(ThreadPool& pool, const I2sMatrix& w, const I8sActs& x, float*
 void check_i2s(const I2sMatrix& w, const I8sActs& x, std::span<const float> y, std::int64_t ldy);
 
 namespace detail {
-// The AVX2 dots (kernels/targets/avx2/peer_i2s.cpp): raw sum of u * q as a float, as BitNet returns it.
-float i2s_dot_1x1_avx2(const std::uint8_t* w, const std::int8_t* y, std::int64_t k);
-void i2s_dot_nx1_avx2(const std::uint8_t* w, const std::int8_t* const* y, std::int64_t k, float* out);
+// The AVX2 loops (kernels/targets/avx2/peer_i2s.cpp) over rows [r0, r1) of the codes w (k / 4
+// bytes a row) against the activations y (k bytes a token): raw sums of u * q as floats, as
+// BitNet returns them. gemv: token 0, s[r]; gemm: every token, s[t * lds + r].
+void i2s_gemv_rows_avx2(const std::uint8_t* w, std::int64_t k, const std::int8_t* y, std::int64_t r0, std::int64_t r1, float* s);
+void i2s_gemm_rows_avx2(const std::uint8_t* w, std::int64_t k, const std::int8_t* y, std::int64_t tokens, std::int64_t r0, std::int64_t r1,
+                        float* s, std::int64_t lds);
 }  // namespace detail
 
 }  // namespace ternlab::peers

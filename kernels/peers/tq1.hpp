@@ -1,4 +1,5 @@
-// ggml's TQ1_0, as a faithful peer arm: its base-3 byte layout, its q8_K activations and its AVX2
+// ggml's TQ1_0, as a peer arm (how it stands to ggml's own builds: docs/kernels.md, "Peer ports and
+// their originals"): its base-3 byte layout, its q8_K activations and its AVX2
 // dot product, driven as ggml's mul_mat drives it (../shared/docs/peer-formats-spec.md section 3):
 //
 //   layout      per row K/256 blocks of 54 bytes: 48 qs bytes of five trits, 4 qh bytes of four,

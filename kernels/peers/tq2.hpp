@@ -1,4 +1,5 @@
-// ggml's TQ2_0, as a faithful peer arm: its byte layout, its q8_K activations and its AVX2 dot
+// ggml's TQ2_0, as a peer arm (how it stands to ggml's own builds: docs/kernels.md, "Peer ports and
+// their originals"): its byte layout, its q8_K activations and its AVX2 dot
 // product, driven as ggml's mul_mat drives it (../shared/docs/peer-formats-spec.md section 2):
 //
 //   layout      per row K/256 blocks of 66 bytes: 64 code bytes, then the block's fp16 scale d.
