@@ -11,12 +11,10 @@
 namespace ternlab::strategies {
 
 template <class P>
-concept PermuteOps = IsaPolicy<P> && requires(typename P::V v) {
+concept PermuteOps = IsaPolicy<P> && requires {
   typename PermuteProgram<P>::Acc;  // the policy's own accumulator, or the maddubs build (ops.hpp)
   { PermuteProgram<P>::kAccItems } -> std::convertible_to<int>;
   PermuteProgram<P>::zero();
-  P::or_(v, v);
-  P::shuffle_bytes(v, v);  // within 16-byte lanes; index bit 7 zeroes the byte
 };
 
 struct PermuteStrategy {
