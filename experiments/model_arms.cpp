@@ -289,6 +289,9 @@ model::LoadOptions load_options(const RunSpec& run, const ModelArm& arm) {
   o.layout = arm.layout_map.empty() ? arm.layout : arm.rest_layout;
   o.layout_map = arm.layout_map;
   o.plan_tokens = arm.plan_tokens;
+  // A measured map times its candidates as the run times its arms: samples of sample_ms, up to 3 rounds.
+  o.plan_rounds = int(std::min<std::int64_t>(3, run.integer("rounds", 3, 1, 100000)));
+  o.plan_seconds = key::sample_ms(run) / 1000;
   o.wisdom = arm.wisdom;
   o.kernel = arm.kernel;
   o.mode = gguf::parse_mode(arm.load);

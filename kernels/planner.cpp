@@ -135,7 +135,8 @@ namespace {
 
 }  // namespace
 
-std::vector<MeasuredVariant> measure_variants(const PackedMatrix& w, std::int64_t tokens, ThreadPool& pool, int rounds) {
+std::vector<MeasuredVariant> measure_variants(const PackedMatrix& w, std::int64_t tokens, ThreadPool& pool, int rounds,
+                                              double min_seconds) {
   // Candidates: every variant at or below the ceiling but the reference (the baseline, not a choice).
   std::vector<KernelVariant> cand = kernels_under_ceiling(*w.layout);
   std::erase_if(cand, [](const KernelVariant& k) { return k.strategy == Strategy::reference; });
@@ -159,7 +160,7 @@ std::vector<MeasuredVariant> measure_variants(const PackedMatrix& w, std::int64_
     for (std::size_t i = 0; i < cand.size(); ++i) {
       int reps = 0;
       double total = 0;
-      while (total < 0.02 || reps < 2) {  // at least two calls and 20 ms a pass
+      while (total < min_seconds || reps < 2) {  // at least two calls and min_seconds a pass
         total += seconds_of([&] { run(cand[i]); });
         ++reps;
       }

@@ -208,23 +208,49 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
            "': no candidate layout runs it here (", join(skipped, "; "), ")");
     const PackedMatrix src = read_packed(f, name, stored);
     const int tokens = std::max(1, o.plan_tokens);
+    const char* unit = tokens == 1 ? " Gweights/s" : " GMAC/s";
+    Wisdom& wis = wisdom_file();
     std::optional<Measured> best;
     double best_rate = -1;
+    bool recorded = false;
     std::vector<std::string> rates;
     for (const LayoutInfo* L : cands) {
-      const PackedMatrix w = L == src.layout ? src : transcode(src, *L, name);
-      Wisdom& wis = wisdom_file();
       const PlanKey key = plan_key(*L, rows, cols, tokens, m->pool_->size());
-      const bool known = wis.find(key) && wisdom_choice(*L, key, wis);
-      const KernelChoice ch = plan_kernel(w, tokens, *m->pool_, PlanMode::measure, &wis);
-      const WisdomEntry* e = wis.find(key);
-      const double rate = e ? e->rate : 0;
-      rates.push_back(cat(L->name, " ", fixed_text(rate, 2), " (", ch.variant.name(), known ? ", wisdom" : ", measured", ")"));
-      if (rate > best_rate) best_rate = rate, best = Measured{L, ch.variant};
+      std::optional<KernelVariant> kernel;
+      double rate = 0;
+      if (const std::optional<KernelChoice> c = wisdom_choice(*L, key, wis)) {
+        kernel = c->variant;
+        rate = wis.find(key)->rate;
+        rates.push_back(cat(L->name, " ", fixed_text(rate, 2), " (", kernel->name(), ", wisdom)"));
+      } else {  // the planner's measurement, every variant checked against the reference first
+        const PackedMatrix w = L == src.layout ? src : transcode(src, *L, name);
+        const std::vector<MeasuredVariant> mv = measure_variants(w, tokens, *m->pool_, std::max(1, o.plan_rounds), o.plan_seconds);
+        if (mv.empty()) continue;  // measure_candidates kept only layouts with a kernel to time
+        const auto top = std::max_element(mv.begin(), mv.end(), [](const auto& x, const auto& y) { return x.rate < y.rate; });
+        std::vector<std::string> others;
+        for (const MeasuredVariant& v : mv)
+          if (&v != &*top) others.push_back(cat(v.variant.name(), " ", v.rate));
+        kernel = top->variant;
+        rate = top->rate;
+        wis.record({key, kernel->name(), rate, join(others)});
+        recorded = true;
+        rates.push_back(cat(L->name, " ", fixed_text(rate, 2), " (", kernel->name(), ", measured)"));
+      }
+      if (rate > best_rate) best_rate = rate, best = Measured{L, *kernel};
     }
-    m->layout_notes_.push_back(cat(short_tensor_name(name), " ", rows, " x ", cols, " (", tokens == 1 ? std::string("gemv") : cat("gemm", tokens), ", ", m->pool_->size(),
-                                   " thread(s)): ", best->layout->name, " chosen; ", join(rates, ", "),
-                                   tokens == 1 ? " Gweights/s" : " GMAC/s", skipped.empty() ? "" : "; not candidates: " + join(skipped, "; ")));
+    if (!best) fail(f.source, ": tensor ", name, ": no candidate of '", r.pattern, "=", r.target, "' could be timed");
+    std::string kept;
+    if (recorded) {
+      try {
+        wis.save();
+        kept = "; kept in " + wis.path().string();
+      } catch (const Error& e) {  // the choice stands; only a later load's shortcut is lost
+        kept = cat("; not kept (", e.what(), ")");
+      }
+    }
+    m->layout_notes_.push_back(cat(short_tensor_name(name), " ", rows, " x ", cols, " (", tokens == 1 ? std::string("gemv") : cat("gemm", tokens), ", ",
+                                   m->pool_->size(), " thread(s)): ", best->layout->name, " chosen; ", join(rates, ", "), unit, kept,
+                                   skipped.empty() ? "" : "; not candidates: " + join(skipped, "; ")));
     measured.emplace(std::tuple{rule, rows, cols}, *best);
     return *best;
   };

@@ -35,6 +35,10 @@ struct LoadOptions {
   // The token batch a measured rule times its candidates at: 1 a gemv (decode), more a gemm of that
   // many tokens (prefill, in prefill_chunk batches).
   int plan_tokens = 1;
+  // How long a measured rule times each candidate kernel: rounds, each pass at least two calls and
+  // this many seconds (kernels/planner.hpp measure_variants).
+  int plan_rounds = 3;
+  double plan_seconds = 0.02;
   // LOSSY: round every ternary tensor's scales to the layout's scale format (layouts/matrix.hpp
   // requantise) where the exact repack would refuse; Model::scale_requantisation() says what moved.
   bool requantise_scales = false;
