@@ -198,7 +198,8 @@ std::string layout_summary(const LayoutMap& m, const std::vector<TensorLayout>& 
   for (std::size_t i = 0; i < m.rules.size(); ++i) {
     const LayoutRule& r = m.rules[i];
     const auto n = counts(int(i));
-    parts.push_back(r.measured() ? cat(r.pattern, ": measured ", r.target, " -> ", listed(n, false)) : cat(r.pattern, ": ", listed(n, true)));
+    parts.push_back(r.measured() ? cat(r.pattern, ": measured ", r.measure_all ? "" : r.target + " ", "-> ", listed(n, false))
+                                 : cat(r.pattern, ": ", listed(n, true)));
   }
   const auto rest = counts(-1);
   if (!rest.empty()) parts.push_back(cat("rest: ", listed(rest, false)));
