@@ -4,6 +4,7 @@
 // report pieces the kinds share, and a model kind's registry entry.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "common/files.hpp"
 #include "common/memory.hpp"
 #include "common/strings.hpp"
+#include "kernels/cpu.hpp"
 #include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
@@ -73,6 +75,10 @@ std::vector<KeySpec> model_keys() {
        "sees short names such as ffn_down, with '.' the whole GGUF name); a target \"t2r|b3r\" or \"measure\" is chosen per shape by "
        "timing the candidates (decode: gemv, prefill: gemm of prefill_chunk tokens) at the arm's threads, kept in the wisdom file; "
        "tensors no pattern matches take the arm's layout, else the file's format (docs/model.md, \"Mixed layouts\")"},
+      {"measure_weights", Type::string, false,
+       "how a measured layout_map rule rates its candidates: cold (default: each timed call after reading twice the last-level cache, "
+       "so the weights come from memory, as when a model past the cache decodes) or warm (the planner's timing, calls after calls on "
+       "one copy, which the cache holds where it fits)"},
       {"wisdom", Type::string, false, "the planner's wisdom file, for measured kernels and layout maps (default $TERNLAB_WISDOM, else ~/.cache/ternlab/wisdom.toml)"},
       {"arm.kernel", Type::string, true, "best, a strategy (reference, slot-mask, ...), strategy/isa, or a peer's own kernel (bitnet-i2s, ggml-tq2_0, ggml-tq1_0: its format's default)"},
       {"arm.threads", Type::integer, true, "threads of the arm's model (default: the top-level threads)"},
@@ -175,6 +181,24 @@ std::string model_arm_kernel(const ArmSpec& a, const LayoutInfo& L) {
   return peer ? peers::peer_kernel_name(*peer) : arm_kernel(a, L, true).name();
 }
 
+// `measure_weights`: the bytes a cold measurement reads before each call (0: warm). The set is the
+// kernel kinds' cold set (twice the last-level cache), or TERNLAB_COLD_WEIGHTS_MIB where set.
+std::int64_t measure_cold_bytes(const RunSpec& run) {
+  const Located at = run.at("measure_weights");
+  const std::string mode = at ? as_string(at) : "cold";
+  if (mode != "cold" && mode != "warm") fail_at(at, "'", mode, "' is not a measurement (cold: weights from memory, warm: one copy)");
+  if (mode == "warm") return 0;
+  if (const char* env = std::getenv("TERNLAB_COLD_WEIGHTS_MIB")) {
+    char* end = nullptr;
+    const long long mib = std::strtoll(env, &end, 10);
+    if (end == env || *end != '\0' || mib < 1 || mib > (1 << 20))
+      fail("TERNLAB_COLD_WEIGHTS_MIB=", env, " is not a whole number of MiB from 1 to 1048576");
+    return std::int64_t(mib) << 20;
+  }
+  const std::int64_t llc = last_level_cache_bytes();
+  return llc > 0 ? cold_set_bytes(llc) : key::ceiling_mib(run) << 20;
+}
+
 model::LayoutMap arm_layout_map(const ArmSpec& arm) {
   const Located at = arm.at("layout_map");
   if (!at) return {};
@@ -224,6 +248,7 @@ void validate_model_kind(const RunSpec& run, const std::function<void(const RunS
   const ModelSource src = model_source(run);
   check_timed_run(run);
   run.string("wisdom", "");
+  measure_cold_bytes(run);
   for (const ArmSpec& a : run.arms) {
     check_arm_layout_map(run, a, src);
     model_arm_kernel(a, model_arm_layout(a, src));
@@ -292,6 +317,7 @@ model::LoadOptions load_options(const RunSpec& run, const ModelArm& arm) {
   // A measured map times its candidates as the run times its arms: samples of sample_ms, up to 3 rounds.
   o.plan_rounds = int(std::min<std::int64_t>(3, run.integer("rounds", 3, 1, 100000)));
   o.plan_seconds = key::sample_ms(run) / 1000;
+  if (arm.layout_map.measured()) o.plan_cold_bytes = measure_cold_bytes(run);
   o.wisdom = arm.wisdom;
   o.kernel = arm.kernel;
   o.mode = gguf::parse_mode(arm.load);

@@ -100,6 +100,8 @@ model::SynthPreset preset_of(const ModelSource& src);
 // An arm's load mode (its `load`, else the run's, else mmap) and model file (its `model`, else the run's).
 gguf::LoadMode arm_load(const RunSpec& run, const ArmSpec& arm);
 std::string arm_model_path(const ArmSpec& arm, const ModelSource& src);
+// `measure_weights`: the bytes a cold measured layout choice reads before each timed call, 0 warm.
+std::int64_t measure_cold_bytes(const RunSpec& run);
 // An arm's layout map (`layout_map`, parsed; empty when absent), errors naming the key.
 model::LayoutMap arm_layout_map(const ArmSpec& arm);
 // The layout of an arm's matmuls: its `layout`; with a `layout_map` and no `layout`, the file's own

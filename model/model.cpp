@@ -15,6 +15,9 @@
 #include "common/fp16.hpp"
 #include "common/strings.hpp"
 #include "common/table.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/measure.hpp"
+#include "kernels/testdata.hpp"
 #include "lattice/records.hpp"
 #include "layouts/records/all.hpp"
 #include "layouts/registry.hpp"
@@ -132,6 +135,33 @@ PackedMatrix read_packed(const gguf::File& f, const std::string& name, const Lay
   return q;
 }
 
+// The rate of kernel k on w with its weights read from memory: before each timed call a buffer of
+// `evict_bytes` is read, which pushes the weights out of every cache level; the median of
+// 2 x `rounds` single calls, Gweights/s (tokens 1) or GMAC/s.
+double cold_rate(const PackedMatrix& w, const KernelVariant& k, std::int64_t tokens, ThreadPool& pool, int rounds,
+                 std::int64_t evict_bytes) {
+  static std::vector<std::uint64_t> evict;  // kept: one fill for every candidate of every load
+  [[maybe_unused]] static volatile std::uint64_t sink = 0;  // a volatile store: the reads are kept
+  if (evict.size() * 8 < std::size_t(evict_bytes)) evict.assign(std::size_t(evict_bytes) / 8, 1);
+  const std::vector<float> xf = make_float_activations(tokens, w.cols, 17);
+  const Q8KBatch x = quantize_batch(xf.data(), tokens, w.cols);
+  std::vector<float> y(std::size_t(tokens * w.rows));
+  const double work = double(w.rows) * double(w.cols) * double(tokens) / 1e9;
+  std::vector<double> rates;
+  for (int r = 0; r < 2 * rounds; ++r) {
+    std::uint64_t acc = 0;
+    for (std::size_t i = 0; i < std::size_t(evict_bytes) / 8; i += 8) acc += evict[i];  // a word a cache line
+    sink = acc;
+    rates.push_back(work / seconds_of([&] {
+                      if (tokens == 1)
+                        run_gemv(pool, k, w, x, y);
+                      else
+                        run_gemm(pool, k, w, x, y, w.rows);
+                    }));
+  }
+  return median(rates);
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o) {
@@ -214,17 +244,27 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     double best_rate = -1;
     bool recorded = false;
     std::vector<std::string> rates;
+    const bool cold = o.plan_cold_bytes > 0;
     for (const LayoutInfo* L : cands) {
       const PlanKey key = plan_key(*L, rows, cols, tokens, m->pool_->size());
+      PlanKey cold_key = key;
+      cold_key.op += " cold";  // a rate of its own: the same kernel, weights from memory
       std::optional<KernelVariant> kernel;
       double rate = 0;
-      if (const std::optional<KernelChoice> c = wisdom_choice(*L, key, wis)) {
+      std::optional<PackedMatrix> packed;
+      const auto matrix = [&]() -> const PackedMatrix& {
+        if (!packed) packed = L == src.layout ? src : transcode(src, *L, name);
+        return *packed;
+      };
+      std::string from = "wisdom";
+      if (const std::optional<KernelChoice> c = cold ? wisdom_choice(*L, cold_key, wis) : std::nullopt) {
+        kernel = c->variant;
+        rate = wis.find(cold_key)->rate;
+      } else if (const std::optional<KernelChoice> c = wisdom_choice(*L, key, wis)) {
         kernel = c->variant;
         rate = wis.find(key)->rate;
-        rates.push_back(cat(L->name, " ", fixed_text(rate, 2), " (", kernel->name(), ", wisdom)"));
       } else {  // the planner's measurement, every variant checked against the reference first
-        const PackedMatrix w = L == src.layout ? src : transcode(src, *L, name);
-        const std::vector<MeasuredVariant> mv = measure_variants(w, tokens, *m->pool_, std::max(1, o.plan_rounds), o.plan_seconds);
+        const std::vector<MeasuredVariant> mv = measure_variants(matrix(), tokens, *m->pool_, std::max(1, o.plan_rounds), o.plan_seconds);
         if (mv.empty()) continue;  // measure_candidates kept only layouts with a kernel to time
         const auto top = std::max_element(mv.begin(), mv.end(), [](const auto& x, const auto& y) { return x.rate < y.rate; });
         std::vector<std::string> others;
@@ -234,8 +274,16 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
         rate = top->rate;
         wis.record({key, kernel->name(), rate, join(others)});
         recorded = true;
-        rates.push_back(cat(L->name, " ", fixed_text(rate, 2), " (", kernel->name(), ", measured)"));
+        from = "measured";
       }
+      if (cold && !wis.find(cold_key)) {
+        const double warm = rate;
+        rate = cold_rate(matrix(), *kernel, tokens, *m->pool_, std::max(1, o.plan_rounds), o.plan_cold_bytes);
+        wis.record({cold_key, kernel->name(), rate, cat("warm ", warm)});
+        recorded = true;
+        from = "measured";
+      }
+      rates.push_back(cat(L->name, " ", fixed_text(rate, 2), " (", kernel->name(), ", ", from, ")"));
       if (rate > best_rate) best_rate = rate, best = Measured{L, *kernel};
     }
     if (!best) fail(f.source, ": tensor ", name, ": no candidate of '", r.pattern, "=", r.target, "' could be timed");
@@ -248,8 +296,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
         kept = cat("; not kept (", e.what(), ")");
       }
     }
-    m->layout_notes_.push_back(cat(short_tensor_name(name), " ", rows, " x ", cols, " (", tokens == 1 ? std::string("gemv") : cat("gemm", tokens), ", ",
-                                   m->pool_->size(), " thread(s)): ", best->layout->name, " chosen; ", join(rates, ", "), unit, kept,
+    m->layout_notes_.push_back(cat(short_tensor_name(name), " ", rows, " x ", cols, " (", tokens == 1 ? std::string("gemv") : cat("gemm", tokens),
+                                   cold ? " cold" : "", ", ", m->pool_->size(), " thread(s)): ", best->layout->name, " chosen; ", join(rates, ", "), unit, kept,
                                    skipped.empty() ? "" : "; not candidates: " + join(skipped, "; ")));
     measured.emplace(std::tuple{rule, rows, cols}, *best);
     return *best;

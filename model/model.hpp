@@ -39,6 +39,11 @@ struct LoadOptions {
   // this many seconds (kernels/planner.hpp measure_variants).
   int plan_rounds = 3;
   double plan_seconds = 0.02;
+  // 0: a measured rule rates each candidate as the planner times it, calls after calls on one copy,
+  // which the cache holds when the matrix fits ("warm"). More: each timed call first reads a buffer
+  // of this many bytes (twice the last-level cache), so the weights come from memory as they do when
+  // a model past the cache decodes ("cold"); the kernel is still the planner's warm choice.
+  std::int64_t plan_cold_bytes = 0;
   // LOSSY: round every ternary tensor's scales to the layout's scale format (layouts/matrix.hpp
   // requantise) where the exact repack would refuse; Model::scale_requantisation() says what moved.
   bool requantise_scales = false;

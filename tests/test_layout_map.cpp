@@ -239,6 +239,28 @@ TEST_SUITE("layout-map") {
       CHECK(n.find("wisdom") != std::string::npos);
     }
     CHECK(again->layout_text() == m->layout_text());
+    // Cold: each candidate's warm kernel (read from wisdom now) timed with its weights pushed out of
+    // the caches first, kept under an operation of its own.
+    o.plan_cold_bytes = 1 << 20;
+    const auto cold = Model::load(tiny(), o);
+    check_same(run(*cold), want);
+    for (const std::string& n : cold->layout_notes()) {
+      CAPTURE(n);
+      CHECK(n.find("(gemv cold, 2 thread(s))") != std::string::npos);
+    }
+    const Wisdom wc(wisdom);
+    for (const auto& [rows, cols] : shapes)
+      for (const char* layout : {"t2p", "pq2_0"})
+        if (simd_here(layout)) {
+          PlanKey k = plan_key(find_layout(layout), rows, cols, 1, 2);
+          const WisdomEntry* warm = wc.find(k);
+          k.op += " cold";
+          const WisdomEntry* e = wc.find(k);
+          REQUIRE(e != nullptr);
+          REQUIRE(warm != nullptr);
+          CHECK(e->variant == warm->variant);
+          CHECK(e->rate > 0);
+        }
     fs::remove(wisdom);
   }
 
@@ -289,7 +311,7 @@ TEST_SUITE("layout-map") {
   TEST_CASE("decode and perplexity kinds take a mixture as an arm: verified exact, reported per rule") {
     const std::string wisdom = temp_wisdom("kinds");
     fs::remove(wisdom);
-    const std::string arms = cat("wisdom = \"", wisdom, "\"\nbaseline = \"t2p\"\n[[arm]]\nlayout = \"t2p\"\n"
+    const std::string arms = cat("wisdom = \"", wisdom, "\"\nmeasure_weights = \"warm\"\nbaseline = \"t2p\"\n[[arm]]\nlayout = \"t2p\"\n"
                                  "[[arm]]\nname = \"hand\"\nlayout = \"t2p\"\nlayout_map = \"ffn_*=t2x4\"\n"
                                  "[[arm]]\nname = \"measured\"\nlayout_map = \"*=t2p|pq2_0\"\n");
     const experiments::RunReport dec = run_text(head("decode") + "tokens = 4\n" + arms);
@@ -324,6 +346,7 @@ TEST_SUITE("layout-map") {
                 "exactly");
     check_error([&] { plan(h + "[[arm]]\nlayout = \"t2p-e4m3\"\nlayout_map = \"ffn_*=t2p\"\n"); }, "mixed.toml:11: key 'arm[0].layout'",
                 "exact layouts only");
+    check_error([&] { plan(h + "measure_weights = \"hot\"\n[[arm]]\nlayout = \"t2p\"\n"); }, "mixed.toml:10: key 'measure_weights'", "hot");
     check_error([&] { plan(h + "[[arm]]\nlayout = \"tq2_0\"\nkernel = \"ggml-tq2_0\"\nlayout_map = \"ffn_*=t2p\"\n"); },
                 "key 'arm[0].kernel'", "mixture");
   }
