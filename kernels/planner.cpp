@@ -179,7 +179,7 @@ std::optional<KernelChoice> wisdom_choice(const LayoutInfo& layout, const PlanKe
   if (it == all.end()) return std::nullopt;
   KernelChoice c{*it, {}};
   c.notes.push_back(cat(e->variant, ": chosen from wisdom ", wisdom.path().string(), " (measured ", e->rate,
-                        key.op == "gemv" ? " Gweights/s" : " GMAC/s", e->runners_up.empty() ? "" : "; others: " + e->runners_up,
+                        key.op.starts_with("gemv") ? " Gweights/s" : " GMAC/s", e->runners_up.empty() ? "" : "; others: " + e->runners_up,
                         ")"));
   return c;
 }
