@@ -204,10 +204,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     const LayoutInfo* L = w.layout;
     if (auto it = kernels.find(L); it != kernels.end()) return it->second;
     KernelChoice ch{};
-    if (!o.kernel.empty()) {  // estimate: best_kernel; auto: the wisdom file's choice, else best_kernel; measure: timed here
+    if (!o.kernel.empty()) {
       ch = {choose_kernel(*L, o.kernel), {}};
       ch.notes = {ch.variant.name() + ": named"};
-    } else {
+    } else {  // estimate: best_kernel; auto: the wisdom file's choice, else best_kernel; measure: timed here
       ch = plan_kernel(w, 1, *m->pool_, o.plan, o.plan != PlanMode::estimate ? &wisdom_file() : nullptr);
     }
     if (kernels.empty()) {
