@@ -210,7 +210,7 @@ void list_kernels(const KernelsOptions& o) {
     for (const WisdomEntry& e : wisdom.entries())
       if (e.key.cpu == here.cpu)
         table.add({e.key.layout, e.key.op, cat(e.key.rows, " x ", e.key.cols), cat(e.key.threads), e.key.ceiling, e.variant,
-                   cat(e.rate, e.key.op == "gemv" ? " Gweights/s" : " GMAC/s"), e.runners_up});
+                   cat(e.rate, e.key.op.starts_with("gemv") ? " Gweights/s" : " GMAC/s"), e.runners_up});
     if (table.rows())
       std::cout << "\nwisdom " << wisdom.path().string() << ", this CPU:\n" << table.text("  ");
     else

@@ -101,7 +101,7 @@ struct WeightArgs {
 };
 
 struct GenerateOptions {
-  std::string path, prompt = "Hello", layout, kernel, mode = "mmap";
+  std::string path, prompt = "Hello", layout, kernel, mode = "mmap", layout_map;
   std::string plan = "auto";
   bool requantise = false;
   int n = 16, threads = 1;
@@ -159,11 +159,21 @@ void print_requantisation(const Model& m, bool requested) {
               << " changed code; largest change of an effective weight (w x scale) " << r.max_abs_weight_error << "\n";
 }
 
+// --layout-map's text, parsed; its errors name the flag.
+LayoutMap relocated_map(const std::string& text) {
+  try {
+    return parse_layout_map(text);
+  } catch (const Error& e) {
+    fail("--layout-map: ", e.what());
+  }
+}
+
 // The load options the model commands share.
 LoadOptions load_options(const std::string& layout, const std::string& kernel, int threads, const std::string& mode,
-                         bool requantise) {
+                         bool requantise, const std::string& layout_map = "") {
   LoadOptions lo;
   lo.layout = layout;
+  if (!layout_map.empty()) lo.layout_map = relocated_map(layout_map);
   lo.kernel = kernel;
   lo.threads = threads;
   lo.mode = gguf::parse_mode(mode);
@@ -230,7 +240,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& lo
 }
 
 void run_generate(const GenerateOptions& o) {
-  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise);
+  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map);
   lo.plan = parse_plan_mode(o.plan);
   apply_weight_options(lo, o.weights);
   show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
@@ -253,7 +263,9 @@ void run_generate(const GenerateOptions& o) {
     if (i + 1 < o.n) logits = m->forward(s, std::span(&next, 1));
   }
   const double plain_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel_name() << "\n";
+  std::cout << "layout " << m->layout_text() << ", kernel " << m->kernel_name() << "\n";
+  if (m->mixed()) std::cout << "  " << fixed_text(m->bits_per_weight(), 4) << " bits/weight over the matmuls\n";
+  for (const std::string& n : m->layout_notes()) std::cout << "  " << n << "\n";
   if (lo.plan == PlanMode::measure)
     for (const std::string& n : m->kernel_notes()) std::cout << "  " << n << "\n";
   std::cout << "prompt tokens:";
@@ -329,7 +341,7 @@ void run_verify_costs(const VerifyCostOptions& o) {
 }
 
 struct LogitsOptions {
-  std::string path, prompt, tokens, layout, kernel, mode = "mmap";
+  std::string path, prompt, tokens, layout, kernel, mode = "mmap", layout_map;
   std::vector<std::string> out;
   int threads = 1;
   bool requantise = false;
@@ -365,7 +377,7 @@ void run_logits(const LogitsOptions& o) {
   for (const std::string& out : o.out)
     if (!out.ends_with(".npy") && !out.ends_with(".csv"))
       fail("model logits: -o/--output ", out, ": the name must end in .npy or .csv (the format written)");
-  auto m = load_model(o.path, load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise));
+  auto m = load_model(o.path, load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map));
   std::vector<std::int32_t> ids;
   if (!o.prompt.empty()) {
     ids = Tokenizer::from_gguf(m->file()).encode(o.prompt);
@@ -380,7 +392,7 @@ void run_logits(const LogitsOptions& o) {
     if (out.ends_with(".npy")) write_npy_f32(out, logits, rows, cols);
     else write_csv_f32(out, logits, rows, cols);
   }
-  std::cout << "layout " << m->layout().name << ", kernel " << m->kernel_name() << "\n";
+  std::cout << "layout " << m->layout_text() << ", kernel " << m->kernel_name() << "\n";
   std::cout << "tokens:";
   for (auto t : ids) std::cout << " " << t;
   std::cout << "\nlogits: " << rows << " positions x " << cols << " vocab (float32; row t scores the token after token t)";
@@ -389,7 +401,7 @@ void run_logits(const LogitsOptions& o) {
 }
 
 struct PerplexityOptions {
-  std::string path, text, layout, kernel, mode = "mmap", save_logits, kl_base;
+  std::string path, text, layout, kernel, mode = "mmap", save_logits, kl_base, layout_map;
   int tokens = 0, chunk = 64, stride = 0, threads = 1;
   bool json = false;
   bool requantise = false;
@@ -399,7 +411,7 @@ struct PerplexityOptions {
 // What --save-logits writes beside the logits (FILE.npy.json): what they were scored on, so that a
 // later --kl-base run can refuse a comparison over other tokens or windows.
 nlohmann::json logits_record(const PerplexityOptions& o, const Model& m, const std::vector<std::int32_t>& targets) {
-  return {{"model", o.path}, {"layout", std::string(m.layout().name)}, {"text", o.text}, {"chunk", o.chunk},
+  return {{"model", o.path}, {"layout", m.layout_text()}, {"text", o.text}, {"chunk", o.chunk},
           {"stride", o.stride}, {"vocab", m.config().n_vocab}, {"targets", targets}};
 }
 
@@ -409,7 +421,7 @@ nlohmann::json logits_record(const PerplexityOptions& o, const Model& m, const s
 void run_perplexity(const PerplexityOptions& o) {
   const std::string text = read_text(o.text);
   if (o.stride >= o.chunk) fail("model perplexity: --stride ", o.stride, " must be below --ctx ", o.chunk);
-  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise);
+  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map);
   apply_weight_options(lo, o.weights);
   auto m = load_model(o.path, lo);
   std::vector<std::int32_t> ids = Tokenizer::from_gguf(m->file()).encode(text);
@@ -459,7 +471,7 @@ void run_perplexity(const PerplexityOptions& o) {
     });
   }
   if (o.json) {
-    nlohmann::ordered_json j = {{"model", o.path}, {"text", o.text}, {"layout", std::string(m->layout().name)},
+    nlohmann::ordered_json j = {{"model", o.path}, {"text", o.text}, {"layout", m->layout_text()},
                                 {"kernel", m->kernel_name()}, {"tokens", ids.size()}, {"ctx", o.chunk}, {"stride", o.stride},
                                 {"predicted", p.predicted}, {"perplexity", p.value()}, {"standard_error", p.standard_error()},
                                 {"windows", p.chunk_values}};
@@ -473,7 +485,7 @@ void run_perplexity(const PerplexityOptions& o) {
     std::cout << j.dump(1) << "\n";
     return;
   }
-  std::cout << "layout " << m->layout().name << " (" << fixed_text(m->layout().bits_per_weight(), 4) << " bits/weight), kernel "
+  std::cout << "layout " << m->layout_text() << " (" << fixed_text(m->bits_per_weight(), 4) << " bits/weight), kernel "
             << m->kernel_name() << (m->weight_code() == WeightCode::ternary ? "" : " (shapes only)") << "\n";
   print_weights(*m);
   std::cout << "windows:";
@@ -746,6 +758,7 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("-p,--prompt", g.prompt, "Prompt text")->capture_default_str();
   gen->add_option("-n", g.n, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--layout", g.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
+  gen->add_option("--layout-map", g.layout_map, "Mixed layouts per tensor: 'ffn_*=b3r,*=t2r' (glob patterns over matmul tensor names, first match wins; a target 't2r|b3r' or 'measure' is timed per shape; the rest take --layout; docs/model.md)");
   gen->add_option("--kernel", g.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   gen->add_option("--threads", g.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--temperature", g.temperature, "0 = greedy")->capture_default_str();
@@ -781,6 +794,7 @@ void add_model_commands(CLI::App& app) {
   logits->add_option("-p,--prompt", lg.prompt, "Prompt text (tokenised with the file's tokenizer)");
   logits->add_option("--tokens", lg.tokens, "Token ids, separated by commas or spaces");
   logits->add_option("--layout", lg.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
+  logits->add_option("--layout-map", lg.layout_map, "Mixed layouts per tensor: 'ffn_*=b3r,*=t2r' (glob patterns over matmul tensor names, first match wins; a target 't2r|b3r' or 'measure' is timed per shape; the rest take --layout; docs/model.md)");
   logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   logits->add_option("--threads", lg.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   logits->add_option("--load", lg.mode, "Load mode: mmap or memory")->capture_default_str();
@@ -802,6 +816,7 @@ void add_model_commands(CLI::App& app) {
   ppl->add_option("--kl-base", px.kl_base, "Compare with logits a --save-logits run wrote: KL divergence, top-1 agreement, "
                                            "perplexity ratio with its error");
   ppl->add_option("--layout", px.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
+  ppl->add_option("--layout-map", px.layout_map, "Mixed layouts per tensor: 'ffn_*=b3r,*=t2r' (glob patterns over matmul tensor names, first match wins; a target 't2r|b3r' or 'measure' is timed per shape; the rest take --layout; docs/model.md)");
   ppl->add_option("--kernel", px.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   ppl->add_option("--threads", px.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   ppl->add_option("--load", px.mode, "Load mode: mmap or memory")->capture_default_str();

@@ -4,6 +4,7 @@
 // report pieces the kinds share, and a model kind's registry entry.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "common/files.hpp"
 #include "common/memory.hpp"
 #include "common/strings.hpp"
+#include "kernels/cpu.hpp"
 #include "experiments/arms.hpp"
 #include "experiments/kinds.hpp"
 #include "experiments/measure.hpp"
@@ -68,6 +70,16 @@ std::vector<KeySpec> model_keys() {
        "ceilings and freed: for arms that cannot fit together; ratios then compare separate passes)"},
       {"arm.name", Type::string, false, "the arm's name in tables and plots"},
       {"arm.layout", Type::string, true, "a registered layout every ternary weight is repacked into at load"},
+      {"arm.layout_map", Type::string, true,
+       "mixed layouts per tensor: \"ffn_*=b3r, *=t2r\" (glob patterns over matmul tensor names, first match wins; a pattern without '.' "
+       "sees short names such as ffn_down, with '.' the whole GGUF name); a target \"t2r|b3r\" or \"measure\" is chosen per shape by "
+       "timing the candidates (decode: gemv, prefill: gemm of prefill_chunk tokens) at the arm's threads, kept in the wisdom file; "
+       "tensors no pattern matches take the arm's layout, else the file's format (docs/model.md, \"Mixed layouts\")"},
+      {"measure_weights", Type::string, false,
+       "how a measured layout_map rule rates its candidates: cold (default: each timed call after reading twice the last-level cache, "
+       "so the weights come from memory, as when a model past the cache decodes) or warm (the planner's timing, calls after calls on "
+       "one copy, which the cache holds where it fits)"},
+      {"wisdom", Type::string, false, "the planner's wisdom file, for measured kernels and layout maps (default $TERNLAB_WISDOM, else ~/.cache/ternlab/wisdom.toml)"},
       {"arm.kernel", Type::string, true, "best, a strategy (reference, slot-mask, ...), strategy/isa, or a peer's own kernel (bitnet-i2s, ggml-tq2_0, ggml-tq1_0: its format's default)"},
       {"arm.threads", Type::integer, true, "threads of the arm's model (default: the top-level threads)"},
       {"arm.load", Type::string, true, "mmap or memory for this arm (default: the top-level load)"},
@@ -169,14 +181,77 @@ std::string model_arm_kernel(const ArmSpec& a, const LayoutInfo& L) {
   return peer ? peers::peer_kernel_name(*peer) : arm_kernel(a, L, true).name();
 }
 
+// `measure_weights`: the bytes a cold measurement reads before each call (0: warm). The set is the
+// kernel kinds' cold set (twice the last-level cache), or TERNLAB_COLD_WEIGHTS_MIB where set.
+std::int64_t measure_cold_bytes(const RunSpec& run) {
+  const Located at = run.at("measure_weights");
+  const std::string mode = at ? as_string(at) : "cold";
+  if (mode != "cold" && mode != "warm") fail_at(at, "'", mode, "' is not a measurement (cold: weights from memory, warm: one copy)");
+  if (mode == "warm") return 0;
+  if (const char* env = std::getenv("TERNLAB_COLD_WEIGHTS_MIB")) {
+    char* end = nullptr;
+    const long long mib = std::strtoll(env, &end, 10);
+    if (end == env || *end != '\0' || mib < 1 || mib > (1 << 20))
+      fail("TERNLAB_COLD_WEIGHTS_MIB=", env, " is not a whole number of MiB from 1 to 1048576");
+    return std::int64_t(mib) << 20;
+  }
+  const std::int64_t llc = last_level_cache_bytes();
+  return llc > 0 ? cold_set_bytes(llc) : key::ceiling_mib(run) << 20;
+}
+
+model::LayoutMap arm_layout_map(const ArmSpec& arm) {
+  const Located at = arm.at("layout_map");
+  if (!at) return {};
+  return relocated(at, [&] { return model::parse_layout_map(as_string(at)); });
+}
+
+const LayoutInfo& model_arm_layout(const ArmSpec& arm, const ModelSource& src) {
+  if (arm.at("layout") || !arm.at("layout_map")) return arm_layout(arm);
+  if (!src.preset.empty()) return find_layout(gguf::ternary_layout_name(std::uint32_t(src.synth.ternary_type), src.path));
+  const gguf::File f = gguf::File::open(arm_model_path(arm, src), gguf::LoadMode::mmap);
+  return find_layout(gguf::ternary_layout_name(std::uint32_t(model::ModelConfig::from_gguf(f).ternary_type), f.source));
+}
+
+namespace {
+
+// The model's matmul tensors as an arm's map sees them, from the preset's hyperparameters (its file
+// may not be written yet) or the file's header.
+std::vector<std::string> arm_matmul_tensors(const ArmSpec& arm, const ModelSource& src) {
+  const std::string path = arm_model_path(arm, src);
+  if (path == src.path && !src.preset.empty()) return model::matmul_tensors(model::synth_config(preset_of(src), src.synth));
+  return model::matmul_tensors(model::ModelConfig::from_gguf(gguf::File::open(path, gguf::LoadMode::mmap)));
+}
+
+// A map is checked before anything loads: its layouts (arm_layout_map), the rest's layout, and its
+// patterns against the model's tensor names, every error naming the file, line and key.
+void check_arm_layout_map(const RunSpec& run, const ArmSpec& a, const ModelSource& src) {
+  const model::LayoutMap map = arm_layout_map(a);
+  if (map.empty()) return;
+  const Located at = a.at("layout_map");
+  if (a.at("kernel") && peers::find_peer_kernel(as_string(a.at("kernel"))))
+    fail_at(a.at("kernel"), "a peer's kernel runs its own format only, not a mixture of layouts");
+  if (run.at("requantise_scales") && as_boolean(run.at("requantise_scales")))
+    fail_at(at, "a mixture takes exact layouts only: requantise_scales has nothing to round");
+  const LayoutInfo& rest = model_arm_layout(a, src);
+  if (!rest.holds_exact_fp16_per128_scales())
+    fail_at(a.at("layout"), "the tensors no pattern of layout_map matches take layout ", rest.name, ", which ", rest.lossy_scales_why(),
+            "; a mixture takes exact layouts only");
+  relocated(at, [&] { model::check_layout_map(map, arm_matmul_tensors(a, src), true, arm_model_path(a, src)); });
+}
+
+}  // namespace
+
 void validate_model_kind(const RunSpec& run, const std::function<void(const RunSpec&)>& own_keys) {
   run_seed(run);
   key::verify_tokens(run);
   key::prefill_chunk(run);
   const ModelSource src = model_source(run);
   check_timed_run(run);
+  run.string("wisdom", "");
+  measure_cold_bytes(run);
   for (const ArmSpec& a : run.arms) {
-    model_arm_kernel(a, arm_layout(a));
+    check_arm_layout_map(run, a, src);
+    model_arm_kernel(a, model_arm_layout(a, src));
     arm_threads(run, a);
     arm_load(run, a);
     arm_model_path(a, src);
@@ -211,11 +286,17 @@ ModelArms plan_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n) 
   m.check_tokens = n;
   for (std::size_t i = 0; i < run.arms.size(); ++i) {
     const ArmSpec& a = run.arms[i];
-    const LayoutInfo& L = arm_layout(a);
+    const LayoutInfo& L = model_arm_layout(a, m.source);
     ModelArm arm;
     arm.name = a.name;
     arm.baseline = run.arms[m.ratios.of[i]].name;
     arm.layout = std::string(L.name);
+    arm.layout_map = arm_layout_map(a);
+    if (!arm.layout_map.empty()) {
+      arm.rest_layout = arm.layout;
+      arm.layout = arm.layout_map.text();  // until the load says what each rule chose
+    }
+    arm.wisdom = run.string("wisdom", "");
     arm.kernel = model_arm_kernel(a, L);
     arm.kernel_named = a.at("kernel") && as_string(a.at("kernel")) != "best";
     arm.threads = arm_threads(run, a);
@@ -230,7 +311,14 @@ ModelArms plan_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n) 
 // How an arm's model is loaded: its layout, kernel, load mode and threads, and the run's prefill chunk.
 model::LoadOptions load_options(const RunSpec& run, const ModelArm& arm) {
   model::LoadOptions o;
-  o.layout = arm.layout;
+  o.layout = arm.layout_map.empty() ? arm.layout : arm.rest_layout;
+  o.layout_map = arm.layout_map;
+  o.plan_tokens = arm.plan_tokens;
+  // A measured map times its candidates as the run times its arms: samples of sample_ms, up to 3 rounds.
+  o.plan_rounds = int(std::min<std::int64_t>(3, run.integer("rounds", 3, 1, 100000)));
+  o.plan_seconds = key::sample_ms(run) / 1000;
+  if (arm.layout_map.measured()) o.plan_cold_bytes = measure_cold_bytes(run);
+  o.wisdom = arm.wisdom;
   o.kernel = arm.kernel;
   o.mode = gguf::parse_mode(arm.load);
   o.threads = arm.threads;
@@ -250,6 +338,12 @@ void load_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i) 
   try {
     arm.model = Model::load(arm.path, o);
     arm.kernel = arm.model->kernel_name();  // what runs: the planner's choice where it measured
+    if (arm.model->mixed()) {  // what each rule chose, and the bits of the mixture
+      arm.layout = arm.model->layout_text();
+      arm.bits_per_weight = arm.model->bits_per_weight();
+      arm.tensor_layouts = arm.model->tensor_layouts();
+      for (const std::string& n : arm.model->layout_notes()) ctx.log << arm.name << ": " << n << "\n";
+    }
   } catch (const Error& e) {
     arm.failure = cat("load: ", e.what());
   }
@@ -382,9 +476,19 @@ std::string ceilings_text(const TimingResult& r) {
 }
 
 Json arm_json_head(const ModelArm& a) {
-  return Json{{"name", a.name}, {"layout", a.layout}, {"kernel", a.kernel}, {"threads", a.threads},
-              {"oversubscribed", oversubscribed(a.threads)}, {"baseline", a.baseline}, {"load", a.load}, {"model", a.path},
-              {"verified", a.failure.empty()}, {"failure", a.failure}, {"max_logit_diff", json_number(a.max_logit_diff)}};
+  Json j{{"name", a.name}, {"layout", a.layout}, {"kernel", a.kernel}, {"threads", a.threads},
+         {"oversubscribed", oversubscribed(a.threads)}, {"baseline", a.baseline}, {"load", a.load}, {"model", a.path},
+         {"verified", a.failure.empty()}, {"failure", a.failure}, {"max_logit_diff", json_number(a.max_logit_diff)}};
+  if (a.layout_map.empty()) return j;
+  j["layout_map"] = a.layout_map.text();
+  j["rest_layout"] = a.rest_layout;
+  j["bits_per_weight"] = json_number(a.bits_per_weight);
+  Json tensors = Json::array();  // which layout and kernel each matmul got
+  for (const model::TensorLayout& t : a.tensor_layouts)
+    tensors.push_back(Json{{"tensor", t.tensor}, {"layout", t.layout}, {"kernel", t.kernel}, {"rule", t.rule}, {"rows", t.rows},
+                           {"cols", t.cols}, {"bytes", t.bytes}});
+  j["tensor_layouts"] = std::move(tensors);
+  return j;
 }
 
 Json run_json_head(const RunSpec& run, const std::string& title, const ModelArms& m) {

@@ -46,7 +46,14 @@ struct ModelSource {
 };
 
 struct ModelArm {
+  // layout: the layout's name, or for a mixture what each rule chose (Model::layout_text, after load).
   std::string name, layout, kernel, load, path;
+  model::LayoutMap layout_map;  // empty: one layout for every matmul
+  std::string rest_layout;      // with a map: the layout the tensors no rule matches take
+  // The token batch a measured rule times its candidates at: 1 (decode) or the prefill chunk.
+  int plan_tokens = 1;
+  std::string wisdom;           // the run's `wisdom` key (empty: Wisdom::default_path())
+  std::vector<model::TensorLayout> tensor_layouts;  // after load: every matmul's layout and kernel
   std::string baseline;  // the arm its ratios are taken against
   int threads = 1;
   double bits_per_weight = 0;
@@ -93,6 +100,13 @@ model::SynthPreset preset_of(const ModelSource& src);
 // An arm's load mode (its `load`, else the run's, else mmap) and model file (its `model`, else the run's).
 gguf::LoadMode arm_load(const RunSpec& run, const ArmSpec& arm);
 std::string arm_model_path(const ArmSpec& arm, const ModelSource& src);
+// `measure_weights`: the bytes a cold measured layout choice reads before each timed call, 0 warm.
+std::int64_t measure_cold_bytes(const RunSpec& run);
+// An arm's layout map (`layout_map`, parsed; empty when absent), errors naming the key.
+model::LayoutMap arm_layout_map(const ArmSpec& arm);
+// The layout of an arm's matmuls: its `layout`; with a `layout_map` and no `layout`, the file's own
+// format (the layout the tensors no rule matches keep).
+const LayoutInfo& model_arm_layout(const ArmSpec& arm, const ModelSource& src);
 // `arms = "one-at-a-time"` (else interleaved).
 bool one_at_a_time(const RunSpec& run);
 // The common model keys, every arm, the kind's own keys (`own_keys`, may be empty) and the memory

@@ -140,7 +140,19 @@ RunMemory estimate_memory(const RunSpec& run) {
     const std::string path = arm_model_path(a, src);
     if (!shapes.count(path)) shapes.emplace(path, shape_of(path, src));
     const ModelShape& s = shapes.at(path);
-    const LayoutInfo& L = arm_layout(a);
+    const LayoutInfo& L = model_arm_layout(a, src);
+    const model::LayoutMap map = arm_layout_map(a);
+    // A tensor's repacked bytes: in its rule's layout; a measured rule's choice is not known before
+    // the load, so its largest candidate.
+    const auto repacked = [&](const ModelShape::Tensor& t) {
+      const int r = map.match(t.name);
+      if (r < 0) return packed_bytes(L, t.rows, t.cols);
+      const model::LayoutRule& rule = map.rules[std::size_t(r)];
+      if (!rule.measured()) return packed_bytes(find_layout(rule.layouts.front()), t.rows, t.cols);
+      std::uint64_t most = 0;
+      for (const LayoutInfo* c : model::measure_candidates(rule, t.rows, t.cols)) most = std::max(most, packed_bytes(*c, t.rows, t.cols));
+      return most;
+    };
     ArmMemory e;
     e.arm = a.name;
     if (arm_load(run, a) == gguf::LoadMode::memory) e.file = std::int64_t(s.file_bytes);
@@ -156,7 +168,7 @@ RunMemory estimate_memory(const RunSpec& run) {
       } else if (t.name == "token_embd.weight") {
         e.embedding += std::int64_t(t.stored);
       } else {
-        e.weights += std::int64_t(packed_bytes(L, t.rows, t.cols));
+        e.weights += std::int64_t(repacked(t));
         e.repack = std::max(e.repack, std::int64_t(t.stored));
       }
     }

@@ -132,6 +132,8 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
 RunReport run_speed_phase(const RunSpec& run, RunContext& ctx, bool decode, int n) {
   const int chunk = int(key::prefill_chunk(run));
   ModelArms m = plan_arms(run, ctx, 8, int(key::verify_tokens(run)));
+  // A measured layout map times what the phase runs: a gemv a token, or gemms of one chunk.
+  for (ModelArm& a : m.arms) a.plan_tokens = decode ? 1 : std::min(chunk, n);
   std::vector<std::int32_t> stream;  // drawn once the baseline has told the vocabulary
   const auto prepare = [&](std::size_t, ModelArm& a) {
     if (stream.empty()) stream = model::random_tokens(n, std::max(m.vocab, 1), run_seed(run) + 1);

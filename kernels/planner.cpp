@@ -135,7 +135,8 @@ namespace {
 
 }  // namespace
 
-std::vector<MeasuredVariant> measure_variants(const PackedMatrix& w, std::int64_t tokens, ThreadPool& pool, int rounds) {
+std::vector<MeasuredVariant> measure_variants(const PackedMatrix& w, std::int64_t tokens, ThreadPool& pool, int rounds,
+                                              double min_seconds) {
   // Candidates: every variant at or below the ceiling but the reference (the baseline, not a choice).
   std::vector<KernelVariant> cand = kernels_under_ceiling(*w.layout);
   std::erase_if(cand, [](const KernelVariant& k) { return k.strategy == Strategy::reference; });
@@ -159,7 +160,7 @@ std::vector<MeasuredVariant> measure_variants(const PackedMatrix& w, std::int64_
     for (std::size_t i = 0; i < cand.size(); ++i) {
       int reps = 0;
       double total = 0;
-      while (total < 0.02 || reps < 2) {  // at least two calls and 20 ms a pass
+      while (total < min_seconds || reps < 2) {  // at least two calls and min_seconds a pass
         total += seconds_of([&] { run(cand[i]); });
         ++reps;
       }
@@ -178,7 +179,7 @@ std::optional<KernelChoice> wisdom_choice(const LayoutInfo& layout, const PlanKe
   if (it == all.end()) return std::nullopt;
   KernelChoice c{*it, {}};
   c.notes.push_back(cat(e->variant, ": chosen from wisdom ", wisdom.path().string(), " (measured ", e->rate,
-                        key.op == "gemv" ? " Gweights/s" : " GMAC/s", e->runners_up.empty() ? "" : "; others: " + e->runners_up,
+                        key.op.starts_with("gemv") ? " Gweights/s" : " GMAC/s", e->runners_up.empty() ? "" : "; others: " + e->runners_up,
                         ")"));
   return c;
 }

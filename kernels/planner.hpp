@@ -68,13 +68,15 @@ class Wisdom {
 };
 
 // Every variant at or below the ceiling but the reference, each checked against the reference kernel
-// first (a wrong one throws), then timed in `rounds` interleaved rounds on `pool`: the median rate,
-// Gweights/s (gemv, tokens 1) or GMAC/s (gemm), in the catalog's order.
+// first (a wrong one throws), then timed in `rounds` interleaved rounds on `pool`, each pass at least
+// two calls and `min_seconds`: the median rate, Gweights/s (gemv, tokens 1) or GMAC/s (gemm), in the
+// catalog's order.
 struct MeasuredVariant {
   KernelVariant variant;
   double rate = 0;
 };
-std::vector<MeasuredVariant> measure_variants(const PackedMatrix& w, std::int64_t tokens, ThreadPool& pool, int rounds);
+std::vector<MeasuredVariant> measure_variants(const PackedMatrix& w, std::int64_t tokens, ThreadPool& pool, int rounds,
+                                              double min_seconds = 0.02);
 
 // Wisdom's choice for `key` among the variants this CPU lists under the ceiling, with a note naming
 // the file and the measured rate; none where it holds no entry or its variant is no longer listed.

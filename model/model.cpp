@@ -8,9 +8,16 @@
 #include <cstring>
 #include <filesystem>
 #include <ctime>
+#include <map>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "common/fp16.hpp"
+#include "common/strings.hpp"
+#include "common/table.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/measure.hpp"
+#include "kernels/testdata.hpp"
 #include "lattice/records.hpp"
 #include "layouts/records/all.hpp"
 #include "layouts/registry.hpp"
@@ -128,6 +135,33 @@ PackedMatrix read_packed(const gguf::File& f, const std::string& name, const Lay
   return q;
 }
 
+// The rate of kernel k on w with its weights read from memory: before each timed call a buffer of
+// `evict_bytes` is read, which pushes the weights out of every cache level; the median of
+// 2 x `rounds` single calls, Gweights/s (tokens 1) or GMAC/s.
+double cold_rate(const PackedMatrix& w, const KernelVariant& k, std::int64_t tokens, ThreadPool& pool, int rounds,
+                 std::int64_t evict_bytes) {
+  static std::vector<std::uint64_t> evict;  // kept: one fill for every candidate of every load
+  [[maybe_unused]] static volatile std::uint64_t sink = 0;  // a volatile store: the reads are kept
+  if (evict.size() * 8 < std::size_t(evict_bytes)) evict.assign(std::size_t(evict_bytes) / 8, 1);
+  const std::vector<float> xf = make_float_activations(tokens, w.cols, 17);
+  const Q8KBatch x = quantize_batch(xf.data(), tokens, w.cols);
+  std::vector<float> y(std::size_t(tokens * w.rows));
+  const double work = double(w.rows) * double(w.cols) * double(tokens) / 1e9;
+  std::vector<double> rates;
+  for (int r = 0; r < 2 * rounds; ++r) {
+    std::uint64_t acc = 0;
+    for (std::size_t i = 0; i < std::size_t(evict_bytes) / 8; i += 8) acc += evict[i];  // a word a cache line
+    sink = acc;
+    rates.push_back(work / seconds_of([&] {
+                      if (tokens == 1)
+                        run_gemv(pool, k, w, x, y);
+                      else
+                        run_gemm(pool, k, w, x, y, w.rows);
+                    }));
+  }
+  return median(rates);
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o) {
@@ -140,15 +174,134 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   // A peer's kernel named without a layout runs that peer's format.
   const peers::PeerFormat* named_peer = o.layout.empty() ? peers::find_peer_kernel(o.kernel) : nullptr;
   m->layout_ = named_peer ? &find_layout(named_peer->layout) : o.layout.empty() ? &stored : &find_layout(o.layout);
-  const peers::PeerFormat* peer = peer_for(std::string(m->layout_->name), o.kernel);
+  m->layout_map_ = o.layout_map;
+  const bool mixed = !o.layout_map.empty();
+  if (mixed) {
+    const std::string what = cat("layout map '", o.layout_map.text(), "'");
+    if (o.requantise_scales) fail(what, ": a mixture takes exact layouts only; --requantise-scales has nothing to round");
+    if (peers::find_peer_kernel(o.kernel)) fail(what, ": a peer's kernel ('", o.kernel, "') runs its own format only, not a mixture");
+    if (o.weights != WeightCode::ternary) fail(what, ": float or Λ24 weights have no ternary layout to mix");
+    if (!m->layout_->holds_exact_fp16_per128_scales())
+      fail(what, ": the rest take layout ", m->layout_->name, ", which ", m->layout_->lossy_scales_why(), "; give an exact one");
+    check_layout_map(o.layout_map, matmul_tensors(c), true, f.source);
+  }
+  const peers::PeerFormat* peer = mixed ? nullptr : peer_for(std::string(m->layout_->name), o.kernel);
   if (peer && o.weights != WeightCode::ternary)
     fail(peer->label, "'s kernel multiplies ternary weights; float or Λ24 weights run ternlab's (give --kernel with a ternlab kernel)");
   m->chunk_ = std::max(1, o.prefill_chunk);
   if (o.threads < 1) fail("threads must be at least 1");
   m->pool_ = std::make_unique<ThreadPool>(o.threads);
-  // The kernel is chosen once, on the first matrix read (the output head): by name, by the ISA
-  // ladder, or by the planner measuring that matrix.
-  std::optional<KernelVariant> kernel;
+  // The kernel is chosen once per layout, on the first matrix read in it (the output head for a
+  // single layout): by name, by the ISA ladder, or by the planner measuring that matrix. A measured
+  // rule of a layout map chooses layout and kernel together, per shape (measured_choice below).
+  std::map<const LayoutInfo*, KernelVariant> kernels;
+  std::optional<Wisdom> wisdom;
+  const auto wisdom_file = [&]() -> Wisdom& {
+    if (!wisdom) wisdom.emplace(o.wisdom.empty() ? Wisdom::default_path() : std::filesystem::path(o.wisdom));
+    return *wisdom;
+  };
+  const auto kernel_for = [&](const PackedMatrix& w) -> KernelVariant {
+    const LayoutInfo* L = w.layout;
+    if (auto it = kernels.find(L); it != kernels.end()) return it->second;
+    KernelChoice ch{};
+    if (!o.kernel.empty()) {
+      ch = {choose_kernel(*L, o.kernel), {}};
+      ch.notes = {ch.variant.name() + ": named"};
+    } else {  // estimate: best_kernel; auto: the wisdom file's choice, else best_kernel; measure: timed here
+      ch = plan_kernel(w, 1, *m->pool_, o.plan, o.plan != PlanMode::estimate ? &wisdom_file() : nullptr);
+    }
+    if (kernels.empty()) {
+      m->kernel_notes_ = std::move(ch.notes);
+    } else {
+      for (const std::string& n : ch.notes) m->kernel_notes_.push_back(cat(L->name, ": ", n));
+    }
+    kernels.emplace(L, ch.variant);
+    return ch.variant;
+  };
+  // A measured rule's choice for one shape: every candidate layout's best kernel at the load's
+  // threads and token batch, from wisdom or timed on this matrix (and then kept in wisdom); the
+  // fastest pair wins. Once per (rule, shape): the other tensors of that shape take the same.
+  struct Measured {
+    const LayoutInfo* layout;
+    KernelVariant kernel;
+  };
+  std::map<std::tuple<int, std::int64_t, std::int64_t>, Measured> measured;
+  const auto measured_choice = [&](int rule, const std::string& name) -> Measured {
+    const gguf::TensorInfo& t = f.tensor(name);
+    const std::int64_t rows = std::int64_t(t.ne[1]), cols = std::int64_t(t.ne[0]);
+    if (auto it = measured.find({rule, rows, cols}); it != measured.end()) return it->second;
+    const LayoutRule& r = o.layout_map.rules[std::size_t(rule)];
+    std::vector<std::string> skipped;
+    const std::vector<const LayoutInfo*> cands = measure_candidates(r, rows, cols, &skipped);
+    if (cands.empty())
+      fail(f.source, ": tensor ", name, " (", rows, " x ", cols, "), layout map item '", r.pattern, "=", r.target,
+           "': no candidate layout runs it here (", join(skipped, "; "), ")");
+    const PackedMatrix src = read_packed(f, name, stored);
+    const int tokens = std::max(1, o.plan_tokens);
+    const char* unit = tokens == 1 ? " Gweights/s" : " GMAC/s";
+    Wisdom& wis = wisdom_file();
+    std::optional<Measured> best;
+    double best_rate = -1;
+    bool recorded = false;
+    std::vector<std::string> rates;
+    const bool cold = o.plan_cold_bytes > 0;
+    for (const LayoutInfo* L : cands) {
+      const PlanKey key = plan_key(*L, rows, cols, tokens, m->pool_->size());
+      PlanKey cold_key = key;
+      cold_key.op += " cold";  // a rate of its own: the same kernel, weights from memory
+      std::optional<KernelVariant> kernel;
+      double rate = 0;
+      std::optional<PackedMatrix> packed;
+      const auto matrix = [&]() -> const PackedMatrix& {
+        if (!packed) packed = L == src.layout ? src : transcode(src, *L, name);
+        return *packed;
+      };
+      std::string from = "wisdom";
+      if (const std::optional<KernelChoice> c = cold ? wisdom_choice(*L, cold_key, wis) : std::nullopt) {
+        kernel = c->variant;
+        rate = wis.find(cold_key)->rate;
+      } else if (const std::optional<KernelChoice> c = wisdom_choice(*L, key, wis)) {
+        kernel = c->variant;
+        rate = wis.find(key)->rate;
+      } else {  // the planner's measurement, every variant checked against the reference first
+        const std::vector<MeasuredVariant> mv = measure_variants(matrix(), tokens, *m->pool_, std::max(1, o.plan_rounds), o.plan_seconds);
+        if (mv.empty()) continue;  // measure_candidates kept only layouts with a kernel to time
+        const auto top = std::max_element(mv.begin(), mv.end(), [](const auto& x, const auto& y) { return x.rate < y.rate; });
+        std::vector<std::string> others;
+        for (const MeasuredVariant& v : mv)
+          if (&v != &*top) others.push_back(cat(v.variant.name(), " ", v.rate));
+        kernel = top->variant;
+        rate = top->rate;
+        wis.record({key, kernel->name(), rate, join(others)});
+        recorded = true;
+        from = "measured";
+      }
+      if (cold && !wis.find(cold_key)) {
+        const double warm = rate;
+        rate = cold_rate(matrix(), *kernel, tokens, *m->pool_, std::max(1, o.plan_rounds), o.plan_cold_bytes);
+        wis.record({cold_key, kernel->name(), rate, cat("warm ", warm)});
+        recorded = true;
+        from = "measured";
+      }
+      rates.push_back(cat(L->name, " ", fixed_text(rate, 2), " (", kernel->name(), ", ", from, ")"));
+      if (rate > best_rate) best_rate = rate, best = Measured{L, *kernel};
+    }
+    if (!best) fail(f.source, ": tensor ", name, ": no candidate of '", r.pattern, "=", r.target, "' could be timed");
+    std::string kept;
+    if (recorded) {
+      try {
+        wis.save();
+        kept = "; kept in " + wis.path().string();
+      } catch (const Error& e) {  // the choice stands; only a later load's shortcut is lost
+        kept = cat("; not kept (", e.what(), ")");
+      }
+    }
+    m->layout_notes_.push_back(cat(short_tensor_name(name), " ", rows, " x ", cols, " (", tokens == 1 ? std::string("gemv") : cat("gemm", tokens),
+                                   cold ? " cold" : "", ", ", m->pool_->size(), " thread(s)): ", best->layout->name, " chosen; ", join(rates, ", "), unit, kept,
+                                   skipped.empty() ? "" : "; not candidates: " + join(skipped, "; ")));
+    measured.emplace(std::tuple{rule, rows, cols}, *best);
+    return *best;
+  };
   // The weights in another code (LoadOptions::weights): each matrix's floats from the float file,
   // as they are or Λ24-coded (from the cache when it holds this file's encoding).
   m->weight_code_ = o.weights;
@@ -202,7 +355,11 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   const auto linear = [&](const std::string& name) {
     TernaryLinear l;
     l.name = name;
-    l.w = read_packed(f, name, *m->layout_, o.requantise_scales ? &m->requantised_ : nullptr);
+    const int rule = mixed ? o.layout_map.match(name) : -1;
+    std::optional<Measured> chosen;
+    if (rule >= 0 && o.layout_map.rules[std::size_t(rule)].measured()) chosen = measured_choice(rule, name);
+    const LayoutInfo& to = chosen ? *chosen->layout : rule >= 0 ? find_layout(o.layout_map.rules[std::size_t(rule)].layouts.front()) : *m->layout_;
+    l.w = read_packed(f, name, to, o.requantise_scales ? &m->requantised_ : nullptr);
     if (peer) {
       l.peer = peers::pack_peer(*peer, unpack(l.w), name);
       l.w.bytes = {};  // the peer holds the weights in its own bytes
@@ -211,18 +368,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
                                 peer->layout, " runs unless --kernel names one of ternlab's kernels for its bytes")};
       return l;
     }
-    if (!kernel && !o.kernel.empty()) {
-      kernel = choose_kernel(*m->layout_, o.kernel);
-      m->kernel_notes_ = {kernel->name() + ": named"};
-    } else if (!kernel) {  // estimate: best_kernel; auto: the wisdom file's choice, else best_kernel; measure: timed here
-      std::optional<Wisdom> wisdom;
-      if (o.plan != PlanMode::estimate)
-        wisdom.emplace(o.wisdom.empty() ? Wisdom::default_path() : std::filesystem::path(o.wisdom));
-      KernelChoice c = plan_kernel(l.w, 1, *m->pool_, o.plan, wisdom ? &*wisdom : nullptr);
-      kernel = c.variant;
-      m->kernel_notes_ = std::move(c.notes);
-    }
-    l.kernel = *kernel;
+    l.kernel = chosen && o.kernel.empty() ? chosen->kernel : kernel_for(l.w);
+    m->tensor_layouts_.push_back({name, std::string(l.w.layout->name), l.kernel.name(), rule, l.w.rows, l.w.cols, l.w.bytes.size()});
     alternative(l);
     return l;
   };
@@ -299,6 +446,24 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   }
   if (o.weights == WeightCode::lattice) m->lattice_.accounting = records::account(*m->lattice_.record, m->lattice_.counts);
   return m;
+}
+
+std::string Model::layout_text() const {
+  return layout_map_.empty() ? std::string(layout_->name) : layout_summary(layout_map_, tensor_layouts_);
+}
+
+double Model::bits_per_weight() const {
+  return layout_map_.empty() ? layout_->bits_per_weight() : mixture_bits_per_weight(tensor_layouts_);
+}
+
+std::string Model::kernel_name() const {
+  if (layout_map_.empty()) return head_.kernel_name();
+  std::vector<std::string> names;  // each layout's kernels, in the order the load met them
+  for (const TensorLayout& t : tensor_layouts_) {
+    const std::string n = t.layout + " " + t.kernel;
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  return join(names, " + ");
 }
 
 Session Model::new_session() const {

@@ -20,6 +20,7 @@
 #include "kernels/vector/vector_ops.hpp"
 #include "model/config.hpp"
 #include "model/gguf.hpp"
+#include "model/layout_map.hpp"
 #include "model/linear.hpp"
 #include "model/weight_codes.hpp"
 
@@ -27,6 +28,22 @@ namespace ternlab::model {
 
 struct LoadOptions {
   std::string layout = "";  // empty: keep the file's own format (pq2_0 / ptq1_0)
+  // Mixed layouts per tensor (model/layout_map.hpp): each matmul takes its first matching rule's
+  // layout, a measured rule's the fastest candidate for its shape; a matmul no rule matches takes
+  // `layout` above. Exact layouts only: no requantising, no peer kernel, no float or Λ24 weights.
+  LayoutMap layout_map;
+  // The token batch a measured rule times its candidates at: 1 a gemv (decode), more a gemm of that
+  // many tokens (prefill, in prefill_chunk batches).
+  int plan_tokens = 1;
+  // How long a measured rule times each candidate kernel: rounds, each pass at least two calls and
+  // this many seconds (kernels/planner.hpp measure_variants).
+  int plan_rounds = 3;
+  double plan_seconds = 0.02;
+  // 0: a measured rule rates each candidate as the planner times it, calls after calls on one copy,
+  // which the cache holds when the matrix fits ("warm"). More: each timed call first reads a buffer
+  // of this many bytes (twice the last-level cache), so the weights come from memory as they do when
+  // a model past the cache decodes ("cold"); the kernel is still the planner's warm choice.
+  std::int64_t plan_cold_bytes = 0;
   // LOSSY: round every ternary tensor's scales to the layout's scale format (layouts/matrix.hpp
   // requantise) where the exact repack would refuse; Model::scale_requantisation() says what moved.
   bool requantise_scales = false;
@@ -164,10 +181,23 @@ class Model {
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& o = {});
 
   const ModelConfig& config() const { return cfg_; }
+  // The layout every matmul was repacked into; for a mixture, the one the tensors no rule matches
+  // take (tensor_layouts() says each one's).
   const LayoutInfo& layout() const { return *layout_; }
+  bool mixed() const { return !layout_map_.empty(); }
+  const LayoutMap& layout_map() const { return layout_map_; }
+  // Every matmul's layout and kernel, in load order (the head first).
+  const std::vector<TensorLayout>& tensor_layouts() const { return tensor_layouts_; }
+  // The layout's name, or for a mixture what each rule chose ("ffn_*: b3r (48 tensors); rest: t2r (64)").
+  std::string layout_text() const;
+  // Bits per weight of the matmuls as repacked (for a mixture, over all of them together).
+  double bits_per_weight() const;
+  // How each measured rule chose, per shape: the candidates' rates and where they came from.
+  const std::vector<std::string>& layout_notes() const { return layout_notes_; }
   const KernelVariant& kernel() const { return head_.kernel; }
-  // The kernel every matmul runs, by name: ternlab's (kernel()) or a peer's own ("bitnet-i2s/avx2").
-  std::string kernel_name() const { return head_.kernel_name(); }
+  // The kernel every matmul runs, by name: ternlab's (kernel()) or a peer's own ("bitnet-i2s/avx2");
+  // for a mixture each layout's ("b3r base3/avx512vbmi + t2r broadcast/avx512vnni").
+  std::string kernel_name() const;
   // Why that kernel: the planner's or dispatch's notes.
   const std::vector<std::string>& kernel_notes() const { return kernel_notes_; }
   // What LoadOptions::requantise_scales did over all ternary tensors repacked (all zero when off).
@@ -215,6 +245,9 @@ class Model {
   LatticeWeightsInfo lattice_;
   TernaryLinear head_;
   std::vector<std::string> kernel_notes_;
+  LayoutMap layout_map_;
+  std::vector<TensorLayout> tensor_layouts_;
+  std::vector<std::string> layout_notes_;
   ScaleRequantisation requantised_;
   std::vector<float> output_norm_;
   std::vector<LayerWeights> layers_;
