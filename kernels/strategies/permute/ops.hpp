@@ -18,7 +18,7 @@ struct PermuteProgram {};
 template <class P>
   requires requires { typename P::PermAcc; }
 struct PermuteProgram<P> {
-  using V = typename P::V;
+  using V = decltype(P::load(nullptr));  // a vector of bytes (NEON's differs from its P::V)
   using Acc = typename P::PermAcc;
   static constexpr int kAccItems = P::kPermAccItems;
   static V field(V v, int shift) { return P::field(v, shift); }
