@@ -45,7 +45,10 @@ struct BroadcastBase3 {
   static constexpr int kActs = kBase3StripActBytes;
 
   static std::string why_not(const LayoutInfo& L) {
-    if (!base3_strip_plan(L)) return "the layout is not base-3 row-interleaved";
+    if (!base3_strip_plan(L)) {
+      const std::string why = row_interleaved_why_not(L);
+      return cat("the layout is not base-3 row-interleaved: ", why.empty() ? "its strips are 2-bit" : why);
+    }
     if (L.code != Code::base3_banded)
       return "its bytes are ceil(256 q / 243) (Code::base3), whose digit 0 no byte table of byte >> 2 reads; the "
              "kernel reads Code::base3_banded";

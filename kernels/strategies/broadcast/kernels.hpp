@@ -60,8 +60,11 @@ namespace ternlab::strategies {
 // 2026-12-03-zen3-kernels.md.
 enum class Streaming { software_prefetch, hardware_prefetch };
 
-inline constexpr const char* kNotRowInterleaved =
-    "the layout is not row-interleaved (8 or 16 rows, strips of 4-, 8- or 16-byte lanes, lane j = row j)";
+// Why no 2-bit build reads the layout: the recognition's own words (plan.hpp).
+inline std::string not_row_interleaved(const LayoutInfo& L) {
+  const std::string why = row_interleaved_why_not(L);
+  return cat("the layout is not 2-bit row-interleaved: ", why.empty() ? "its strips are base-3" : why);
+}
 inline constexpr int kNoPrefetch = -1;  // a prefetch distance that prefetches nothing
 
 // A gemm in passes over the weights: kTokens tokens (kTokens / 4 tiles) a pass, many(t) from
@@ -145,7 +148,7 @@ struct Broadcast {
   // Why this instantiation cannot run the layout ("" when it can).
   static std::string why_not(const LayoutInfo& L) {
     const StripPlan* plan = strip_plan(L);
-    if (!plan) return kNotRowInterleaved;
+    if (!plan) return not_row_interleaved(L);
     if (L.rows != R) return cat("the kernel takes ", R, "-row blocks, the layout has ", L.rows);
     if (plan->lane_bytes != LB) return cat("the kernel takes ", LB, "-byte lanes, the layout has ", plan->lane_bytes);
     if (L.k != 128 || plan->strips != kStrips) return "the kernel takes blocks of 128 weights per row";
@@ -396,7 +399,7 @@ std::string pick_broadcast_for(const LayoutInfo& L, KernelFns& k) {
 template <class P, Streaming S = Streaming::software_prefetch>
 std::string pick_broadcast(const LayoutInfo& L, KernelFns& k) {
   const StripPlan* plan = strip_plan(L);
-  if (!plan) return kNotRowInterleaved;
+  if (!plan) return not_row_interleaved(L);
   const auto rows = [&]<int LB>() {
     return L.rows == 8 ? pick_broadcast_for<P, 8, LB, S>(L, k) : pick_broadcast_for<P, 16, LB, S>(L, k);
   };
