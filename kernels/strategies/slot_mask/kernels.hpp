@@ -42,6 +42,16 @@
 
 namespace ternlab::strategies {
 
+// The pair sums of G group accumulators, where pair_sum_position<P::kBytes> says: from the
+// policy's pair_add, or its own store where its vector is not int32 lanes (the portable policy).
+template <class P, int G>
+void store_pair_sums(const typename P::V* c, std::int32_t* out) {
+  if constexpr (requires { P::template store_pair_sums<G>(c, out); })
+    P::template store_pair_sums<G>(c, out);
+  else
+    for (int a = 0; a < G; a += 2) P::store(out + P::kBytes / 4 * (a / 2), P::pair_add(c[a], a + 1 < G ? c[a + 1] : P::zero()));
+}
+
 // kDecodedScales: the instantiation for plans whose row scales one 16-byte load cannot read as
 // fp16 (bf16, e4m3, e8m0, spaced apart, or too near the block's end): its register epilogue decodes
 // each block's scales into float lanes. An instantiation of its own, so the fp16 one's loops stay
@@ -59,7 +69,7 @@ struct SlotMask {
   }
 
   static const SlotVectorPlan& plan(const LayoutInfo& L) {
-    return slot_vector_plan(L, P::kBytes, &P::pair_position, P::kGroupVectors);
+    return slot_vector_plan(L, P::kBytes, &pair_sum_position<P::kBytes>, P::kGroupVectors);
   }
   // Whether this instantiation's shape is the plan's.
   static bool fits(const SlotVectorPlan& p) {
@@ -122,7 +132,7 @@ struct SlotMask {
     accumulate<T>(p, blk, x, c);
     for (int t = 0; t < T; ++t) {
       alignas(64) std::int32_t pairs[(G + 1) * P::kBytes / 4];
-      P::template store_pair_sums<G>(c[t], pairs);
+      store_pair_sums<P, G>(c[t], pairs);
       if (p.scale_groups == 1) {
         for (int r = 0; r < ROWS; ++r) {
           std::int32_t sum = 0;
@@ -511,7 +521,7 @@ bool pick_slot_mask_of(const SlotVectorPlan& p, KernelFns& k, std::index_sequenc
 // The slot-mask kernels of layout L on policy P, or the plan's reason when there are none.
 template <class P>
 std::string pick_slot_mask_any(const LayoutInfo& L, KernelFns& k) {
-  const SlotVectorPlan& p = slot_vector_plan(L, P::kBytes, &P::pair_position, P::kGroupVectors);
+  const SlotVectorPlan& p = slot_vector_plan(L, P::kBytes, &pair_sum_position<P::kBytes>, P::kGroupVectors);
   if (!p.why_not.empty()) return p.why_not;
   if (pick_slot_mask_of<P>(p, k, std::make_index_sequence<kSlotShapes<P>.second>{})) return "";
   // Unreachable while kSlotShapes mirrors build_slot_plan's bounds; the registry test would fail.
@@ -528,7 +538,7 @@ void SlotMaskStrategy::add(const LayoutInfo& L, std::vector<KernelVariant>& out,
     const std::string why = pick_slot_mask_any<P>(L, k);  // sets k
     detail::add_or_note(out, gaps, id, T::kIsa, why, k);
     if (why.empty()) {
-      const SlotVectorPlan& p = slot_vector_plan(L, P::kBytes, &P::pair_position, P::kGroupVectors);
+      const SlotVectorPlan& p = slot_vector_plan(L, P::kBytes, &pair_sum_position<P::kBytes>, P::kGroupVectors);
       out.back().gathers_rows = !(p.fold_words || p.fold_halves);
     }
     if constexpr (requires { typename T::WidenSlots; }) {

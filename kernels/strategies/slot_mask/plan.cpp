@@ -326,10 +326,8 @@ const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_byte
                    [&] { return build_slot_plan(layout, vector_bytes, pos, max_group); });
 }
 
-int neon_pair_position(int a, int /*u*/, int h) { return 4 * (a / 2) + 2 * (a % 2) + h; }
-
 const SlotVectorPlan& neon_slot_plan(const LayoutInfo& layout) {
-  return slot_vector_plan(layout, kWordBytes, &neon_pair_position, kNeonGroupVectors);
+  return slot_vector_plan(layout, kWordBytes, &pair_sum_position<kWordBytes>, kNeonGroupVectors);
 }
 
 std::string smmla_why_not(const LayoutInfo& layout) {

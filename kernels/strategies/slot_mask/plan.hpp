@@ -149,9 +149,15 @@ using PairPosition = int (*)(int j, int u, int h);
 const SlotVectorPlan& slot_vector_plan(const LayoutInfo& layout, int vector_bytes, PairPosition pos,
                                        int max_group = kMaxPlanVectors);
 
-// The NEON 16-byte policies' plan (kernels/targets/neon/policy.hpp): their pair sums come from
-// vpaddq(c_a, c_a+1) = [c_a pairs 0,1 | c_a+1 pairs 0,1], and their group sums are int32.
-int neon_pair_position(int a, int u, int h);
+// Where the slot-mask strategy stores pair sums from vectors of kVectorBytes (store_pair_sums in
+// kernels.hpp): pair_add(c_a, c_a+1) = per 16-byte word u, [c_a pairs 0,1 | c_a+1 pairs 0,1] (x86's
+// hadd, NEON's vpaddq), each pair of accumulators' result stored after the previous one.
+template <int kVectorBytes>
+int pair_sum_position(int a, int u, int h) {
+  return kVectorBytes / 4 * (a / 2) + 4 * u + 2 * (a % 2) + h;
+}
+
+// The NEON 16-byte policies' plan (kernels/targets/neon/policy.hpp): int32 group sums.
 inline constexpr int kNeonGroupVectors = 8;
 const SlotVectorPlan& neon_slot_plan(const LayoutInfo& layout);
 // Why the NEON i8mm smmla gemm cannot run `layout` (its plan's tile_why_not, or why the layout has

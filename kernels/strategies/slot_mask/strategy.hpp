@@ -13,11 +13,14 @@ namespace ternlab::strategies {
 
 // The operations slot-mask reads from a policy besides IsaPolicy's.
 template <class P>
-concept SlotMaskOps = IsaPolicy<P> && requires(const std::uint8_t* bytes) {
+concept SlotMaskOps = IsaPolicy<P> && requires(const std::uint8_t* bytes, typename P::V v, std::int32_t* out) {
   typename P::Slots;
   { P::kSlotShift } -> std::convertible_to<int>;
   { P::kGroupVectors } -> std::convertible_to<int>;
   P::extract(P::load(bytes));
+  P::slot_widen(v);
+  // pair sums (store_pair_sums): int32 lane pairs added per 16-byte word, or the policy's own store
+  requires requires { P::pair_add(v, v); P::store(out, v); } || requires { P::template store_pair_sums<1>(&v, out); };
 };
 
 struct SlotMaskStrategy {

@@ -1,13 +1,13 @@
 // The unpack strategy: the stock PQ2_0 x86 kernel as the baseline arm (PrismML's
 // ggml_vec_dot_pq2_0_q8_K, spec 6.2 / 6.5), for any layout in natural 2-bit order (unpack/plan.hpp). Weight side, as the fork:
 // per 32 weights, broadcast the 8 code bytes, shift 64-bit lane j right by 2j, AND 3, and dot the
-// codes with activations permuted into the same order (P::natural_block).
+// codes with activations permuted into the same order (natural_block).
 //
 // Tuned as any production kernel would be, without changing that algorithm: the activation
 // permutation and the "ones" dot product (the +1 code offset) depend on the token only, so they are
 // done once per token (prepare_natural_acts: permuted bytes and each block's sum) instead of once
 // per row; gemm unpacks each block once for the four tokens of a q8_Kx4 tile (the fork's tiled
-// sgemm path); AVX2 sums a block's four maddubs results in int16 before widening (|lane| <= 4 *
+// sgemm path); maddubs targets sum a block's maddubs results in int16 before widening (|lane| <= 4 *
 // 768). The block's int32 is reduced (four blocks per fold) so the one fma per block matches
 // gemv_reference bit for bit.
 //
@@ -25,6 +25,29 @@
 #include "kernels/strategies/unpack/strategy.hpp"
 
 namespace ternlab::strategies {
+
+// One 128-weight block of codes against T tokens' activations in unpack order: int32 lanes of sum
+// u * y. With maddubs the products add in int16 and widen once: kBlockK / kBytes steps of pair sums
+// of at most 2 * 3 * 128 = 768 each, |lane| <= 3072 for 32-byte vectors (fewer steps for wider).
+template <class P, int T>
+[[gnu::always_inline]] inline void natural_block(const std::uint8_t* codes, const std::uint8_t* const* y, typename P::V* out) {
+  constexpr int kSteps = kBlockK / P::kBytes, kCodeBytes = P::kBytes / 4;
+  if constexpr (Int16DotOps<P>) {
+    typename P::V acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = P::zero();
+    for (int k = 0; k < kSteps; ++k) {
+      const typename P::V c = P::unpack_natural(codes + kCodeBytes * k);
+      for (int t = 0; t < T; ++t) acc[t] = P::add16(acc[t], P::maddubs(c, P::load(y[t] + P::kBytes * k)));
+    }
+    for (int t = 0; t < T; ++t) out[t] = P::slot_widen(acc[t]);
+  } else {
+    for (int t = 0; t < T; ++t) out[t] = P::zero();
+    for (int k = 0; k < kSteps; ++k) {
+      const typename P::V c = P::unpack_natural(codes + kCodeBytes * k);
+      for (int t = 0; t < T; ++t) out[t] = P::dot4(out[t], c, P::load(y[t] + P::kBytes * k));
+    }
+  }
+}
 
 // kTiled: gemm unpacks each block once per 4-token tile ("unpack", the fork's tiled sgemm path);
 // otherwise once per token ("unpack-vecdot", ggml's generic mul_mat: one vec_dot per (row,
@@ -59,7 +82,7 @@ struct Unpack {
         V lanes[4];
         for (int b = 0; b < 4; ++b) {
           const std::uint8_t* y = a[0].expanded + (i + b) * kBlockK;
-          P::template natural_block<1>(blk + b * bytes + payload, &y, &lanes[b]);
+          natural_block<P, 1>(blk + b * bytes + payload, &y, &lanes[b]);
         }
         alignas(16) std::int32_t s[4];
         P::reduce_add4(lanes[0], lanes[1], lanes[2], lanes[3], s);
@@ -70,7 +93,7 @@ struct Unpack {
       const std::uint8_t* y[T];
       for (int t = 0; t < T; ++t) y[t] = a[t].expanded + i * kBlockK;
       V lanes[T];
-      P::template natural_block<T>(blk + payload, y, lanes);
+      natural_block<P, T>(blk + payload, y, lanes);
       alignas(16) std::int32_t s[4];
       if constexpr (T == 4)
         P::reduce_add4(lanes[0], lanes[1], lanes[2], lanes[3], s);

@@ -11,12 +11,22 @@
 
 namespace ternlab::strategies {
 
+// What the unpack strategy reads: the target's spread of natural-order codes (kBytes / 4 code bytes
+// to kBytes codes, byte 8j + b of each 32 holding weight 4b + j: the fork's shift-and-mask), an int8
+// dot (maddubs with int16 sums and one widening, or dot4 into int32), horizontal sums.
 template <class P>
-concept UnpackOps = IsaPolicy<P> && P::kBytes >= 32 && requires(typename P::V v, const std::uint8_t* codes,
-                                                                 const std::uint8_t* const* y, typename P::V* out) {
-  P::template natural_block<1>(codes, y, out);
-  P::reduce_add(v);
+concept Int16DotOps = requires(typename P::V v) {
+  P::maddubs(v, v);
+  P::add16(v, v);
+  P::slot_widen(v);
 };
+template <class P>
+concept UnpackOps = IsaPolicy<P> && P::kBytes >= 32 && requires(typename P::V v, const std::uint8_t* codes, std::int32_t* out) {
+  { P::unpack_natural(codes) } -> std::same_as<typename P::V>;
+  P::zero();
+  P::reduce_add(v);
+  P::reduce_add4(v, v, v, v, out);
+} && (Int16DotOps<P> || requires(typename P::V v) { P::dot4(v, v, v); });
 
 struct UnpackStrategy {
   static constexpr Strategy id = Strategy::unpack;

@@ -130,16 +130,8 @@ struct Avx2 : Rows8<Avx2> {
   }
   static void lanes_store(float* y, LaneF v) { _mm256_storeu_ps(y, v); }
 
-  // Pair sums of NV slot-dot vectors, stored in the order pair_position describes.
-  template <int NV>
-  static void store_pair_sums(const V* c, std::int32_t* out) {
-    for (int j = 0; j < NV; j += 2) {
-      const V h = _mm256_hadd_epi32(c[j], j + 1 < NV ? c[j + 1] : zero());
-      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 4 * j), h);
-    }
-  }
-  // hadd(c_a, c_a+1): per 128-bit word u, [c_a pairs 0,1 | c_a+1 pairs 0,1].
-  static int pair_position(int a, int u, int h) { return 8 * (a / 2) + 4 * u + 2 * (a % 2) + h; }
+  // Per 128-bit word u: [a's int32 pairs (0,1), (2,3) summed | b's] (slot_mask/ops.hpp: PairSums).
+  static V pair_add(V a, V b) { return _mm256_hadd_epi32(a, b); }
 
   // --- rows kept in one vector (up to 8 rows), for the slot-mask epilogue (Rows8) -------------
   // The pair sums of G accumulators gathered into [row 0 .. row ROWS-1]; no round trip through
@@ -199,18 +191,6 @@ struct Avx2 : Rows8<Avx2> {
     const V b = _mm256_set1_epi64x(c);
     return and_(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 2, 4, 6)), set1_u8(3));
   }
-  // One 128-weight block of codes against T tokens' activations in unpack order: int32 lanes of
-  // sum u * y. The four maddubs results add in int16 (|lane| <= 4 * 2 * 3 * 128 = 3072).
-  template <int T>
-  static void natural_block(const std::uint8_t* codes, const std::uint8_t* const* y, V* out) {
-    V acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = zero();
-    for (int k = 0; k < 4; ++k) {
-      const V c = unpack_natural(codes + 8 * k);
-      for (int t = 0; t < T; ++t) acc[t] = _mm256_add_epi16(acc[t], _mm256_maddubs_epi16(c, load(y[t] + 32 * k)));
-    }
-    for (int t = 0; t < T; ++t) out[t] = _mm256_madd_epi16(acc[t], set1_i16(1));
-  }
 
   // --- base-3 (digit-planar) -----------------------------------------------------------------
   // Two 16-byte windows, one per 128-bit lane, then a byte shuffle inside each lane.
@@ -232,7 +212,6 @@ struct Avx2 : Rows8<Avx2> {
     return _mm256_sub_epi8(_mm256_sub_epi8(zero(), ge86), ge171);
   }
 
-  // --- basic operations the permute strategy's maddubs build reads (permute/ops.hpp) -----------
   static V or_(V a, V b) { return _mm256_or_si256(a, b); }
   static void store(void* p, V v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 

@@ -348,12 +348,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     }
   }
 
-  template <int NV>
-  static void store_pair_sums(const V* c, std::int32_t* out) {
-    for (int j = 0; j < NV; j += 2) _mm512_storeu_si512(out + 8 * j, pair_add(c[j], j + 1 < NV ? c[j + 1] : zero()));
-  }
-  // pair_add(c_a, c_a+1): per word u, [c_a pairs 0,1 | c_a+1 pairs 0,1] (AVX2's order, 4 words).
-  static int pair_position(int a, int u, int h) { return 16 * (a / 2) + 4 * u + 2 * (a % 2) + h; }
+  static void store(void* p, V v) { _mm512_storeu_si512(p, v); }
 
   // --- rows kept in one 8-lane vector, for the slot-mask epilogue (Rows8) ----------------------
   static __m256i low_half(V v) { return _mm512_castsi512_si256(v); }
@@ -412,15 +407,6 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     const V b = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 0, 0, 0, 1, 1, 1, 1),
                                          _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes))));
     return and_(_mm512_srlv_epi64(b, _mm512_setr_epi64(0, 2, 4, 6, 0, 2, 4, 6)), set1_u8(3));
-  }
-  // One 128-weight block against T tokens' activations in unpack order: int32 lanes of sum u * y.
-  template <int T>
-  static void natural_block(const std::uint8_t* codes, const std::uint8_t* const* y, V* out) {
-    for (int t = 0; t < T; ++t) out[t] = zero();
-    for (int k = 0; k < 2; ++k) {
-      const V c = unpack_natural(codes + 16 * k);
-      for (int t = 0; t < T; ++t) out[t] = _mm512_dpbusd_epi32(out[t], c, load(y[t] + 64 * k));
-    }
   }
 
   // --- permute (any layout): codes gathered by byte shuffles, one 2-bit field or digit an op ----

@@ -72,12 +72,10 @@ struct Neon {
   static V slot_add(V a, V b) { return vaddq_s32(a, b); }
   static V slot_widen(V a) { return a; }
 
-  template <int G>
-  static void store_pair_sums(const V* c, std::int32_t* out) {
-    for (int a = 0; a < G; a += 2) vst1q_s32(out + 2 * a, vpaddq_s32(c[a], a + 1 < G ? c[a + 1] : vdupq_n_s32(0)));
-  }
-  // vpaddq(c_a, c_a+1) = [c_a pairs 0,1 | c_a+1 pairs 0,1], as neon_slot_plan assumes.
-  static int pair_position(int a, int u, int h) { return neon_pair_position(a, u, h); }
+  static V zero() { return vdupq_n_s32(0); }
+  static void store(void* p, V v) { vst1q_s32(static_cast<std::int32_t*>(p), v); }
+  // [a's int32 pairs (0,1), (2,3) summed | b's] (slot_mask/ops.hpp: PairSums).
+  static V pair_add(V a, V b) { return vpaddq_s32(a, b); }
 
   // --- permute (any layout): codes gathered by byte shuffles, one 2-bit field or digit an op ----
   // Codes are 0..3 (|a| <= 127 for Mull's exactness) and the accumulator is int32: no narrow bound.
@@ -171,16 +169,6 @@ struct NeonX2 {
     const uint8x16_t three = vdupq_n_u8(3);
     return {vandq_u8(vreinterpretq_u8_u64(vshlq_u64(c, s01)), three),
             vandq_u8(vreinterpretq_u8_u64(vshlq_u64(c, s23)), three)};
-  }
-  // One 128-weight block of codes against T tokens' activations in unpack order: int32 lanes of
-  // sum u * y.
-  template <int T>
-  static void natural_block(const std::uint8_t* codes, const std::uint8_t* const* y, V* out) {
-    for (int t = 0; t < T; ++t) out[t] = zero();
-    for (int k = 0; k < 4; ++k) {
-      const V c = unpack_natural(codes + 8 * k);
-      for (int t = 0; t < T; ++t) out[t] = dot4(out[t], c, load(y[t] + 32 * k));
-    }
   }
 
   // --- base-3 (digit-planar) -----------------------------------------------------------------------

@@ -62,7 +62,7 @@ struct Portable {
   }
   static V slot_widen(V a) { return a; }
   // Per accumulator, the sums of bytes 0-7 and 8-15 (two dot4 lanes each) at 2a and 2a + 1: the
-  // order neon_pair_position gives (vpaddq of two accumulators stored at 2a).
+  // order pair_sum_position<16> gives (pair_add of two accumulators stored at 2a).
   template <int G>
   static void store_pair_sums(const V* c, std::int32_t* out) {
     for (int a = 0; a < G; ++a)
@@ -73,7 +73,6 @@ struct Portable {
       }
     if (G % 2) out[2 * G] = out[2 * G + 1] = 0;
   }
-  static int pair_position(int a, int u, int h) { return neon_pair_position(a, u, h); }
   // From the bits, inlined: the scale loops call it per row and block, and fp16_to_float's table
   // lookup is a call (fp16_table()) in the hot loop. Exact: every fp16 value is a float.
   [[gnu::always_inline]] static float fp16(const std::uint8_t* p) {

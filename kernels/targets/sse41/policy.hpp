@@ -131,14 +131,8 @@ struct Sse41 : Sse41Float {
   static V slot_add(V a, V b) { return _mm_add_epi16(a, b); }
   static V slot_widen(V a) { return _mm_madd_epi16(a, set1_i16(1)); }
 
-  // phaddd(c_a, c_a+1) = [c_a pairs 0,1 | c_a+1 pairs 0,1]: NEON's vpaddq order, so its pair
-  // positions.
-  template <int G>
-  static void store_pair_sums(const V* c, std::int32_t* out) {
-    for (int a = 0; a < G; a += 2)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * a), _mm_hadd_epi32(c[a], a + 1 < G ? c[a + 1] : zero()));
-  }
-  static int pair_position(int a, int u, int h) { return neon_pair_position(a, u, h); }
+  // [a's int32 pairs (0,1), (2,3) summed | b's] (slot_mask/ops.hpp: PairSums).
+  static V pair_add(V a, V b) { return _mm_hadd_epi32(a, b); }
 
   // --- broadcast (row-interleaved layouts): 4 rows per vector, one per 32-bit lane, or with
   // lanes of LB = 8 or 16 bytes 16 / LB rows, each over LB / 4 32-bit lanes ----------------------
@@ -258,6 +252,10 @@ struct Sse41X2 : Sse41Float {
     return _mm_add_epi32(acc, _mm_madd_epi16(_mm_maddubs_epi16(a, b), S::set1_i16(1)));
   }
   static V dot4(V acc, V a, V b) { return {dot4(acc.lo, a.lo, b.lo), dot4(acc.hi, a.hi, b.hi)}; }
+  // maddubs's int16 pair sums, added and widened per half (the unpack strategy's block sum).
+  static V maddubs(V u8, V s8) { return {_mm_maddubs_epi16(u8.lo, s8.lo), _mm_maddubs_epi16(u8.hi, s8.hi)}; }
+  static V add16(V a, V b) { return {_mm_add_epi16(a.lo, b.lo), _mm_add_epi16(a.hi, b.hi)}; }
+  static V slot_widen(V a) { return {S::slot_widen(a.lo), S::slot_widen(a.hi)}; }
   static std::int32_t reduce_add(V v) {
     __m128i s = _mm_add_epi32(v.lo, v.hi);
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
@@ -280,22 +278,6 @@ struct Sse41X2 : Sse41Float {
     const __m128i three = S::set1_u8(3);
     return {_mm_and_si128(_mm_unpacklo_epi64(b, _mm_srli_epi64(b, 2)), three),
             _mm_and_si128(_mm_unpacklo_epi64(_mm_srli_epi64(b, 4), _mm_srli_epi64(b, 6)), three)};
-  }
-  // One 128-weight block against T tokens: the four pmaddubsw results add in int16 (|lane| <= 4 *
-  // 2 * 3 * 128 = 3072), widened once.
-  template <int T>
-  static void natural_block(const std::uint8_t* codes, const std::uint8_t* const* y, V* out) {
-    V acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = zero();
-    for (int k = 0; k < 4; ++k) {
-      const V c = unpack_natural(codes + 8 * k);
-      for (int t = 0; t < T; ++t) {
-        const V x = load(y[t] + 32 * k);
-        acc[t] = {_mm_add_epi16(acc[t].lo, _mm_maddubs_epi16(c.lo, x.lo)),
-                  _mm_add_epi16(acc[t].hi, _mm_maddubs_epi16(c.hi, x.hi))};
-      }
-    }
-    for (int t = 0; t < T; ++t) out[t] = {S::slot_widen(acc[t].lo), S::slot_widen(acc[t].hi)};
   }
 
   // --- base-3 (digit-planar) ----------------------------------------------------------------------
