@@ -409,27 +409,24 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     return and_(_mm512_srlv_epi64(b, _mm512_setr_epi64(0, 2, 4, 6, 0, 2, 4, 6)), set1_u8(3));
   }
 
-  // --- permute (any layout): codes gathered by byte shuffles, one 2-bit field or digit an op ----
-  static constexpr int kPermAccItems = 1 << 20;  // int32 accumulator: no narrow bound
-  using PermAcc = V;
+  // --- basic operations the permute strategy reads (permute/ops.hpp) -------------------------
   static V or_(V a, V b) { return _mm512_or_si512(a, b); }
   static V shuffle_bytes(V a, V idx) { return _mm512_shuffle_epi8(a, idx); }  // within 16-byte lanes
-  static V field(V v, int shift) { return and_(_mm512_srl_epi16(v, _mm_cvtsi32_si128(shift)), set1_u8(3)); }
-  // Digit n of each byte: t = v * 3^n mod 256 (two 16-bit multiplies, each keeping the byte it got
-  // right), then the top trit (t >= 86) + (t >= 171) by saturating subtracts.
-  static V trit(V v, int mul) {
-    const V m = _mm512_set1_epi16(std::int16_t(mul));
-    const V lo = and_(_mm512_mullo_epi16(v, m), _mm512_set1_epi16(0x00ff));
-    const V hi = _mm512_mullo_epi16(and_(v, _mm512_set1_epi16(std::int16_t(0xff00))), m);
-    const V t = _mm512_or_si512(lo, hi), one = set1_u8(1);
-    return _mm512_add_epi8(_mm512_min_epu8(_mm512_subs_epu8(t, set1_u8(85)), one),
-                           _mm512_min_epu8(_mm512_subs_epu8(t, set1_u8(170)), one));
+  static V srli16(V a, int n) { return _mm512_srl_epi16(a, _mm_cvtsi32_si128(n)); }
+  static V set1_i16(std::int16_t v) { return _mm512_set1_epi16(v); }
+  // Byte-wise product mod 256 (even bytes' multipliers in `even`, odd bytes' in `odd`, as 16-bit
+  // values): two 16-bit multiplies, each keeping the byte it got right.
+  static V mul_u8(V x, V even, V odd) {
+    const V lo = and_(_mm512_mullo_epi16(x, even), _mm512_set1_epi16(0x00ff));
+    const V hi = _mm512_mullo_epi16(and_(x, _mm512_set1_epi16(std::int16_t(0xff00))), odd);
+    return _mm512_or_si512(lo, hi);
   }
-  static PermAcc perm_zero() { return zero(); }
-  static PermAcc perm_dot(PermAcc acc, V u, V y) { return dot4(acc, u, y); }
-  // The accumulator as int32 lanes in 8-lane pieces (the vector epilogue's input).
-  static void perm_pieces(PermAcc acc, __m256i* out) { out[0] = low_half(acc), out[1] = high_half(acc); }
-  static void perm_store(PermAcc acc, std::int32_t* lanes) { _mm512_store_si512(lanes, acc); }
+  // The top trit of each byte, floor(3 x / 256) = (x >= 86) + (x >= 171), by saturating subtracts.
+  static V top_trit(V x) {
+    const V one = set1_u8(1);
+    return _mm512_add_epi8(_mm512_min_epu8(_mm512_subs_epu8(x, set1_u8(85)), one),
+                           _mm512_min_epu8(_mm512_subs_epu8(x, set1_u8(170)), one));
+  }
 
   // Always inlined: the scale loops call it per row and block, and out of line (GCC's choice for
   // some instantiations) every call was a call in a hot loop.

@@ -77,25 +77,25 @@ struct Neon {
   // [a's int32 pairs (0,1), (2,3) summed | b's] (slot_mask/ops.hpp: PairSums).
   static V pair_add(V a, V b) { return vpaddq_s32(a, b); }
 
-  // --- permute (any layout): codes gathered by byte shuffles, one 2-bit field or digit an op ----
-  // Codes are 0..3 (|a| <= 127 for Mull's exactness) and the accumulator is int32: no narrow bound.
-  static constexpr int kPermAccItems = 1 << 20;
-  using PermAcc = V;
+  // --- basic operations on bytes the permute strategy reads (permute/ops.hpp) ------------------
+  static uint8x16_t and_(uint8x16_t a, uint8x16_t b) { return vandq_u8(a, b); }
   static uint8x16_t or_(uint8x16_t a, uint8x16_t b) { return vorrq_u8(a, b); }
+  static uint8x16_t set1_u8(std::uint8_t v) { return vdupq_n_u8(v); }
+  static uint8x16_t set1_i16(std::int16_t v) { return vreinterpretq_u8_s16(vdupq_n_s16(v)); }
   static uint8x16_t shuffle_bytes(uint8x16_t a, uint8x16_t idx) { return vqtbl1q_u8(a, idx); }  // >= 16: 0
-  static uint8x16_t field(uint8x16_t v, int shift) {
-    return vandq_u8(vshlq_u8(v, vdupq_n_s8(std::int8_t(-shift))), vdupq_n_u8(3));
+  // 16-bit lanes shifted right (logical); callers mask the bytes.
+  static uint8x16_t srli16(uint8x16_t a, int n) {
+    return vreinterpretq_u8_u16(vshlq_u16(vreinterpretq_u16_u8(a), vdupq_n_s16(std::int16_t(-n))));
   }
-  // Digit n of each byte: t = v * 3^n mod 256, then the top trit (t >= 86) + (t >= 171).
-  static uint8x16_t trit(uint8x16_t v, int mul) {
-    const uint8x16_t t = vmulq_u8(v, vdupq_n_u8(std::uint8_t(mul)));
-    return vaddq_u8(vshrq_n_u8(vcgeq_u8(t, vdupq_n_u8(86)), 7), vshrq_n_u8(vcgeq_u8(t, vdupq_n_u8(171)), 7));
+  // Byte-wise product mod 256, multipliers as x86's 16-bit ones (byte 2i's in the low byte of
+  // even[i], byte 2i+1's in the low byte of odd[i]): trn1 interleaves them.
+  static uint8x16_t mul_u8(uint8x16_t x, uint8x16_t even, uint8x16_t odd) { return vmulq_u8(x, vtrn1q_u8(even, odd)); }
+  // The top trit of each byte, floor(3 x / 256) = (x >= 86) + (x >= 171), as 0..2.
+  static uint8x16_t top_trit(uint8x16_t x) {
+    return vsubq_u8(vsubq_u8(vdupq_n_u8(0), vcgeq_u8(x, vdupq_n_u8(86))), vcgeq_u8(x, vdupq_n_u8(171)));
   }
-  static PermAcc perm_zero() { return vdupq_n_s32(0); }
-  static PermAcc perm_dot(PermAcc acc, uint8x16_t u, uint8x16_t y) {
-    return D::dot4(acc, vreinterpretq_s8_u8(u), vreinterpretq_s8_u8(y));
-  }
-  static void perm_store(PermAcc acc, std::int32_t* lanes) { vst1q_s32(lanes, acc); }
+  // acc + the dot of each 4 bytes of codes u (0..3) and activations y, per int32 lane.
+  static V dot4(V acc, uint8x16_t u, uint8x16_t y) { return D::dot4(acc, vreinterpretq_s8_u8(u), vreinterpretq_s8_u8(y)); }
 
   // Always inlined: the scale loops call it per row and block, and out of line (GCC's choice for
   // some instantiations) every call was a call in a hot loop.
