@@ -1,11 +1,24 @@
 #include "tests/support.hpp"
 
+#include <map>
+
 #include "common/error.hpp"
 #include "kernels/cpu.hpp"
 #include "kernels/strategies/slot_mask/plan.hpp"
 #include "kernels/targets/x86.hpp"
+#include "model/synth.hpp"
 
 namespace ternlab::test {
+
+const std::string& synthetic_model(const std::filesystem::path& folder, const std::string& preset,
+                                   const model::SynthOptions& options) {
+  static std::map<std::string, std::string> written;  // tests run on one thread
+  const std::string path = (folder / cat(preset, "-seed", options.seed, "-type", options.ternary_type, "-g",
+                                         options.scale_group, options.unfolded ? "-unfolded" : "", ".gguf")).string();
+  auto [it, fresh] = written.try_emplace(path, path);
+  if (fresh) model::write_synthetic(model::find_preset(preset), path, options);
+  return it->second;
+}
 
 std::vector<KernelVariant> checked_kernels_for(const LayoutInfo& L) {
   std::vector<KernelVariant> ks = kernels_for(L);

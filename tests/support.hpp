@@ -17,7 +17,16 @@
 #include "layouts/matrix.hpp"
 #include "layouts/registry.hpp"
 
+namespace ternlab::model {
+struct SynthOptions;
+}
+
 namespace ternlab::test {
+
+// The synthetic `preset` model written with `options` into `folder`, once per process (later calls
+// with the same folder, preset and options return the same file), its path.
+const std::string& synthetic_model(const std::filesystem::path& folder, const std::string& preset,
+                                   const model::SynthOptions& options);
 
 // A folder of its own under the temp directory (name and process id), made now and removed with
 // everything in it when it goes.

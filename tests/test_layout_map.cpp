@@ -32,16 +32,7 @@ namespace {
 constexpr char kScratchName[] = "ternlab-layout-map";
 const fs::path& scratch() { return test::scratch_folder<kScratchName>(); }
 
-const std::string& tiny() {
-  static const std::string p = [] {
-    const std::string path = (scratch() / "tiny.gguf").string();
-    SynthOptions o;
-    o.seed = 2026;
-    write_synthetic(find_preset("tiny"), path, o);
-    return path;
-  }();
-  return p;
-}
+const std::string& tiny() { return test::synthetic_model(scratch(), "tiny", {.seed = 2026}); }
 
 const std::vector<std::int32_t> kPrompt = {72, 101, 108, 108, 111};
 

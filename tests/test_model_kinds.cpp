@@ -36,14 +36,7 @@ constexpr char kScratchName[] = "ternlab-model-kinds";
 const fs::path& scratch() { return test::scratch_folder<kScratchName>(); }
 
 // The micro preset with another seed: same shapes, different trits, so greedy tokens differ.
-const std::string& other_weights() {
-  static const std::string p = [] {
-    const std::string path = (scratch() / "micro-other.gguf").string();
-    model::write_synthetic(model::find_preset("micro"), path, {99, 142});
-    return path;
-  }();
-  return p;
-}
+const std::string& other_weights() { return test::synthetic_model(scratch(), "micro", {.seed = 99}); }
 
 // Keys every test run shares: one kept round, no warm-up, a token-sized ceiling buffer.
 std::string head(const std::string& kind) {
@@ -292,8 +285,7 @@ TEST_SUITE("model-kinds") {
   }
 
   TEST_CASE("the memory estimate covers what a loaded arm holds, and follows the layout's bits per weight") {
-    const std::string path = (scratch() / "tiny-estimate.gguf").string();
-    model::write_synthetic(model::find_preset("tiny"), path, {5, 142});
+    const std::string& path = test::synthetic_model(scratch(), "tiny", {.seed = 5});
     const Plan plan = load_plan_text(cat("kind = \"decode\"\nmodel = \"", path, "\"\nceiling_mib = 1\n[[arm]]\nlayout = [\"pq2_0\", \"ptq1_0\"]\n"),
                                      "model.toml", {});
     const std::string notes = describe(plan);

@@ -92,8 +92,7 @@ TEST_SUITE("speculative") {
   }
 
   TEST_CASE("kind speculative: an arm whose greedy tokens differ from the baseline's fails and is never timed (arms one at a time)") {
-    const std::string other = (scratch() / "micro-other.gguf").string();
-    model::write_synthetic(model::find_preset("micro"), other, {99, 142});
+    const std::string& other = test::synthetic_model(scratch(), "micro", {.seed = 99});
     const RunReport rep = run_text(head() + "arms = \"one-at-a-time\"\n[speculate]\ndrafter = \"oracle\"\n[[arm]]\nlayout = \"pq2_0\"\n"
                                             "[[arm]]\nname = \"other\"\nlayout = \"pq2_0\"\nmodel = \"" + other + "\"\n");
     CHECK(point(rep, "pq2_0", "oracle", 2)["identical"] == true);

@@ -8,7 +8,9 @@
 //   kIsa                 the Isa its kernels are named for;
 //   Policy               its vector-width policy (kernels/targets/<isa>/policy.hpp);
 //   Wide (optional)      a 32-byte policy where Policy is narrower (NEON's register pairs);
-//   WidenSlots (opt.)    Policy without the trick with 4 and 16 (slot-mask-widen's arm);
+//   SlotPolicy (opt.)    the slot program (kernels/strategies/slot_mask/ops.hpp) its int8 dot
+//                        suits, over Policy;
+//   WidenSlots (opt.)    a slot program without the trick with 4 and 16 (slot-mask-widen's arm);
 // and, for builds a target adds beyond the shared templates, hooks its strategy names.
 #pragma once
 
@@ -32,17 +34,29 @@ concept StrategyDescriptor = requires(const LayoutInfo& layout) {
 template <StrategyDescriptor... S>
 struct StrategyList {};
 
-// The target's 32-byte policy: Wide where it declares one, else Policy.
-template <class T>
-struct wide_policy {
+// The policy a target declares for a role (Role<T> names the member: Wide, SlotPolicy), else its
+// Policy.
+template <class T, template <class> class Role>
+struct RolePolicy {
   using type = typename T::Policy;
 };
-template <class T>
-  requires requires { typename T::Wide; }
-struct wide_policy<T> {
-  using type = typename T::Wide;
+template <class T, template <class> class Role>
+  requires requires { typename Role<T>; }
+struct RolePolicy<T, Role> {
+  using type = Role<T>;
 };
+
+// The target's 32-byte policy: Wide where it declares one.
 template <class T>
-using WidePolicy = typename wide_policy<T>::type;
+using WideRole = typename T::Wide;
+template <class T>
+using WidePolicy = typename RolePolicy<T, WideRole>::type;
+
+// The policy slot-mask runs on: SlotPolicy (one of strategies/slot_mask/ops.hpp's slot programs
+// over the target's policy), or the policy itself where it carries its own (the portable one).
+template <class T>
+using SlotRole = typename T::SlotPolicy;
+template <class T>
+using SlotPolicyOf = typename RolePolicy<T, SlotRole>::type;
 
 }  // namespace ternlab::strategies

@@ -32,7 +32,7 @@ concept MaddubsOps = IsaPolicy<P> && requires(typename P::V v) {
   P::srai16(v, 2);   // 16-bit lanes shifted right (arithmetic)
   P::add16(v, v);
   P::maddubs(v, v);  // u8 x s8 -> saturating int16 pair sums
-  P::slot_widen(v);  // int16 pair sums -> int32 lanes (adjacent pairs added)
+  P::widen16(v);     // int16 pair sums -> int32 lanes (adjacent pairs added)
 };
 
 }  // namespace ternlab

@@ -54,8 +54,8 @@ Base3Plan build_base3_plan(const LayoutInfo& L) {
     p.why_not = L.block_scales_why_not();
     return p;
   }
-  if (L.rows != 1 || L.k != 128) {
-    p.why_not = "base-3 kernels take one-row blocks of 128 weights";
+  if (L.k != 128) {  // one row a block is the recognition's rule
+    p.why_not = cat("base-3 kernels take blocks of 128 weights (it has ", L.k, ")");
     return p;
   }
   p.block_bytes = L.block_bytes();

@@ -38,7 +38,7 @@ struct MaddubsLaneCodes {
   static void dot(Acc& acc, V codes, V x, int) { acc = P::chain_add16(acc, P::maddubs(codes, x)); }
   template <int kStrips = 8>
   static void strip_done(Acc&, int) {}
-  static V sums(const Acc& acc) { return P::slot_widen(acc); }
+  static V sums(const Acc& acc) { return P::widen16(acc); }
 };
 
 // One shift a vector instead of three: each nibble's two slots are masked where they stand, so
@@ -67,7 +67,7 @@ struct MaddubsLaneNibbles {
   static void strip_done(Acc& acc, int t) {
     if (t % 4 == 3 || t == kStrips - 1) acc = {P::add16(acc.u, P::srai16(acc.u4, 2)), P::zero()};
   }
-  static V sums(const Acc& acc) { return P::slot_widen(acc.u); }  // u4 folded by the last strip_done
+  static V sums(const Acc& acc) { return P::widen16(acc.u); }  // u4 folded by the last strip_done
 };
 
 // The lane programs the broadcast strategy runs on P: the policy's own where it declares them,

@@ -81,12 +81,12 @@ struct PermuteProgram<P> : PermuteCodes<P> {
   static constexpr int kAccItems = 42;
   static Acc zero() { return P::zero(); }
   static Acc dot(Acc acc, V codes, V acts) { return P::add16(acc, P::maddubs(codes, acts)); }
-  static void store(Acc acc, std::int32_t* lanes) { P::store(lanes, P::slot_widen(acc)); }
+  static void store(Acc acc, std::int32_t* lanes) { P::store(lanes, P::widen16(acc)); }
   // One 8-lane piece per 32 bytes (the vector epilogue's input, Rows8 policies).
   template <class Piece>
     requires(P::kBytes == 32)
   static void pieces(Acc acc, Piece* out) {
-    out[0] = P::slot_widen(acc);
+    out[0] = P::widen16(acc);
   }
 };
 

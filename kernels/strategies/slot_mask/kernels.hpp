@@ -36,6 +36,7 @@
 #include "common/error.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/kernel_id.hpp"
+#include "kernels/strategies/slot_mask/ops.hpp"
 #include "kernels/strategies/slot_mask/plan.hpp"
 #include "kernels/strategies/block_scales.hpp"
 #include "kernels/strategies/slot_mask/strategy.hpp"
@@ -63,10 +64,11 @@ struct SlotMask {
 
   // The variant's name in messages: a policy may run the strategy as another Strategy (kSlotStrategy),
   // and the policy's own name tells builds of one ISA apart (avx512vnni-simde).
-  static std::string kernel() {
-    if constexpr (requires { P::kSlotStrategy; }) return cat(strategy_name(P::kSlotStrategy), "/", P::name);
-    return cat(strategy_name(Strategy::slot_mask), "/", P::name);
-  }
+  static constexpr Strategy kStrategy = [] {
+    if constexpr (requires { P::kSlotStrategy; }) return P::kSlotStrategy;
+    return Strategy::slot_mask;
+  }();
+  static std::string kernel() { return cat(strategy_name(kStrategy), "/", P::name); }
 
   static const SlotVectorPlan& plan(const LayoutInfo& L) {
     return slot_vector_plan(L, P::kBytes, &pair_sum_position<P::kBytes>, P::kGroupVectors);
@@ -472,15 +474,15 @@ struct SlotMask {
 };
 
 // Points k at SlotMask<P, G, M, ROWS> when the plan has that block shape, the plan bound: the
-// decoded-scales instantiation where only it keeps the epilogue in registers. Policies that run
-// the strategy as an experiment of their own (kSlotStrategy: slot-mask-widen) keep the per-row
+// decoded-scales instantiation where only it keeps the epilogue in registers. Programs that run
+// the strategy as another Strategy (kSlotStrategy: slot-mask-widen, portable) keep the per-row
 // path for those plans, which spares the build their instantiations.
 template <class P, int G, int M, int ROWS>
 bool pick_slot_mask(const SlotVectorPlan& p, KernelFns& k) {
   using K = SlotMask<P, G, M, ROWS>;
   if (!K::fits(p)) return false;
   k = {&K::gemv, &K::gemm, {&p, &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
-  if constexpr (K::kVectorRows && !requires { P::kSlotStrategy; }) {
+  if constexpr (K::kVectorRows && K::kStrategy == Strategy::slot_mask) {
     using D = SlotMask<P, G, M, ROWS, true>;
     if (!K::vector_rows(p) && D::vector_rows(p))
       k = {&D::gemv, &D::gemm, {&p, &D::gemv_acts_bytes, &D::gemv_prepare, &D::gemv_rows}};
@@ -530,7 +532,7 @@ std::string pick_slot_mask_any(const LayoutInfo& L, KernelFns& k) {
 
 template <class T>
 void SlotMaskStrategy::add(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {
-  using P = typename T::Policy;
+  using P = SlotPolicyOf<T>;
   if constexpr (!SlotMaskOps<P>) {
     if (gaps) gaps->push_back({id, T::kIsa, cat(P::name, "'s policy lacks slot-mask's operations (SlotMaskOps)")});
   } else {

@@ -32,7 +32,7 @@ struct SlotMaskStrategy {
   static std::string property(const LayoutInfo& L) {
     return !admits(L) ? "" : slot_words(L).pairs_rows ? "slot-vectorizable(row-pairs)" : "slot-vectorizable(rows)";
   }
-  // slot-mask on T::Policy, and slot-mask-widen where T declares WidenSlots.
+  // slot-mask on SlotPolicyOf<T>, and slot-mask-widen where T declares WidenSlots.
   template <class T>
   static void add(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps);
 };

@@ -39,7 +39,7 @@ template <class P, int T>
       const typename P::V c = P::unpack_natural(codes + kCodeBytes * k);
       for (int t = 0; t < T; ++t) acc[t] = P::add16(acc[t], P::maddubs(c, P::load(y[t] + P::kBytes * k)));
     }
-    for (int t = 0; t < T; ++t) out[t] = P::slot_widen(acc[t]);
+    for (int t = 0; t < T; ++t) out[t] = P::widen16(acc[t]);
   } else {
     for (int t = 0; t < T; ++t) out[t] = P::zero();
     for (int k = 0; k < kSteps; ++k) {

@@ -18,7 +18,7 @@ template <class P>
 concept Int16DotOps = requires(typename P::V v) {
   P::maddubs(v, v);
   P::add16(v, v);
-  P::slot_widen(v);
+  P::widen16(v);
 };
 template <class P>
 concept UnpackOps = IsaPolicy<P> && P::kBytes >= 32 && requires(typename P::V v, const std::uint8_t* codes, std::int32_t* out) {

@@ -34,10 +34,11 @@ using P = isa::Avx2;
 struct Avx2Target {
   static constexpr Isa kIsa = Isa::avx2;
   using Policy = isa::Avx2;
-  using WidenSlots = isa::Avx2WidenSlots;
+  using SlotPolicy = strategies::InPlaceSlots<isa::Avx2>;  // slot-mask's program for a maddubs dot
+  using WidenSlots = strategies::WidenedSlots<isa::Avx2>;
 };
 // Every strategy is built here: a policy that lost an operation must not turn into a quiet gap.
-static_assert(strategies::SlotMaskOps<isa::Avx2> && strategies::SlotMaskOps<isa::Avx2WidenSlots> &&
+static_assert(strategies::SlotMaskOps<Avx2Target::SlotPolicy> && strategies::SlotMaskOps<Avx2Target::WidenSlots> &&
               strategies::PermuteOps<isa::Avx2> && strategies::UnpackOps<isa::Avx2> && strategies::Base3Ops<isa::Avx2> &&
               strategies::BroadcastOps<isa::Avx2>);
 

@@ -34,38 +34,12 @@ struct Avx2 : Rows8<Avx2> {
     return l[0] + l[1] + l[2] + l[3];
   }
   static V sub32(V a, V b) { return _mm256_sub_epi32(a, b); }
-  // Bytes shifted right by n (the 16-bit shift drags in bits of the next byte; callers mask them).
-  template <int n>
-  static V shr_u8_dirty(V a) { return _mm256_srli_epi16(a, n); }
 
   // acc + sum of 4 products u8 x s8 per int32 lane (no saturation for |u| <= 63: 2 * 63 * 128 fits).
   static V dot4(V acc, V u8, V s8) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
   }
 
-  // Slot-mask: slots 0 and 1 masked in place (u, 4u), slots 2 and 3 the same after one shift by 4
-  // (u, 4u). maddubs saturates at int16, so the in-place 16u and 64u of slots 2 and 3 would not
-  // fit (2 * 192 * 128 > 32767); after the shift every product is at most 4 * 3 * 128 per byte
-  // pair. The slots recombine in int16 as 4 (m0 + m2) + (m1 + m3) = 4 * sum(u * y): |lane| <= 12288
-  // per vector, so a group of two vectors (kGroupVectors) still fits, and multiplies, this ISA's
-  // scarce port, widen to int32 once per group (slot_widen) instead of once per slot.
-  static constexpr int kSlotShift = 2;
-  static constexpr int kGroupVectors = 2;
-  struct Slots {
-    V s[4];
-  };
-  static Slots extract(V v) {
-    const V hi = shr_u8_dirty<4>(v);
-    return {{and_(v, set1_u8(0x03)), and_(v, set1_u8(0x0c)), and_(hi, set1_u8(0x03)), and_(hi, set1_u8(0x0c))}};
-  }
-  // int16 lanes: 4 * sum over slots of u * y (pairs of products per lane).
-  static V slot_dot(const Slots& w, const std::uint8_t* x) {
-    const V m02 = _mm256_add_epi16(_mm256_maddubs_epi16(w.s[0], load(x)), _mm256_maddubs_epi16(w.s[2], load(x + 64)));
-    const V m13 = _mm256_add_epi16(_mm256_maddubs_epi16(w.s[1], load(x + 32)), _mm256_maddubs_epi16(w.s[3], load(x + 96)));
-    return _mm256_add_epi16(_mm256_slli_epi16(m02, 2), m13);
-  }
-  static V slot_add(V a, V b) { return _mm256_add_epi16(a, b); }
-  static V slot_widen(V a) { return _mm256_madd_epi16(a, set1_i16(1)); }
 
   // --- broadcast (row-interleaved layouts): 8 rows per vector, one per 32-bit lane, or with
   // lanes of LB = 8 or 16 bytes 32 / LB rows, each over LB / 4 32-bit lanes -----------------------
@@ -116,9 +90,11 @@ struct Avx2 : Rows8<Avx2> {
   // The basic operations the broadcast strategy's maddubs lane programs read
   // (kernels/strategies/broadcast/maddubs_lanes.hpp).
   static V srli16(V a, int n) { return _mm256_srli_epi16(a, n); }
+  static V slli16(V a, int n) { return _mm256_slli_epi16(a, n); }
   static V srai16(V a, int n) { return _mm256_srai_epi16(a, n); }
   static V add16(V a, V b) { return _mm256_add_epi16(a, b); }
   static V maddubs(V u8, V s8) { return _mm256_maddubs_epi16(u8, s8); }
+  static V widen16(V a) { return _mm256_madd_epi16(a, set1_i16(1)); }  // int16 pair sums -> int32 lanes
   // kLanes rows of float results: Rows8's vector.
   using LaneF = RowF;
   static LaneF lanes_zero() { return row_zero(); }
@@ -130,7 +106,7 @@ struct Avx2 : Rows8<Avx2> {
   }
   static void lanes_store(float* y, LaneF v) { _mm256_storeu_ps(y, v); }
 
-  // Per 128-bit word u: [a's int32 pairs (0,1), (2,3) summed | b's] (slot_mask/ops.hpp: PairSums).
+  // Per 128-bit word u: [a's int32 pairs (0,1), (2,3) summed | b's] (store_pair_sums in kernels/strategies/slot_mask/kernels.hpp).
   static V pair_add(V a, V b) { return _mm256_hadd_epi32(a, b); }
 
   // --- rows kept in one vector (up to 8 rows), for the slot-mask epilogue (Rows8) -------------
@@ -224,27 +200,5 @@ struct Avx2 : Rows8<Avx2> {
   }
 };
 
-// The slot-mask strategy without the trick with 4 and 16 (Strategy::slot_mask_widen, an experiment
-// arm): every slot is shifted down to its code 0..3 and its dot widened to int32 on its own, so the
-// codes need no factor and the int16 recombination disappears, at the price of a shift and a
-// widening multiply-add per slot. Same plan, pair order and epilogue as Avx2; exact for the same
-// reason (u * y pairs fit int16, block sums int32).
-struct Avx2WidenSlots : Avx2 {
-  static constexpr Strategy kSlotStrategy = Strategy::slot_mask_widen;
-  static constexpr int kSlotShift = 0;
-  static Slots extract(V v) {
-    const V m = set1_u8(0x03);
-    return {{and_(v, m), and_(shr_u8_dirty<2>(v), m), and_(shr_u8_dirty<4>(v), m), and_(shr_u8_dirty<6>(v), m)}};
-  }
-  // int32 lanes: sum over slots of u * y, each slot widened separately.
-  static V slot_dot(const Slots& w, const std::uint8_t* x) {
-    const V one = set1_i16(1);
-    V s = _mm256_madd_epi16(_mm256_maddubs_epi16(w.s[0], load(x)), one);
-    for (int k = 1; k < 4; ++k) s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(w.s[k], load(x + 32 * k)), one));
-    return s;
-  }
-  static V slot_add(V a, V b) { return _mm256_add_epi32(a, b); }
-  static V slot_widen(V a) { return a; }
-};
 
 }  // namespace ternlab::isa

@@ -91,6 +91,7 @@ std::vector<ReadLoop> read_loops() {
 struct Avx512Target {
   static constexpr Isa kIsa = Isa::avx512vnni;
   using Policy = isa::Avx512Vnni;
+  using SlotPolicy = strategies::ShiftedSlots<isa::Avx512Vnni>;  // slot-mask's program for vpdpbusd
 #if defined(TERNLAB_AVX512_EMULATED)
   static bool has_gfni() { return true; }
   static std::string pick_gfni_broadcast(const LayoutInfo& L, KernelFns& k, bool hw) {
@@ -116,7 +117,7 @@ struct Avx512Target {
 
 // What is built here (base-3 reads 32-byte vectors, which this target has no policy for): a
 // policy that lost an operation must not turn into a quiet gap.
-static_assert(strategies::SlotMaskOps<isa::Avx512Vnni> && strategies::PermuteOps<isa::Avx512Vnni> &&
+static_assert(strategies::SlotMaskOps<Avx512Target::SlotPolicy> && strategies::PermuteOps<isa::Avx512Vnni> &&
               strategies::UnpackOps<isa::Avx512Vnni> && strategies::BroadcastOps<isa::Avx512Vnni>);
 
 void add_kernels(const LayoutInfo& L, std::vector<KernelVariant>& out, std::vector<KernelGap>* gaps) {

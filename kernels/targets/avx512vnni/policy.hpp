@@ -7,11 +7,7 @@
 // AVX-512. The inline namespace keeps the two builds' template instantiations apart; only
 // intrinsics SIMDe 0.7.4 provides are used at 512 bits (the 256-bit epilogue is native AVX2).
 //
-// Slot-mask: every slot is shifted down and masked to its code u (three shifts and four ANDs per
-// weight vector, shared by all tokens of a tile), then vpdpbusd adds all four slots' products into
-// one int32 accumulator: no 1/4/16/64 recombination (kSlotShift 0) and no widening. The in-place
-// masks (4 ANDs, no shift) would need a recombination after every vector: three shifts per vector
-// per token instead of three per vector.
+// Slot-mask runs its ShiftedSlots program over this policy (kernels/strategies/slot_mask/ops.hpp).
 #pragma once
 
 #if defined(TERNLAB_AVX512_EMULATED)
@@ -85,24 +81,6 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   }
   static V sub32(V a, V b) { return _mm512_sub_epi32(a, b); }
   static V dot4(V acc, V u8, V s8) { return _mm512_dpbusd_epi32(acc, u8, s8); }
-
-  static constexpr int kSlotShift = 0;
-  static constexpr int kGroupVectors = 8;  // int32 group sums: no narrow limit
-  struct Slots {
-    V s[4];
-  };
-  static Slots extract(V v) {
-    const V m = set1_u8(0x03);  // 16-bit shifts drag in the next byte's bits; the mask drops them
-    return {{and_(v, m), and_(_mm512_srli_epi16(v, 2), m), and_(_mm512_srli_epi16(v, 4), m),
-             and_(_mm512_srli_epi16(v, 6), m)}};
-  }
-  // acc + sum over slots of u * y, in int32 lanes (|u * y| <= 3 * 128: a block's sum stays far
-  // below 2^31).
-  static V slot_dot_into(V acc, const Slots& w, const std::uint8_t* x) {
-    for (int s = 0; s < 4; ++s) acc = dot4(acc, w.s[s], load(x + kBytes * s));
-    return acc;
-  }
-  static V slot_widen(V a) { return a; }
 
   // --- broadcast (row-interleaved layouts): 16 rows per vector, one per 32-bit lane -----------
   // acc + the dot4 of w's lanes with the int32 at x broadcast to all of them. Natively one
@@ -186,9 +164,14 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   // and read less: docs/notebook/2026-12-02-sapphire-rapids-kernels.md.)
   struct LaneCodesOne {
     static constexpr int kShift = 0;
-    using Slots = Avx512Vnni::Slots;
+    struct Slots {
+      V s[4];
+    };
     using Acc = V;
-    static Slots slots(V w) { return extract(w); }
+    static Slots slots(V w) {
+      const V m = set1_u8(0x03);  // 16-bit shifts drag in the next byte's bits; the mask drops them
+      return {{and_(w, m), and_(_mm512_srli_epi16(w, 2), m), and_(_mm512_srli_epi16(w, 4), m), and_(_mm512_srli_epi16(w, 6), m)}};
+    }
     static Acc zero() { return Avx512Vnni::zero(); }
     template <int LB = 4>
     static void dot(Acc& acc, const Slots& w, const std::uint8_t* x) {
@@ -412,7 +395,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   // --- basic operations the permute strategy reads (permute/ops.hpp) -------------------------
   static V or_(V a, V b) { return _mm512_or_si512(a, b); }
   static V shuffle_bytes(V a, V idx) { return _mm512_shuffle_epi8(a, idx); }  // within 16-byte lanes
-  static V srli16(V a, int n) { return _mm512_srl_epi16(a, _mm_cvtsi32_si128(n)); }
+  static V srli16(V a, int n) { return _mm512_srli_epi16(a, unsigned(n)); }
   static V set1_i16(std::int16_t v) { return _mm512_set1_epi16(v); }
   // Byte-wise product mod 256 (even bytes' multipliers in `even`, odd bytes' in `odd`, as 16-bit
   // values): two 16-bit multiplies, each keeping the byte it got right.

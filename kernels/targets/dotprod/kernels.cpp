@@ -31,9 +31,10 @@ struct DotprodTarget {
   static constexpr Isa kIsa = Isa::dotprod;
   using Policy = isa::NeonDotprod;
   using Wide = isa::NeonDotprodX2;
-  using WidenSlots = isa::NeonWidenSlots<isa::Sdot>;
+  using SlotPolicy = strategies::HornerSlots<isa::NeonDotprod>;  // slot-mask's program for a signed dot
+  using WidenSlots = strategies::ShiftedSlots<isa::NeonDotprod, Strategy::slot_mask_widen>;
 };
-static_assert(strategies::SlotMaskOps<DotprodTarget::Policy> && strategies::SlotMaskOps<DotprodTarget::WidenSlots> &&
+static_assert(strategies::SlotMaskOps<DotprodTarget::SlotPolicy> && strategies::SlotMaskOps<DotprodTarget::WidenSlots> &&
               strategies::PermuteOps<DotprodTarget::Policy> && strategies::UnpackOps<DotprodTarget::Wide> &&
               strategies::Base3Ops<DotprodTarget::Wide>);
 

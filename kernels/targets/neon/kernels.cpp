@@ -23,11 +23,12 @@ struct NeonTarget {
   static constexpr Isa kIsa = Isa::neon;
   using Policy = isa::Neon<isa::Mull>;
   using Wide = isa::NeonX2<isa::Mull>;
-  using WidenSlots = isa::NeonWidenSlots<isa::Mull>;
+  using SlotPolicy = strategies::HornerSlots<isa::Neon<isa::Mull>>;  // slot-mask's program for a signed dot
+  using WidenSlots = strategies::ShiftedSlots<isa::Neon<isa::Mull>, Strategy::slot_mask_widen>;
 };
 // What is built here (no broadcast lane programs on NEON): a policy that lost an operation must
 // not turn into a quiet gap.
-static_assert(strategies::SlotMaskOps<NeonTarget::Policy> && strategies::SlotMaskOps<NeonTarget::WidenSlots> &&
+static_assert(strategies::SlotMaskOps<NeonTarget::SlotPolicy> && strategies::SlotMaskOps<NeonTarget::WidenSlots> &&
               strategies::PermuteOps<NeonTarget::Policy> && strategies::UnpackOps<NeonTarget::Wide> &&
               strategies::Base3Ops<NeonTarget::Wide>);
 

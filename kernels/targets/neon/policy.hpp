@@ -36,12 +36,8 @@ struct Mull {
   }
 };
 
-// The 16-byte policy of the slot-mask strategy (kernels/strategies/slot_mask/kernels.hpp).
-//
-// dot4 is signed on both sides, so slot 3 is shifted down (in place it would be 64u, read as
-// negative for u >= 2); slots 0-2 stay in place (u, 4u, 16u <= 48 are positive int8). The
-// recombination runs Horner-style in one accumulator: 16u2 first, then >> 2 and add 4u1, >> 2 and
-// add u0 and u3 (every shift is exact: the lane is a multiple of 4 when shifted).
+// The 16-byte policy of the slot-mask and permute strategies. Its dot4 is signed on both sides:
+// slot-mask runs its HornerSlots program over it (kernels/strategies/slot_mask/ops.hpp).
 template <class D>
 struct Neon {
   static constexpr const char* name = D::name;  // in messages; the identity is kIsa
@@ -51,30 +47,12 @@ struct Neon {
 
   static uint8x16_t load(const void* p) { return vld1q_u8(static_cast<const std::uint8_t*>(p)); }
   static V add32(V a, V b) { return vaddq_s32(a, b); }
-
-  static constexpr int kSlotShift = 0;
-  static constexpr int kGroupVectors = kNeonGroupVectors;  // int32 group sums: no narrow limit
-  struct Slots {
-    int8x16_t s[4];
-  };
-  static Slots extract(uint8x16_t v) {
-    const auto mask = [&](std::uint8_t m) { return vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(m))); };
-    return {{mask(0x03), mask(0x0c), mask(0x30), vreinterpretq_s8_u8(vshrq_n_u8(v, 6))}};
-  }
-  static V slot_dot(const Slots& w, const std::uint8_t* x) {
-    const auto acts = [&](int s) { return vld1q_s8(reinterpret_cast<const std::int8_t*>(x + 16 * s)); };
-    V acc = D::dot4(vdupq_n_s32(0), w.s[2], acts(2));
-    acc = D::dot4(vshrq_n_s32(acc, 2), w.s[1], acts(1));
-    acc = D::dot4(vshrq_n_s32(acc, 2), w.s[0], acts(0));
-    return D::dot4(acc, w.s[3], acts(3));
-  }
-
-  static V slot_add(V a, V b) { return vaddq_s32(a, b); }
-  static V slot_widen(V a) { return a; }
+  template <int n>
+  static V srai32(V a) { return vshrq_n_s32(a, n); }
 
   static V zero() { return vdupq_n_s32(0); }
   static void store(void* p, V v) { vst1q_s32(static_cast<std::int32_t*>(p), v); }
-  // [a's int32 pairs (0,1), (2,3) summed | b's] (slot_mask/ops.hpp: PairSums).
+  // [a's int32 pairs (0,1), (2,3) summed | b's] (store_pair_sums in kernels/strategies/slot_mask/kernels.hpp).
   static V pair_add(V a, V b) { return vpaddq_s32(a, b); }
 
   // --- basic operations on bytes the permute strategy reads (permute/ops.hpp) ------------------
@@ -103,29 +81,6 @@ struct Neon {
     __fp16 h;
     __builtin_memcpy(&h, p, 2);
     return float(h);
-  }
-};
-
-// The slot-mask strategy without the trick with 4 and 16 (Strategy::slot_mask_widen, an experiment
-// arm): every slot is shifted down to its code 0..3 and dotted as it is, so the accumulator needs
-// no Horner shifts, at the price of a shift per slot. Same plan, pair order and epilogue as Neon;
-// exact for the same reason (codes 0..3 are positive int8).
-template <class D>
-struct NeonWidenSlots : Neon<D> {
-  using typename Neon<D>::V;
-  using typename Neon<D>::Slots;
-  static constexpr Strategy kSlotStrategy = Strategy::slot_mask_widen;
-  static Slots extract(uint8x16_t v) {
-    const uint8x16_t m = vdupq_n_u8(0x03);
-    const auto code = [](uint8x16_t c) { return vreinterpretq_s8_u8(c); };
-    return {{code(vandq_u8(v, m)), code(vandq_u8(vshrq_n_u8(v, 2), m)), code(vandq_u8(vshrq_n_u8(v, 4), m)),
-             code(vshrq_n_u8(v, 6))}};
-  }
-  static V slot_dot(const Slots& w, const std::uint8_t* x) {
-    const auto acts = [&](int s) { return vld1q_s8(reinterpret_cast<const std::int8_t*>(x + 16 * s)); };
-    V acc = D::dot4(vdupq_n_s32(0), w.s[0], acts(0));
-    for (int s = 1; s < 4; ++s) acc = D::dot4(acc, w.s[s], acts(s));
-    return acc;
   }
 };
 

@@ -32,10 +32,11 @@ struct Sse41Target {
   static constexpr Isa kIsa = Isa::sse41;
   using Policy = isa::Sse41;
   using Wide = isa::Sse41X2;
-  using WidenSlots = isa::Sse41WidenSlots;
+  using SlotPolicy = strategies::InPlaceSlots<isa::Sse41>;  // slot-mask's program for a maddubs dot
+  using WidenSlots = strategies::WidenedSlots<isa::Sse41>;
 };
 // Every strategy is built here: a policy that lost an operation must not turn into a quiet gap.
-static_assert(strategies::SlotMaskOps<isa::Sse41> && strategies::SlotMaskOps<isa::Sse41WidenSlots> &&
+static_assert(strategies::SlotMaskOps<Sse41Target::SlotPolicy> && strategies::SlotMaskOps<Sse41Target::WidenSlots> &&
               strategies::PermuteOps<isa::Sse41> && strategies::BroadcastOps<isa::Sse41> &&
               strategies::UnpackOps<isa::Sse41X2> && strategies::Base3Ops<isa::Sse41X2>);
 

@@ -100,38 +100,13 @@ struct Sse41 : Sse41Float {
   static V set1_u8(std::uint8_t v) { return _mm_set1_epi8(char(v)); }
   static V set1_i16(std::int16_t v) { return _mm_set1_epi16(v); }
   static V add32(V a, V b) { return _mm_add_epi32(a, b); }
-  // Bytes shifted right by n (the 16-bit shift drags in bits of the next byte; callers mask them).
-  template <int n>
-  static V shr_u8_dirty(V a) { return _mm_srli_epi16(a, n); }
   static std::int32_t load_u32(const void* p) {
     std::int32_t v;
     __builtin_memcpy(&v, p, 4);
     return v;
   }
 
-  // --- slot-mask ------------------------------------------------------------------------------
-  // AVX2's scheme on one lane: slots 0 and 1 masked in place (u, 4u), slots 2 and 3 the same after
-  // one shift by 4; recombined in int16 as 4 (m0 + m2) + (m1 + m3), at most 12288 a vector, so a
-  // group of two vectors fits before the one widening (slot_widen).
-  static constexpr int kSlotShift = 2;
-  static constexpr int kGroupVectors = 2;
-  struct Slots {
-    V s[4];
-  };
-  static Slots extract(V v) {
-    const V hi = shr_u8_dirty<4>(v);
-    return {{and_(v, set1_u8(0x03)), and_(v, set1_u8(0x0c)), and_(hi, set1_u8(0x03)), and_(hi, set1_u8(0x0c))}};
-  }
-  // int16 lanes: 4 * sum over slots of u * y; slot s's activations at x + 16 s.
-  static V slot_dot(const Slots& w, const std::uint8_t* x) {
-    const V m02 = _mm_add_epi16(_mm_maddubs_epi16(w.s[0], load(x)), _mm_maddubs_epi16(w.s[2], load(x + 32)));
-    const V m13 = _mm_add_epi16(_mm_maddubs_epi16(w.s[1], load(x + 16)), _mm_maddubs_epi16(w.s[3], load(x + 48)));
-    return _mm_add_epi16(_mm_slli_epi16(m02, 2), m13);
-  }
-  static V slot_add(V a, V b) { return _mm_add_epi16(a, b); }
-  static V slot_widen(V a) { return _mm_madd_epi16(a, set1_i16(1)); }
-
-  // [a's int32 pairs (0,1), (2,3) summed | b's] (slot_mask/ops.hpp: PairSums).
+  // [a's int32 pairs (0,1), (2,3) summed | b's] (store_pair_sums in kernels/strategies/slot_mask/kernels.hpp).
   static V pair_add(V a, V b) { return _mm_hadd_epi32(a, b); }
 
   // --- broadcast (row-interleaved layouts): 4 rows per vector, one per 32-bit lane, or with
@@ -178,9 +153,11 @@ struct Sse41 : Sse41Float {
   // The basic operations the broadcast strategy's maddubs lane programs read
   // (kernels/strategies/broadcast/maddubs_lanes.hpp).
   static V srli16(V a, int n) { return _mm_srli_epi16(a, n); }
+  static V slli16(V a, int n) { return _mm_slli_epi16(a, n); }
   static V srai16(V a, int n) { return _mm_srai_epi16(a, n); }
   static V add16(V a, V b) { return _mm_add_epi16(a, b); }
   static V maddubs(V u8, V s8) { return _mm_maddubs_epi16(u8, s8); }
+  static V widen16(V a) { return _mm_madd_epi16(a, set1_i16(1)); }  // int16 pair sums -> int32 lanes
   using LaneF = __m128;
   static LaneF lanes_zero() { return _mm_setzero_ps(); }
   static LaneF lanes_scales(const std::uint8_t* p) { return fp16x4(p); }
@@ -212,25 +189,6 @@ struct Sse41 : Sse41Float {
   }
 };
 
-// The slot-mask strategy without the trick with 4 and 16 (Strategy::slot_mask_widen, an experiment
-// arm), as Avx2WidenSlots: every slot shifted down to its code and widened on its own.
-struct Sse41WidenSlots : Sse41 {
-  static constexpr Strategy kSlotStrategy = Strategy::slot_mask_widen;
-  static constexpr int kSlotShift = 0;
-  static Slots extract(V v) {
-    const V m = set1_u8(0x03);
-    return {{and_(v, m), and_(shr_u8_dirty<2>(v), m), and_(shr_u8_dirty<4>(v), m), and_(shr_u8_dirty<6>(v), m)}};
-  }
-  static V slot_dot(const Slots& w, const std::uint8_t* x) {
-    const V one = set1_i16(1);
-    V s = _mm_madd_epi16(_mm_maddubs_epi16(w.s[0], load(x)), one);
-    for (int k = 1; k < 4; ++k) s = _mm_add_epi32(s, _mm_madd_epi16(_mm_maddubs_epi16(w.s[k], load(x + 16 * k)), one));
-    return s;
-  }
-  static V slot_add(V a, V b) { return _mm_add_epi32(a, b); }
-  static V slot_widen(V a) { return a; }
-};
-
 // The 32-byte policy of the base-3 and unpack strategies: a vector is two xmm registers (lo: bytes
 // 0-15, hi: 16-31), each one what AVX2 does in one 128-bit lane.
 struct Sse41X2 : Sse41Float {
@@ -255,7 +213,7 @@ struct Sse41X2 : Sse41Float {
   // maddubs's int16 pair sums, added and widened per half (the unpack strategy's block sum).
   static V maddubs(V u8, V s8) { return {_mm_maddubs_epi16(u8.lo, s8.lo), _mm_maddubs_epi16(u8.hi, s8.hi)}; }
   static V add16(V a, V b) { return {_mm_add_epi16(a.lo, b.lo), _mm_add_epi16(a.hi, b.hi)}; }
-  static V slot_widen(V a) { return {S::slot_widen(a.lo), S::slot_widen(a.hi)}; }
+  static V widen16(V a) { return {S::widen16(a.lo), S::widen16(a.hi)}; }
   static std::int32_t reduce_add(V v) {
     __m128i s = _mm_add_epi32(v.lo, v.hi);
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
