@@ -218,8 +218,12 @@ struct SlotMask {
   }
 
   // Policies that hold a 4 x 4 tile of results in registers (x86: Rows8::TileF) do so for plans
-  // of two row pairs whose rows their tile_rows can gather (t2p); TileActs feeds the epilogue.
-  static constexpr bool kTileRows = requires { typename P::TileF; } && G == 2 && ROWS == 4 && !kDecodedScales;
+  // of two row pairs whose rows their tile_rows can gather from G accumulators (t2p: two,
+  // t2p-split: one); TileActs feeds the epilogue.
+  static constexpr bool kTileRows = requires(const typename P::V (*c)[G], const SlotVectorPlan& p) {
+    typename P::TileF;
+    P::tile_rows(c, p);
+  } && ROWS == 4 && !kDecodedScales;
   static constexpr bool kTileGemv = [] {
     if constexpr (kTileRows) return P::kTileGemv;
     return false;
@@ -340,7 +344,7 @@ struct SlotMask {
             }
             const int so = p.scale_offset[0];
             acc = P::template tile_fma<P::kSlotShift>(
-                P::tile_rows(c), ta[i], P::tile_scales(blk[0].s + so, blk[1].s + so, blk[2].s + so, blk[3].s + so), acc);
+                P::tile_rows(c, p), ta[i], P::tile_scales(blk[0].s + so, blk[1].s + so, blk[2].s + so, blk[3].s + so), acc);
             for (int q = 0; q < 4; ++q) blk[q].next(p);
           }
           P::tile_store(acc, y + g * ROWS, ROWS, 4);
@@ -408,7 +412,7 @@ struct SlotMask {
               typename P::V c[4][G];
               accumulate_tile(p, a, i, blk.w, c);
               const std::uint8_t* sc = blk.s + p.scale_offset[0];
-              acc = P::template tile_fma<P::kSlotShift>(P::tile_rows(c), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
+              acc = P::template tile_fma<P::kSlotShift>(P::tile_rows(c, p), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
             }
             P::tile_store(acc, y + 4 * t * ldy + g * ROWS, ldy, live);
           }
@@ -529,7 +533,7 @@ void SlotMaskStrategy::add(const LayoutInfo& L, std::vector<KernelVariant>& out,
     detail::add_or_note(out, gaps, id, T::kIsa, why, k);
     if (why.empty()) {
       const SlotVectorPlan& p = slot_vector_plan(L, P::kBytes, &P::pair_position, P::kGroupVectors);
-      out.back().gathers_rows = !(p.fold_words || p.fold_halves);
+      out.back().gathers_rows = !(p.fold_words || p.fold_pair_words || p.fold_halves);
     }
     if constexpr (requires { typename T::WidenSlots; }) {
       // The same plan without the trick with 4 and 16, for experiments only (ranked last by dispatch).
