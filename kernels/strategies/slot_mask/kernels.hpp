@@ -92,14 +92,35 @@ struct SlotMask {
         else
           c[t][g] = P::slot_dot(w0, xt);
       }
-      for (int m = 1; m < M; ++m) {
-        const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
-        for (int t = 0; t < T; ++t) {
-          const std::uint8_t* xt = x[t] + p.class_offset[g * M + m];
-          if constexpr (kInPlace)
-            c[t][g] = P::slot_dot_into(c[t][g], w, xt);
-          else
-            c[t][g] = P::slot_add(c[t][g], P::slot_dot(w, xt));
+      if constexpr (kInPlace && M >= 2 && T == 1) {
+        // One token: odd vectors into a second accumulator, added once, so a group of several
+        // vectors (t2p-split) is two chains of dot4, not one that waits on each dot's latency.
+        // A gemm tile's tokens are chains of their own already (measured: a second chain each
+        // slowed t2p-split's 64-token gemm, docs/notebook/2026-12-05-zen4-split-fold.md).
+        typename P::V odd[T];
+        for (int m = 1; m < M; ++m) {
+          const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
+          for (int t = 0; t < T; ++t) {
+            const std::uint8_t* xt = x[t] + p.class_offset[g * M + m];
+            if (m == 1)
+              odd[t] = P::slot_dot_into(P::zero(), w, xt);
+            else if (m % 2 == 1)
+              odd[t] = P::slot_dot_into(odd[t], w, xt);
+            else
+              c[t][g] = P::slot_dot_into(c[t][g], w, xt);
+          }
+        }
+        for (int t = 0; t < T; ++t) c[t][g] = P::add32(c[t][g], odd[t]);
+      } else {
+        for (int m = 1; m < M; ++m) {
+          const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
+          for (int t = 0; t < T; ++t) {
+            const std::uint8_t* xt = x[t] + p.class_offset[g * M + m];
+            if constexpr (kInPlace)
+              c[t][g] = P::slot_dot_into(c[t][g], w, xt);
+            else
+              c[t][g] = P::slot_add(c[t][g], P::slot_dot(w, xt));
+          }
         }
       }
       for (int t = 0; t < T; ++t) c[t][g] = P::slot_widen(c[t][g]);

@@ -310,10 +310,11 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
   p.fold_words = p.pairs_per_row == 4;
   for (int r = 0; r < L.rows && p.fold_words; ++r)
     for (int e = 0; e < 4; ++e) p.fold_words = p.fold_words && p.pair_index[4 * r + e] == 16 * (r / 4) + r % 4 + 4 * e;
+  // One group of four words, two holding row pair 0-1 and two row pair 2-3, in any order.
   if (p.groups == 1 && vw == 4 && L.rows == 4) {
     int found[2] = {};
     p.fold_pair_words = true;
-    for (int u = 0; u < vw && p.fold_pair_words; ++u) {
+    for (int u = 0; u < vw; ++u) {
       const SlotLanes& l = word_list[std::size_t(groups[0][0] * vw + u)].slot[0];
       const int pair = l.row_a / 2;
       p.fold_pair_words = l.row_a % 2 == 0 && l.row_b == l.row_a + 1 && found[pair] < 2;
