@@ -75,7 +75,7 @@ struct SlotMask {
 
   // Group accumulators of one block for T tokens at once: each weight vector is loaded and its
   // slots extracted once, then dotted with every token's expansion (the 4-column tile of gemm).
-  template <int T>
+  template <int T, bool kTwoChains = false>
   static void accumulate(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
                          typename P::V (*c)[G]) {
     constexpr bool kInPlace = requires(typename P::V a, typename P::Slots w, const std::uint8_t* xt) {
@@ -92,11 +92,11 @@ struct SlotMask {
         else
           c[t][g] = P::slot_dot(w0, xt);
       }
-      if constexpr (kInPlace && M >= 2 && T == 1) {
-        // One token: odd vectors into a second accumulator, added once, so a group of several
-        // vectors (t2p-split) is two chains of dot4, not one that waits on each dot's latency.
-        // A gemm tile's tokens are chains of their own already (measured: a second chain each
-        // slowed t2p-split's 64-token gemm, docs/notebook/2026-12-05-zen4-split-fold.md).
+      if constexpr (kInPlace && M >= 2 && kTwoChains) {
+        // Odd vectors into a second accumulator, added once, so a group of several vectors
+        // (t2p-split) is two chains of dot4, not one that waits on each dot's latency. Asked for
+        // by the gemv tile only: in the gemm tile (a chain a token) and the one-group-at-a-time
+        // gemv (t2x4) it cost more than it gained (docs/notebook/2026-12-05-zen4-split-fold.md).
         typename P::V odd[T];
         for (int m = 1; m < M; ++m) {
           const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
@@ -361,7 +361,7 @@ struct SlotMask {
 #pragma GCC unroll 4
             for (int q = 0; q < 4; ++q) {
               prefetch_ahead(blk[q].w, p.block_bytes);
-              accumulate<1>(p, blk[q].w, &xe, &c[q]);
+              accumulate<1, true>(p, blk[q].w, &xe, &c[q]);
             }
             const int so = p.scale_offset[0];
             acc = P::template tile_fma<P::kSlotShift>(

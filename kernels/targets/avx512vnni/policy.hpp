@@ -374,10 +374,6 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
         if constexpr (G == 2) return fold_words(h[0]);
         return _mm256_permute2x128_si256(fold_words(h[0]), fold_words(h[1]), 0x20);
       }
-    // One group of two row pairs' words (t2p-split): its 0-1 words pair-added with its 2-3 words
-    // hold rows 0-3; the zeros gathered beside them add nothing.
-    if constexpr (G == 1 && E == 2)
-      if (p.fold_pair_words) return fold_words(pair_words_added(c[0], zero(), p));
     __m256i pieces[2 * K];
     for (int k = 0; k < K; ++k) pieces[2 * k] = low_half(h[k]), pieces[2 * k + 1] = high_half(h[k]);
     return gather_rows<2 * K, E>(pieces, p);
