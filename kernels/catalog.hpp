@@ -22,8 +22,8 @@ struct KernelVariant {
   // The build whose gemv has no software prefetches, its weights streamed by the hardware
   // prefetcher alone (strategies::Streaming): "isa+hw-prefetch".
   bool hardware_prefetch = false;
-  // A slot-mask build whose plan has no fold shortcut at its width (SlotVectorPlan::fold_words and
-  // fold_halves false): each row's pair sums are gathered across the vector's lanes every block.
+  // A slot-mask build whose plan has no fold shortcut at its width (SlotVectorPlan::fold_words,
+  // fold_pair_words and fold_halves false): each row's pair sums are gathered across the vector's lanes every block.
   // What dispatch's rule for CPUs that split 512-bit ops reads.
   bool gathers_rows = false;
   std::string name() const {

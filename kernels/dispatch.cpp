@@ -31,10 +31,10 @@ std::string variant_names(const std::vector<KernelVariant>& all) {
 
 // Where the CPU runs a 512-bit op as two 256-bit halves (Zen 4), the AVX-512 builds that gain
 // nothing from the width count as AVX2 and rank after their AVX2 build: slot-mask's where its
-// 64-byte plan gathers each row's pair sums across lanes every block (t2w, t2x4, t2p-split: no
-// fold of whole words), and unpack's (pq2_0). Slot-mask's plans that fold words (t2p and its scale
-// formats) keep the AVX-512 build, which ran faster warm and in gemm and tied cold (kernels
-// --check-estimate: docs/notebook/2026-12-05-zen4-estimate.md).
+// 64-byte plan gathers each row's pair sums across lanes every block (t2w, t2x4: no fold of
+// words), and unpack's (pq2_0). Slot-mask's plans that fold words (t2p and its scale formats,
+// t2p-split's word pairs) keep the AVX-512 build, which ran faster warm and in gemm and tied cold
+// (kernels --check-estimate: docs/notebook/2026-12-05-zen4-estimate.md).
 bool demoted_on_split_512bit_ops(const CpuFeatures& cpu, const KernelVariant& k) {
   if (!cpu.splits_512bit_ops || k.isa != Isa::avx512vnni) return false;
   return (k.strategy == Strategy::slot_mask && k.gathers_rows) || k.strategy == Strategy::unpack ||

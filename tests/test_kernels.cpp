@@ -325,6 +325,16 @@ TEST_SUITE("kernels") {
     REQUIRE(split.why_not.empty());
     CHECK(split.vector_offset[0] == 0);
     CHECK(split.vector_offset[1] == 72);
+    // Both vectors hold rows 0-1 in words 0-1 and rows 2-3 in words 2-3: one group, whose 0-1
+    // words pair-add with its 2-3 words (64-bit lanes 4-7 are word 2 and 3 of the first
+    // accumulator, 12-15 of the second).
+    CHECK(split.groups == 1);
+    CHECK(split.group_size == 2);
+    CHECK(split.fold_pair_words);
+    CHECK_FALSE(split.fold_words);
+    CHECK(split.pair_word_gather[0][0] == 0);
+    CHECK(split.pair_word_gather[1][0] == 4);
+    CHECK(split.pair_word_gather[1][7] == 15);
     CHECK(find_layout("t2p-tail").facts.payload_bytes == 128);
     CHECK(find_layout("t2p-split").facts.payload_bytes == 136);
     CHECK(find_layout("t2p-split").facts.weight_bytes == 128);
@@ -412,6 +422,7 @@ TEST_SUITE("kernels") {
     CHECK(slot_vector_plan(find_layout("t2p8"), 64, avx512_pos).fold_words);
     CHECK_FALSE(slot_vector_plan(find_layout("t2x4"), 64, avx512_pos).fold_words);
     CHECK_FALSE(slot_vector_plan(find_layout("t2w"), 64, avx512_pos).fold_words);
+    for (const char* name : {"t2p", "t2p8", "t2x4", "t2w"}) CHECK_FALSE(slot_vector_plan(find_layout(name), 64, avx512_pos).fold_pair_words);
     CHECK_FALSE(t2p_avx2.fold_words);
     const SlotVectorPlan& pq = slot_vector_plan(find_layout("pq2_0"), 32, pos);
     // The plan's refusal is the recognition's own words: pq2_0's first word holds 16 of one row's

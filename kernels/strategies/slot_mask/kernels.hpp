@@ -87,7 +87,7 @@ struct SlotMask {
 
   // Group accumulators of one block for T tokens at once: each weight vector is loaded and its
   // slots extracted once, then dotted with every token's expansion (the 4-column tile of gemm).
-  template <int T>
+  template <int T, bool kTwoChains = false>
   static void accumulate(const SlotVectorPlan& p, const std::uint8_t* blk, const std::uint8_t* const* x,
                          typename P::V (*c)[G]) {
     constexpr bool kInPlace = requires(typename P::V a, typename P::Slots w, const std::uint8_t* xt) {
@@ -104,14 +104,35 @@ struct SlotMask {
         else
           c[t][g] = P::slot_dot(w0, xt);
       }
-      for (int m = 1; m < M; ++m) {
-        const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
-        for (int t = 0; t < T; ++t) {
-          const std::uint8_t* xt = x[t] + p.class_offset[g * M + m];
-          if constexpr (kInPlace)
-            c[t][g] = P::slot_dot_into(c[t][g], w, xt);
-          else
-            c[t][g] = P::slot_add(c[t][g], P::slot_dot(w, xt));
+      if constexpr (kInPlace && M >= 2 && kTwoChains) {
+        // Odd vectors into a second accumulator, added once, so a group of several vectors
+        // (t2p-split) is two chains of dot4, not one that waits on each dot's latency. Asked for
+        // by the gemv tile only: in the gemm tile (a chain a token) and the one-group-at-a-time
+        // gemv (t2x4) it cost more than it gained (docs/notebook/2026-12-05-zen4-split-fold.md).
+        typename P::V odd[T];
+        for (int m = 1; m < M; ++m) {
+          const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
+          for (int t = 0; t < T; ++t) {
+            const std::uint8_t* xt = x[t] + p.class_offset[g * M + m];
+            if (m == 1)
+              odd[t] = P::slot_dot_into(P::zero(), w, xt);
+            else if (m % 2 == 1)
+              odd[t] = P::slot_dot_into(odd[t], w, xt);
+            else
+              c[t][g] = P::slot_dot_into(c[t][g], w, xt);
+          }
+        }
+        for (int t = 0; t < T; ++t) c[t][g] = P::add32(c[t][g], odd[t]);
+      } else {
+        for (int m = 1; m < M; ++m) {
+          const typename P::Slots w = P::extract(P::load(blk + p.vector_offset[g * M + m]));
+          for (int t = 0; t < T; ++t) {
+            const std::uint8_t* xt = x[t] + p.class_offset[g * M + m];
+            if constexpr (kInPlace)
+              c[t][g] = P::slot_dot_into(c[t][g], w, xt);
+            else
+              c[t][g] = P::slot_add(c[t][g], P::slot_dot(w, xt));
+          }
         }
       }
       for (int t = 0; t < T; ++t) c[t][g] = P::slot_widen(c[t][g]);
@@ -230,8 +251,12 @@ struct SlotMask {
   }
 
   // Policies that hold a 4 x 4 tile of results in registers (x86: Rows8::TileF) do so for plans
-  // of two row pairs whose rows their tile_rows can gather (t2p); TileActs feeds the epilogue.
-  static constexpr bool kTileRows = requires { typename P::TileF; } && G == 2 && ROWS == 4 && !kDecodedScales;
+  // of two row pairs whose rows their tile_rows can gather from G accumulators (t2p: two,
+  // t2p-split: one); TileActs feeds the epilogue.
+  static constexpr bool kTileRows = requires(const typename P::V (*c)[G], const SlotVectorPlan& p) {
+    typename P::TileF;
+    P::tile_rows(c, p);
+  } && ROWS == 4 && !kDecodedScales;
   static constexpr bool kTileGemv = [] {
     if constexpr (kTileRows) return P::kTileGemv;
     return false;
@@ -348,11 +373,11 @@ struct SlotMask {
 #pragma GCC unroll 4
             for (int q = 0; q < 4; ++q) {
               prefetch_ahead(blk[q].w, p.block_bytes);
-              accumulate<1>(p, blk[q].w, &xe, &c[q]);
+              accumulate<1, true>(p, blk[q].w, &xe, &c[q]);
             }
             const int so = p.scale_offset[0];
             acc = P::template tile_fma<P::kSlotShift>(
-                P::tile_rows(c), ta[i], P::tile_scales(blk[0].s + so, blk[1].s + so, blk[2].s + so, blk[3].s + so), acc);
+                P::tile_rows(c, p), ta[i], P::tile_scales(blk[0].s + so, blk[1].s + so, blk[2].s + so, blk[3].s + so), acc);
             for (int q = 0; q < 4; ++q) blk[q].next(p);
           }
           P::tile_store(acc, y + g * ROWS, ROWS, 4);
@@ -420,7 +445,7 @@ struct SlotMask {
               typename P::V c[4][G];
               accumulate_tile(p, a, i, blk.w, c);
               const std::uint8_t* sc = blk.s + p.scale_offset[0];
-              acc = P::template tile_fma<P::kSlotShift>(P::tile_rows(c), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
+              acc = P::template tile_fma<P::kSlotShift>(P::tile_rows(c, p), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
             }
             P::tile_store(acc, y + 4 * t * ldy + g * ROWS, ldy, live);
           }
@@ -541,7 +566,7 @@ void SlotMaskStrategy::add(const LayoutInfo& L, std::vector<KernelVariant>& out,
     detail::add_or_note(out, gaps, id, T::kIsa, why, k);
     if (why.empty()) {
       const SlotVectorPlan& p = slot_vector_plan(L, P::kBytes, &pair_sum_position<P::kBytes>, P::kGroupVectors);
-      out.back().gathers_rows = !(p.fold_words || p.fold_halves);
+      out.back().gathers_rows = !(p.fold_words || p.fold_pair_words || p.fold_halves);
     }
     if constexpr (requires { typename T::WidenSlots; }) {
       // The same plan without the trick with 4 and 16, for experiments only (ranked last by dispatch).

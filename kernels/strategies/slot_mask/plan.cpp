@@ -310,8 +310,22 @@ SlotVectorPlan build_slot_plan(const LayoutInfo& L, int vb, PairPosition pos, in
   p.fold_words = p.pairs_per_row == 4;
   for (int r = 0; r < L.rows && p.fold_words; ++r)
     for (int e = 0; e < 4; ++e) p.fold_words = p.fold_words && p.pair_index[4 * r + e] == 16 * (r / 4) + r % 4 + 4 * e;
+  // One group of four words, two holding row pair 0-1 and two row pair 2-3, in any order.
+  if (p.groups == 1 && vw == 4 && L.rows == 4) {
+    int found[2] = {};
+    p.fold_pair_words = true;
+    for (int u = 0; u < vw; ++u) {
+      const SlotLanes& l = word_list[std::size_t(groups[0][0] * vw + u)].slot[0];
+      const int pair = l.row_a / 2;
+      p.fold_pair_words = l.row_a % 2 == 0 && l.row_b == l.row_a + 1 && found[pair] < 2;
+      if (!p.fold_pair_words) break;
+      const int n = found[pair]++;
+      for (int from = 0; from < 2; ++from)
+        for (int q = 0; q < 2; ++q) p.pair_word_gather[pair][4 * from + 2 * n + q] = 8 * from + 2 * u + q;
+    }
+  }
   // The register shortcuts sum a row's pair sums into one; split scale groups keep them apart.
-  if (p.scale_groups > 1) p.fold_halves = p.fold_words = p.group_per_row = false;
+  if (p.scale_groups > 1) p.fold_halves = p.fold_words = p.fold_pair_words = p.group_per_row = false;
   p.scales_contiguous = L.scale_format() == ScaleFormat::fp16;
   for (int r = 0; r < L.rows; ++r) p.scales_contiguous = p.scales_contiguous && p.scale_offset[r] == p.scale_offset[0] + 2 * r;
   p.tile_why_not = build_tiles(L, p);

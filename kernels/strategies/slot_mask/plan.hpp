@@ -122,6 +122,14 @@ struct SlotVectorPlan {
   // For 16-lane policies (AVX-512): every 16-byte word of each pair vector (groups 2k, 2k+1)
   // holds rows 4k .. 4k+3 in its four lanes, so summing the words gathers the rows (t2p, t2p8).
   bool fold_words = false;
+  // The same fold for a block of four rows in one group whose words each hold one row pair, rows
+  // 0-1 in two words and rows 2-3 in the other two, wherever they sit (t2p-split: the scales
+  // between its k pieces leave each vector both pairs' words of one piece). Pair-adding the 0-1
+  // words with the 2-3 words gathers rows 0-3 in two words. pair_word_gather[0] and [1] pick the
+  // 0-1 and the 2-3 words of accumulators a and b as 64-bit lane indices over (a, b) (one vpermt2q
+  // each): a's words to words 0-1, b's to words 2-3.
+  bool fold_pair_words = false;
+  std::int64_t pair_word_gather[2][8] = {};
 
   // The matrix-instruction view of a 16-byte plan (the NEON i8mm smmla gemm, kernels/targets/i8mm/kernels.cpp):
   // the block's words as units, a row pair (row_a in bytes 0-7, row_b in 8-15) or a single row, in

@@ -134,7 +134,7 @@ struct Avx2 : Rows8<Avx2> {
   static constexpr bool kTileGemv = false;
   // c[q][a]: row pair a's accumulator of token (or row group) q. After one hadd, each 128-bit
   // half of h[q] holds rows 0..3; q's two halves are summed into half q % 2 of lo (q < 2) or hi.
-  static Tile16 tile_rows(const V (*c)[2]) {
+  static Tile16 tile_rows(const V (*c)[2], const SlotVectorPlan&) {
     V h[4];
     for (int q = 0; q < 4; ++q) h[q] = _mm256_hadd_epi32(c[q][0], c[q][1]);
     return {sum_halves(h[0], h[1]), sum_halves(h[2], h[3])};

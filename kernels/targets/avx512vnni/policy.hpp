@@ -357,20 +357,35 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     return gather_rows<2 * K, E>(pieces, p);
   }
 
-  // --- a 4 x 4 tile (Rows8::Tile16) of a fold_words plan with two row pairs (t2p) -------------
-  static bool tile_fits(const SlotVectorPlan& p) { return p.fold_words; }
+  // A fold_pair_words plan's accumulators a and b: words 0-1 hold a's rows 0-3, words 2-3 b's.
+  static V pair_words_added(V a, V b, const SlotVectorPlan& p) {
+    const V rows01 = _mm512_permutex2var_epi64(a, load(p.pair_word_gather[0]), b);
+    const V rows23 = _mm512_permutex2var_epi64(a, load(p.pair_word_gather[1]), b);
+    return pair_add(rows01, rows23);
+  }
+
+  // --- a 4 x 4 tile (Rows8::Tile16) of a plan with two row pairs that folds words (t2p, t2p-split)
+  static bool tile_fits(const SlotVectorPlan& p) { return p.fold_words || p.fold_pair_words; }
   static constexpr bool kTileGemv = true;  // gemv's four row groups fit the 32 registers
   static V transpose_add(V a, V b, V even, V odd) {
     return add32(_mm512_permutex2var_epi64(a, even, b), _mm512_permutex2var_epi64(a, odd, b));
   }
-  // c[q][a]: row pair a's accumulator of token (or row group) q. After pair_add, word u of x[q]
-  // holds rows 0..3 over word u's weights; two levels of "words 0, 2 of a and b" plus "words 1, 3
-  // of a and b" transpose the words and add as they go, leaving q's row sums in word q.
-  static Tile16 tile_rows(const V (*c)[2]) {
+  // c[q][a]: row pair a's accumulator of token (or row group) q (fold_words). After pair_add,
+  // word u of x[q] holds rows 0..3 over word u's weights; two levels of "words 0, 2 of a and b"
+  // plus "words 1, 3 of a and b" transpose the words and add as they go, leaving q's row sums in
+  // word q.
+  static Tile16 tile_rows(const V (*c)[2], const SlotVectorPlan&) {
     V x[4];
     for (int q = 0; q < 4; ++q) x[q] = pair_add(c[q][0], c[q][1]);
     const V even = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), odd = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
     const V r = transpose_add(transpose_add(x[0], x[1], even, odd), transpose_add(x[2], x[3], even, odd), even, odd);
+    return {low_half(r), high_half(r)};
+  }
+  // c[q][0]: the one accumulator of token (or row group) q (fold_pair_words). Two q's rows fill one
+  // vector (q in words 0-1, q + 1 in words 2-3), so one transpose level leaves q's sums in word q.
+  static Tile16 tile_rows(const V (*c)[1], const SlotVectorPlan& p) {
+    const V even = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), odd = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+    const V r = transpose_add(pair_words_added(c[0][0], c[1][0], p), pair_words_added(c[2][0], c[3][0], p), even, odd);
     return {low_half(r), high_half(r)};
   }
 
