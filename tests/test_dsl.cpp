@@ -103,7 +103,8 @@ TEST_SUITE("dsl") {
     CHECK(strategies::SlotMaskStrategy::why_not(info_of<AlternatingRows>()).find("'alternating'") != std::string::npos);
     CHECK(natural_two_bit_why_not(info_of<T2p>()) == "it has 4 rows a block (natural order has one)");
     CHECK(digit_planar_why_not(info_of<T2p>()) == "its code is 2-bit");
-    CHECK(row_interleaved_why_not(info_of<T2p>()) == "it has 4 rows a block (row-interleaved blocks have 8 or 16)");
+    CHECK(row_interleaved_why_not(info_of<T2p>()).starts_with("its payload is not strips in which each row owns a lane"));
+    CHECK(row_interleaved_why_not(info_of<test_layouts::T2w3>()) == "it has 3 rows a block (row-interleaved blocks have 4, 8, 16 or 32)");
     CHECK(row_interleaved_why_not(info_of<T2r>()).empty());
     // A plan's address is stable: kernels bind it and check it again on every call.
     CHECK(strip_plan(info_of<T2r>()) == strip_plan(find_layout("t2r")));
@@ -195,6 +196,8 @@ TEST_SUITE("dsl") {
 
   TEST_CASE("t2r: byte 32 + 4r + k%4 + 64(k/16), slot (k/4)%4; its strips read activations in natural order") {
     CHECK((row_interleaved<T2r>() && row_interleaved<T2r8>() && row_interleaved<T2rSlotMajor>()));
+    CHECK(row_interleaved<T2x4>());  // its 16-byte words are 4 rows' lanes, slot s the same 16 weights of each
+    CHECK(strips<T2x4>().lane_bytes == 16);
     CHECK_FALSE(row_interleaved<T2p>());
     CHECK_FALSE(row_interleaved<T2w>());
     CHECK_FALSE(row_interleaved<Pq2_0>());
@@ -235,6 +238,23 @@ TEST_SUITE("dsl") {
     CHECK(strips<T2r8Lane16>().lane_bytes == 16);
     CHECK(strips<T2rLane16>().strips == 2);
     CHECK(strips<T2rLane16>().payload_begin == 0);
+    // 4 and 32 rows a block, each lane width: the strips of every row count the kernels are built for.
+    CHECK((row_interleaved<T2r4>() && row_interleaved<T2r4Lane8>() && row_interleaved<T2r4Lane16>() && row_interleaved<T2r32>()));
+    CHECK(strips<T2r4>().lane_bytes == 4);
+    CHECK(strips<T2r4>().strips == 8);
+    CHECK(strips<T2r4>().payload_begin == 8);
+    CHECK(strips<T2r4Lane8>().lane_bytes == 8);
+    CHECK(strips<T2r4Lane8>().payload_begin == 0);
+    CHECK(strips<T2r4Lane16>().lane_bytes == 16);
+    CHECK(strips<T2r4Lane16>().strips == 2);
+    CHECK(strips<T2r32>().lane_bytes == 4);
+    CHECK(strips<T2r32>().payload_begin == 64);
+    for (int s = 0; s < 4; ++s) {
+      for (int t = 0; t < 8; ++t) CHECK(strips<T2r4>().k0[t][s] == 16 * t + 4 * s);
+      for (int t = 0; t < 8; ++t) CHECK(strips<T2r32>().k0[t][s] == 16 * t + 4 * s);
+      for (int t = 0; t < 4; ++t) CHECK(strips<T2r4Lane8>().k0[t][s] == 32 * t + 8 * s);
+      for (int t = 0; t < 2; ++t) CHECK(strips<T2r4Lane16>().k0[t][s] == 64 * t + 16 * s);
+    }
     for (int s = 0; s < 4; ++s) {
       for (int t = 0; t < 4; ++t) CHECK(strips<T2rLane8>().k0[t][s] == 32 * t + 8 * s);
       for (int t = 0; t < 2; ++t) {

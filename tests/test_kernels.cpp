@@ -269,19 +269,33 @@ TEST_SUITE("kernels") {
     struct Case {
       const char* layout;
       int lane_bytes;
-      bool avx512;  // 8 rows of dwords are half a 64-byte vector
     };
-    for (const Case c : {Case{"t2r", 4, true}, Case{"t2r8", 4, false}, Case{"t2r-lane8", 8, true},
-                         Case{"t2r8-lane8", 8, true}, Case{"t2r8-lane16", 16, true}, Case{"t2r-lane16", 16, true}}) {
+    for (const Case c : {Case{"t2r", 4}, Case{"t2r8", 4}, Case{"t2r-lane8", 8}, Case{"t2r8-lane8", 8}, Case{"t2r8-lane16", 16},
+                         Case{"t2r-lane16", 16}, Case{"t2r4", 4}, Case{"t2r4-lane8", 8}, Case{"t2r4-lane16", 16},
+                         Case{"t2r32", 4}, Case{"t2x4", 16}}) {
       CAPTURE(c.layout);
       const LayoutInfo& L = find_layout(c.layout);
       REQUIRE(strip_plan(L) != nullptr);
       CHECK(strip_plan(L)->lane_bytes == c.lane_bytes);
-      if (isa_supported(Isa::avx2)) CHECK(admits(L, Strategy::broadcast, Isa::avx2));
+      // Served where a strip (rows x lane bytes) is whole vectors of the target, refused in those
+      // words elsewhere.
+      const int strip = L.rows * c.lane_bytes;
+      const auto refusal = [&](int vector_bytes) {
+        return cat("a strip of ", L.rows, " rows with ", c.lane_bytes, "-byte lanes (", strip, " bytes) fills only part of a ",
+                   vector_bytes, "-byte vector");
+      };
+      for (const auto& [isa, vector_bytes] : {std::pair{Isa::sse41, 16}, std::pair{Isa::avx2, 32}})
+        if (isa_supported(isa)) {
+          CAPTURE(isa_name(isa));
+          const std::string why = kernel_why_not(L, Strategy::broadcast, isa);
+          CHECK(why.empty() == (strip % vector_bytes == 0));
+          if (strip % vector_bytes != 0) CHECK(why.find(refusal(vector_bytes)) != std::string::npos);
+        }
 #if defined(__x86_64__)
+      const bool avx512 = strip % 64 == 0;
       const std::string why = emulated_why_not(L, Strategy::broadcast);
-      CHECK(why.empty() == c.avx512);
-      if (!c.avx512) CHECK(why.find("8 rows with 4-byte lanes (32 bytes) fills only part of a 64-byte vector") != std::string::npos);
+      CHECK(why.empty() == avx512);
+      if (!avx512) CHECK(why.find(refusal(64)) != std::string::npos);
       // Exact against the oracle, gemv and gemm over several tokens (a partial last tile too),
       // through every broadcast build listed here, native and SIMDe.
       int broadcasts = 0;
@@ -291,8 +305,10 @@ TEST_SUITE("kernels") {
           ++broadcasts;
           CHECK(mismatches(k, L, 2 * L.rows, 512, 21) == 0);
           CHECK(gemv_mismatches(k, L, 2 * L.rows, 512) == 0);
+          CHECK(gemv_mismatches(k, L, 5 * L.rows, 1024) == 0);  // four streams side by side and one more
         }
-      CHECK(broadcasts >= (c.avx512 ? 2 : 0) + (isa_supported(Isa::avx2) ? 2 : 0));
+      CHECK(broadcasts >= (avx512 ? 2 : 0) + (isa_supported(Isa::avx2) && strip % 32 == 0 ? 2 : 0) +
+                              (isa_supported(Isa::sse41) ? 2 : 0));
 #endif
     }
     // No lane of another width is read: the refusal says what is.

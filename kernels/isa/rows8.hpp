@@ -1,7 +1,7 @@
 // Up to 8 rows of one block kept in a 256-bit vector, for the slot-mask epilogue of the x86
 // policies (AVX2 and AVX-512 both end in 8 row lanes): the gather of pair sums into rows, the
-// reference's one fma per block, the fp16 row scales and the store; and the same for a 4 x 4
-// tile of results in two such vectors.
+// reference's one fma per block, the fp16 row scales and the store; the same end for 4 rows in a
+// 128-bit vector; and the same for a 4 x 4 tile of results in two 256-bit vectors.
 //
 // A template on the policy so each translation unit (compiled for its own target) gets its own
 // instantiation: an inline non-template here would be one symbol built for two targets.
@@ -55,6 +55,20 @@ struct Rows8 {
     return _mm256_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
   }
   static RowF row_load(const float* p) { return _mm256_loadu_ps(p); }
+
+  // The same end for 4 rows in a 128-bit vector (the broadcast strategy's 4-row blocks), reading
+  // and writing only those 4 rows' scales and results.
+  using Row4F = __m128;
+  static Row4F row4_zero() { return _mm_setzero_ps(); }
+  template <int shift>
+  static Row4F row4_fma(__m128i s, std::int32_t ysum, Row4F scales, float d, Row4F acc) {
+    if constexpr (shift > 0) s = _mm_srai_epi32(s, shift);
+    const __m128 sf = _mm_cvtepi32_ps(_mm_sub_epi32(s, _mm_set1_epi32(ysum)));
+    return _mm_fmadd_ps(sf, _mm_mul_ps(scales, _mm_set1_ps(d)), acc);
+  }
+  static Row4F row4_scales(const std::uint8_t* p) { return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
+  static Row4F row4_load(const float* p) { return _mm_loadu_ps(p); }
+  static void row4_store(float* y, Row4F v) { _mm_storeu_ps(y, v); }
 
   // Int32 row sums in lanes, built from 8-lane pieces by the steps of a plan (PermutePlan::RowStep).
   using RowI = __m256i;

@@ -1,7 +1,8 @@
 // A layout that exists only in tests: t2r with 32 rows. 32 rows x 128 weights in 1088 bytes, past
 // the 2048-cell and 1024-byte block the DSL once capped: eight 128-byte strips, the 32-bit lane j of
-// a strip row j's four consecutive weights in slot s. No kernel takes 32 interleaved rows (a
-// 512-bit vector holds 16), so the permute fallback must run it, exactly.
+// a strip row j's four consecutive weights in slot s. A strip is two AVX-512 vectors, four AVX2
+// and eight SSE4.1 ones, more than a pass of the broadcast kernels holds on the 16-register
+// targets: their passes end fewer rows than the block has.
 #pragma once
 #include "layouts/dsl.hpp"
 #include "layouts/registry.hpp"

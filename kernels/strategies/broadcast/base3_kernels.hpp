@@ -52,7 +52,9 @@ struct BroadcastBase3 {
     if (L.code != Code::base3_banded)
       return "its bytes are ceil(256 q / 243) (Code::base3), whose digit 0 no byte table of byte >> 2 reads; the "
              "kernel reads Code::base3_banded";
-    if (L.rows != R) return cat("the kernel takes ", R, "-row blocks, the layout has ", L.rows);
+    if (L.rows != R)
+      return cat("the kernel takes ", R, "-row blocks, the layout has ", L.rows, ": it reads each strip as one ",
+                 P::kBytes, "-byte vector of 4-byte row lanes, through byte tables of that width");
     if (L.block_bytes() != kBlockBytes || L.scale_offset(0) != L.block_bytes() - 2 * R || L.spec->scales.row_stride != 2 ||
         L.scale_format() != ScaleFormat::fp16)
       return "the kernel reads the sixteen fp16 scales after the payload, at the block's end";

@@ -40,7 +40,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <concepts>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
@@ -79,49 +81,61 @@ void gemm_in_passes(const Q8KBatch& x, Many many, One one) {
   for (; t < x.tiles_count(); ++t) one(t);
 }
 
-// The float end of a block for E rows: the policy's kLanes-row vector (lanes_*), or Rows8's 8-row
-// one where a pass ends fewer rows (AVX-512 with lanes wider than a dword).
-template <class P, bool kWide>
+// The float end of a block for E rows: the policy's kLanes-row vector (lanes_*), or, where a pass
+// ends fewer rows than that (lanes wider than a dword, or a 4-row block), Rows8's 8-row vector
+// (row_*) or its 4-row one (row4_*).
+enum class RowEndKind { lanes, rows8, rows4 };
+template <class P, RowEndKind K>
 struct RowEndF {
   using F = typename P::LaneF;
 };
 template <class P>
-struct RowEndF<P, false> {
+struct RowEndF<P, RowEndKind::rows8> {
   using F = typename P::RowF;
+};
+template <class P>
+struct RowEndF<P, RowEndKind::rows4> {
+  using F = typename P::Row4F;
 };
 template <class P, int E>
 struct RowEnd {
-  static_assert(E == P::kLanes || E == 8, "the policy's lanes or 8 rows");
-  static constexpr bool kWide = E == P::kLanes;
+  static_assert(E == P::kLanes || E == 8 || E == 4, "the policy's lanes, 8 or 4 rows");
+  static constexpr RowEndKind kKind = E == P::kLanes ? RowEndKind::lanes : E == 8 ? RowEndKind::rows8 : RowEndKind::rows4;
   // (Not std::conditional_t: a vector type as its argument loses its attributes, with a warning.)
-  using F = typename RowEndF<P, kWide>::F;
+  using F = typename RowEndF<P, kKind>::F;
   static F zero() {
-    if constexpr (kWide) return P::lanes_zero();
-    else return P::row_zero();
+    if constexpr (kKind == RowEndKind::lanes) return P::lanes_zero();
+    else if constexpr (kKind == RowEndKind::rows8) return P::row_zero();
+    else return P::row4_zero();
   }
   static F scales(const std::uint8_t* p) {
-    if constexpr (kWide) return P::lanes_scales(p);
-    else return P::row_scales(p);
+    if constexpr (kKind == RowEndKind::lanes) return P::lanes_scales(p);
+    else if constexpr (kKind == RowEndKind::rows8) return P::row_scales(p);
+    else return P::row4_scales(p);
   }
   static F load(const float* p) {
-    if constexpr (kWide) return P::lanes_load(p);
-    else return P::row_load(p);
+    if constexpr (kKind == RowEndKind::lanes) return P::lanes_load(p);
+    else if constexpr (kKind == RowEndKind::rows8) return P::row_load(p);
+    else return P::row4_load(p);
   }
   template <int shift, class I>
   static F fma(I s, std::int32_t ysum, F scales, float d, F acc) {
-    if constexpr (kWide) return P::template lanes_fma<shift>(s, ysum, scales, d, acc);
-    else return P::template row_fma<shift>(s, ysum, scales, d, acc);
+    if constexpr (kKind == RowEndKind::lanes) return P::template lanes_fma<shift>(s, ysum, scales, d, acc);
+    else if constexpr (kKind == RowEndKind::rows8) return P::template row_fma<shift>(s, ysum, scales, d, acc);
+    else return P::template row4_fma<shift>(s, ysum, scales, d, acc);
   }
   static void store(float* y, F v) {
-    if constexpr (kWide) P::lanes_store(y, v);
-    else _mm256_storeu_ps(y, v);
+    if constexpr (kKind == RowEndKind::lanes) P::lanes_store(y, v);
+    else if constexpr (kKind == RowEndKind::rows8) _mm256_storeu_ps(y, v);
+    else P::row4_store(y, v);
   }
 };
 
-// Rows R and lanes of LB bytes (4, 8 or 16): a strip is LB * R bytes, whole vectors of P.
+// Rows R (4, 8, 16 or 32) and lanes of LB bytes (4, 8 or 16): a strip is LB * R bytes, whole
+// vectors of P.
 template <class P, int R, int LB = 4, Streaming S = Streaming::software_prefetch>
 struct Broadcast {
-  static_assert(R % 8 == 0 && R <= 16, "row-interleaved blocks have 8 or 16 rows");
+  static_assert(R == 4 || R == 8 || R == 16 || R == 32, "row-interleaved blocks have 4, 8, 16 or 32 rows");
   static_assert(LB == 4 || LB == 8 || LB == 16, "lanes of 4, 8 or 16 bytes");
   static_assert(R * LB % P::kBytes == 0, "a strip is whole vectors");
   static constexpr Strategy kStrategy = Strategy::broadcast;
@@ -160,6 +174,23 @@ struct Broadcast {
     return *strip_plan(L);
   }
 
+  // The rows a pass over the weights ends for T tokens. One token: every row of the block that the
+  // register file holds, as int32 accumulators beside the pass's weight vectors (32 registers: four
+  // strip vectors, each with its slots' accumulators; 16 registers: 16 rows of dword lanes, whose
+  // two or four vectors keep one lane per row, or 8 rows of wider lanes, one row vector's). Several
+  // tokens: one row vector's (kLanes rows of dword lanes, 8 of wider ones), so that every token's
+  // int32 and float accumulators stay in registers. Never more than the block's R.
+  static constexpr int pass_rows(int T) {
+    const int rows = T == 1 ? (P::kRegisters >= 32 ? 4 * P::kBytes / LB : LB == 4 ? 16 : 8) : LB == 4 ? kLanes : 8;
+    return std::min(R, rows);
+  }
+  // A pass ends E rows at a time (E * LB / kBytes vectors: one with dword lanes): the policy's
+  // kLanes, or with wider lanes as many as the pass ends, up to kLanes.
+  static constexpr int end_rows(int T) { return LB == 4 ? kLanes : std::min(pass_rows(T), kLanes); }
+  static_assert(pass_rows(1) * LB % P::kBytes == 0 && pass_rows(4) * LB % P::kBytes == 0,
+                "a pass takes whole vectors of each strip");
+  static_assert(pass_rows(1) % end_rows(1) == 0 && pass_rows(4) % end_rows(4) == 0, "a pass ends whole row vectors");
+
   // The int32 sums of E rows from their VE = E * LB / kBytes accumulators: the lane program's sums
   // as they stand with dword lanes (one accumulator), else each row's LB / 4 lanes added.
   template <class LP, int E>
@@ -194,11 +225,8 @@ struct Broadcast {
     const LayoutInfo& L = *w.layout;
     const std::int64_t nb = w.blocks_per_row();
     const int bb = L.block_bytes(), pb = plan.payload_begin, strip = LB * R;
-    // A pass ends E rows at a time (VE vectors: one with dword lanes) and takes VS vectors of each
-    // strip: all of them for one token (with wider lanes on AVX2, 8 rows, so its 16 registers hold
-    // the pass), one row vector's for several.
-    constexpr int kPassRows = T == 1 && (LB == 4 || P::kRegisters >= 32) ? R : LB == 4 ? kLanes : 8;
-    constexpr int E = LB == 4 ? kLanes : std::min(kPassRows, kLanes);
+    // A pass takes VS vectors of each strip (pass_rows) and ends E rows at a time (VE vectors).
+    constexpr int kPassRows = pass_rows(T), E = end_rows(T);
     constexpr int VS = kPassRows * LB / P::kBytes, VE = E * LB / P::kBytes, FU = VS / VE;
     using End = RowEnd<P, E>;
     // Scales that are not fp16 in place (t2r-e4m3, t2r-bf16, t2r-slot-major) are decoded per
@@ -395,19 +423,22 @@ std::string pick_broadcast_for(const LayoutInfo& L, KernelFns& k) {
   }
 }
 
-// The build for the layout's rows (8 or 16) and lane width (4, 8 or 16 bytes).
+// The build for the layout's rows (kRowInterleavedRows) and lane width (kRowLaneBytes): one
+// instantiation per pair, refusing with the reason where a strip is not whole vectors of P.
 template <class P, Streaming S = Streaming::software_prefetch>
 std::string pick_broadcast(const LayoutInfo& L, KernelFns& k) {
   const StripPlan* plan = strip_plan(L);
   if (!plan) return not_row_interleaved(L);
-  const auto rows = [&]<int LB>() {
-    return L.rows == 8 ? pick_broadcast_for<P, 8, LB, S>(L, k) : pick_broadcast_for<P, 16, LB, S>(L, k);
+  std::string why = cat("no build takes ", L.rows, " rows with ", plan->lane_bytes, "-byte lanes");
+  const auto pick = [&]<std::size_t... Ri, std::size_t... Li>(std::index_sequence<Ri...>, std::index_sequence<Li...>) {
+    const auto lanes = [&]<int R>() {
+      return ((plan->lane_bytes == kRowLaneBytes[Li] &&
+               (why = pick_broadcast_for<P, R, kRowLaneBytes[Li], S>(L, k), true)) || ...);
+    };
+    return ((L.rows == kRowInterleavedRows[Ri] && lanes.template operator()<kRowInterleavedRows[Ri]>()) || ...);
   };
-  switch (plan->lane_bytes) {
-    case 4: return rows.template operator()<4>();
-    case 8: return rows.template operator()<8>();
-    default: return rows.template operator()<16>();
-  }
+  pick(std::make_index_sequence<std::size(kRowInterleavedRows)>{}, std::make_index_sequence<std::size(kRowLaneBytes)>{});
+  return why;
 }
 
 // Lists one broadcast build twice, with the gemv's software prefetches (fns) and without (hw_fns,

@@ -1,6 +1,8 @@
 #include "kernels/strategies/broadcast/plan.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "common/error.hpp"
 #include "layouts/matrix.hpp"
@@ -67,8 +69,8 @@ struct Recognised {
 
 Recognised recognise(const LayoutInfo& L) {
   Recognised r;
-  if (L.rows != 8 && L.rows != 16) {
-    r.why_not = cat("it has ", L.rows, " rows a block (row-interleaved blocks have 8 or 16)");
+  if (std::find(std::begin(kRowInterleavedRows), std::end(kRowInterleavedRows), L.rows) == std::end(kRowInterleavedRows)) {
+    r.why_not = cat("it has ", L.rows, " rows a block (row-interleaved blocks have 4, 8, 16 or 32)");
     return r;
   }
   const BlockInverse inv(L);

@@ -16,8 +16,11 @@ inline constexpr int kMaxStrips = 16;  // row-interleaved strips per block (at l
 // The lane widths of row-interleaved strips: a row's lane is one dword (t2r), a qword or 16 bytes,
 // what a broadcast of one activation dword, qword or 16-byte word serves.
 inline constexpr int kRowLaneBytes[] = {4, 8, 16};
+// The row counts of row-interleaved blocks: the broadcast kernels are built for each (a vector of
+// 16, 32 or 64 bytes holds whole strips of some of them, which each target's build says).
+inline constexpr int kRowInterleavedRows[] = {4, 8, 16, 32};
 
-// Row-interleaved (2-bit): 8 or 16 rows per block, the payload read as strips of lane_bytes * rows
+// Row-interleaved (2-bit): 4, 8, 16 or 32 rows per block, the payload read as strips of lane_bytes * rows
 // bytes in which row j's lane is the lane_bytes bytes at lane_bytes * j and slot s of the lane holds
 // weights k0[t][s] .. k0[t][s] + lane_bytes - 1 of row j, the same k0 for every row. One AND per
 // slot then gives a vector whose 32-bit lanes dot4 (vpdpbusd) against a broadcast of the slot's
@@ -31,7 +34,7 @@ struct StripPlan {
   std::array<std::array<int, 4>, kMaxStrips> k0{};
 };
 
-// Base-3 row-interleaved blocks: 8 or 16 rows, 128 weights a row as six strips of 20 (five digits
+// Base-3 row-interleaved blocks: 4, 8, 16 or 32 rows (the base-3 build reads 16), 128 weights a row as six strips of 20 (five digits
 // x four bytes) and a tail of 8 (four digits x two bytes), five digits a byte (1.75 bits a weight
 // with an fp16 scale, against t2r's 2.125). A byte vector's digits come out through byte tables
 // (digit 0 and the other four as 2-bit fields), after which each lane dots against broadcast

@@ -59,19 +59,28 @@ struct Avx2 : Rows8<Avx2> {
       return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
     }
   }
-  // The sums of 8 rows with LB-byte lanes (LB = 8 or 16), from the 8 * LB / 32 vectors of their
-  // int32 lanes (c[i]: rows 32 i / LB ..): each row's LB / 4 lanes added, the rows in order.
+  // The sums of E = 8 or 4 rows with LB-byte lanes (LB = 8 or 16), from the E * LB / 32 vectors of
+  // their int32 lanes (c[i]: rows 32 i / LB ..): each row's LB / 4 lanes added, the rows in order;
+  // 8 rows in one vector, 4 in a 128-bit one (Rows8::row4_fma).
   template <int LB, int E>
-  static V lane_rows(const V* c) {
-    static_assert(E == 8, "one 8-row vector");
-    if constexpr (LB == 8) {
+  static auto lane_rows(const V* c) {
+    static_assert(E == 8 || E == 4, "an 8-row or a 4-row vector");
+    static_assert(LB == 8 || LB == 16, "lanes of 8 or 16 bytes");
+    if constexpr (E == 8 && LB == 8) {
       // hadd: [rows 0 1 4 5 | 2 3 6 7]; the middle qwords swapped.
       return _mm256_permute4x64_epi64(_mm256_hadd_epi32(c[0], c[1]), 0xd8);
-    } else {
-      static_assert(LB == 16, "lanes of 8 or 16 bytes");
+    } else if constexpr (E == 8) {
       // Two hadd levels: [rows 0 2 4 6 | 1 3 5 7].
       const V h = _mm256_hadd_epi32(_mm256_hadd_epi32(c[0], c[1]), _mm256_hadd_epi32(c[2], c[3]));
       return _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    } else if constexpr (LB == 8) {
+      // c[0] = [rows 0 0 1 1 | 2 2 3 3]: one hadd of its halves.
+      return _mm_hadd_epi32(_mm256_castsi256_si128(c[0]), _mm256_extracti128_si256(c[0], 1));
+    } else {
+      // c[0] = [row 0 x4 | row 1 x4], c[1] = [row 2 x4 | row 3 x4]: hadd gives [0 0 2 2 | 1 1 3 3],
+      // the hadd of its halves [rows 0 2 1 3], and one shuffle the order.
+      const V h = _mm256_hadd_epi32(c[0], c[1]);
+      return _mm_shuffle_epi32(_mm_hadd_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)), 0xd8);
     }
   }
   static constexpr int kGemvPrefetch = 2048;  // bytes ahead of each stream

@@ -305,12 +305,13 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
     return _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(x, y, 0x88)),
                             _mm512_castps_si512(_mm512_shuffle_ps(x, y, 0xdd)));
   }
-  // The sums of E rows (16: the lanes_fma vector; 8: Rows8's) with LB-byte lanes (LB = 8 or 16),
-  // from the E * LB / 64 vectors of their int32 lanes (c[i]: rows 64 i / LB ..): each row's
-  // LB / 4 lanes added by pair_add levels, then one permute puts the rows in order.
+  // The sums of E rows (16: the lanes_fma vector; 8: Rows8's; 4: Rows8's 4-row one) with LB-byte
+  // lanes (LB = 8 or 16), from the E * LB / 64 vectors of their int32 lanes (c[i]: rows 64 i / LB
+  // ..): each row's LB / 4 lanes added by pair_add levels, then one permute puts the rows in order.
   template <int LB, int E>
   static auto lane_rows(const V* c) {
-    static_assert((LB == 8 || LB == 16) && (E == 8 || E == 16), "8 or 16 rows, lanes of 8 or 16 bytes");
+    static_assert((LB == 8 || LB == 16) && (E == 8 || E == 16 || (E == 4 && LB == 16)),
+                  "8 or 16 rows with lanes of 8 or 16 bytes, or 4 rows of 16-byte lanes (one vector)");
     if constexpr (E == 16 && LB == 8) {
       // Word u: rows 2u, 2u + 1, 8 + 2u, 9 + 2u.
       return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15),
@@ -319,15 +320,20 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
       // Word u: rows u, 4 + u, 8 + u, 12 + u.
       return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
                                       pair_add(pair_add(c[0], c[1]), pair_add(c[2], c[3])));
-    } else if constexpr (LB == 8) {
+    } else if constexpr (E == 8 && LB == 8) {
       // Word u: rows 2u, 2u + 1 (twice).
       return low_half(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0),
                                                pair_add(c[0], c[0])));
-    } else {
+    } else if constexpr (E == 8) {
       // Word u: rows u, 4 + u (twice).
       const V h = pair_add(c[0], c[1]);
       return low_half(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0),
                                                pair_add(h, h)));
+    } else {
+      // Word u: row u (four times).
+      const V h = pair_add(c[0], c[0]);
+      return _mm512_castsi512_si128(
+          _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), pair_add(h, h)));
     }
   }
 
