@@ -41,6 +41,13 @@ bool demoted_on_split_512bit_ops(const CpuFeatures& cpu, const KernelVariant& k)
          k.strategy == Strategy::unpack_vecdot;
 }
 
+// A richer strategy's SSE4.1 build ranks with the fallback, after its wider builds: half the width
+// and no row vector cost more than the fallback's shuffles at 32 or 64 bytes (Zen 4, gemv: t2p's
+// slot-mask/sse41 0.45x permute/avx2, docs/notebook/2026-12-05-zen4-sse41.md; t2r4's
+// broadcast/sse41 0.41x permute/avx2, docs/notebook/2026-12-05-zen4-broadcast-rows.md). On a CPU
+// without AVX2 every build is SSE4.1 and the richer strategy leads again.
+bool ranks_with_fallback(const KernelVariant& k) { return k.strategy == kFallbackStrategy || k.isa == Isa::sse41; }
+
 KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strategy> only_strategy) {
   const std::vector<KernelVariant> listed = kernels_for(layout);
   std::vector<KernelVariant> all = listed;
@@ -52,7 +59,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
            "' on this CPU (available: ", variant_names(listed), ")");
   }
   // The fallback (permute) after every other SIMD kernel whatever their ISAs, so a layout that
-  // admits a richer strategy keeps it; then the richest ISA (slot-mask's AVX-512 build counted as
+  // admits a richer strategy keeps it (but see ranks_with_fallback); then the richest ISA (slot-mask's AVX-512 build counted as
   // AVX2, after it, where the CPU splits 512-bit ops and the width gains nothing), then the preferred strategy, then among one
   // strategy's builds the CPU's guesses: GFNI slots or not, software prefetches or not; stable
   // keeps the catalog's order otherwise.
@@ -60,7 +67,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
   const auto demoted = [&](const KernelVariant& k) { return demoted_on_split_512bit_ops(cpu, k); };
   const auto isa_rank = [&](const KernelVariant& k) { return demoted(k) ? int(Isa::avx2) : int(k.isa); };
   std::stable_sort(all.begin(), all.end(), [&](const KernelVariant& a, const KernelVariant& b) {
-    const bool fa = a.strategy == kFallbackStrategy, fb = b.strategy == kFallbackStrategy;
+    const bool fa = ranks_with_fallback(a), fb = ranks_with_fallback(b);
     const bool ra = a.strategy == Strategy::reference, rb = b.strategy == Strategy::reference;
     if (ra != rb) return rb;
     if (fa != fb) return fb;
@@ -87,6 +94,8 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
       if (sibling && k.hardware_prefetch != c.variant.hardware_prefetch)
         why.push_back(cpu.prefers_hardware_prefetch ? "this CPU streams faster without software prefetches"
                                                     : "software prefetches stream faster on most CPUs");
+      if (k.strategy != kFallbackStrategy && c.variant.strategy == kFallbackStrategy)
+        why.push_back("a richer strategy's SSE4.1 build runs slower than the fallback's wider builds");
       c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first",
                             k.strategy == kFallbackStrategy && c.variant.strategy != kFallbackStrategy
                                 ? " (permute is the fallback for layouts no richer strategy admits)"
@@ -95,8 +104,14 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
     } else {
       c.variant = k;
       chosen = true;
+      const bool richer_narrow = std::ranges::any_of(all, [&](const KernelVariant& o) {
+        return o.strategy != kFallbackStrategy && o.strategy != Strategy::reference && o.isa == Isa::sse41 &&
+               isa_at_or_below(o.isa, ceiling);
+      });
       c.notes.push_back(cat(k.name(), ": chosen",
-                            k.strategy == kFallbackStrategy ? " (no richer strategy has a kernel for this layout here)" : ""));
+                            k.strategy != kFallbackStrategy ? ""
+                            : richer_narrow ? " (the richer strategies' builds here are SSE4.1 only, slower than the fallback's wider ones: estimated)"
+                                            : " (no richer strategy has a kernel for this layout here)"));
     }
   }
   if (!chosen)  // only with a strategy filter: the reference kernel is otherwise always at or below

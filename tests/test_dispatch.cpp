@@ -486,6 +486,32 @@ TEST_SUITE("dispatch") {
     CHECK(best_kernel(find_layout("pq2_0")).variant.isa == (cpu_features().splits_512bit_ops ? Isa::avx2 : Isa::avx512vnni));
   }
 
+  TEST_CASE("a richer strategy's SSE4.1 build ranks after the fallback's wider builds, and leads under an SSE4.1 ceiling") {
+    // t2r4's strip is 16 bytes: only SSE4.1's broadcast build reads it (half an AVX2 vector).
+    const LayoutInfo& L = find_layout("t2r4");
+    const std::set<std::string> names = variant_names(L);
+    REQUIRE(names.count("broadcast/sse41") == (isa_supported(Isa::sse41) ? 1u : 0u));
+    CHECK(names.count("broadcast/avx2") == 0);
+    CHECK(names.count("broadcast/avx512vnni") == 0);
+    if (!isa_supported(Isa::sse41)) {
+      MESSAGE("expected skip: no SSE4.1 on this CPU (aarch64), so no SSE4.1 build to rank");
+      return;
+    }
+    const KernelChoice under_sse41 = best_kernel(L, Isa::sse41);
+    CHECK((under_sse41.variant.strategy == Strategy::broadcast && under_sse41.variant.isa == Isa::sse41));
+    const KernelChoice c = best_kernel(L);
+    INFO("cpu: ", cpu_description(), "; notes: ", join(c.notes, " | "));
+    if (!isa_supported(Isa::avx2)) {  // every build is SSE4.1: the richer strategy leads
+      CHECK((c.variant.strategy == Strategy::broadcast && c.variant.isa == Isa::sse41));
+      return;
+    }
+    CHECK(c.variant.strategy == Strategy::permute);
+    CHECK(c.variant.isa == (isa_supported(Isa::avx512vnni) ? Isa::avx512vnni : Isa::avx2));
+    CHECK(std::ranges::any_of(c.notes, [](const std::string& n) {
+      return n.starts_with("broadcast/sse41: passed over") && n.find("SSE4.1 build runs slower") != std::string::npos;
+    }));
+  }
+
   TEST_CASE("best_kernel_of chooses within one strategy as best_kernel does across all") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);
