@@ -94,7 +94,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
       if (sibling && k.hardware_prefetch != c.variant.hardware_prefetch)
         why.push_back(cpu.prefers_hardware_prefetch ? "this CPU streams faster without software prefetches"
                                                     : "software prefetches stream faster on most CPUs");
-      if (k.strategy != kFallbackStrategy && c.variant.strategy == kFallbackStrategy)
+      if (k.strategy != kFallbackStrategy && ranks_with_fallback(k) && c.variant.strategy == kFallbackStrategy)
         why.push_back("a richer strategy's SSE4.1 build runs slower than the fallback's wider builds");
       c.notes.push_back(cat(k.name(), ": passed over, ", c.variant.name(), " ranks first",
                             k.strategy == kFallbackStrategy && c.variant.strategy != kFallbackStrategy
@@ -105,8 +105,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
       c.variant = k;
       chosen = true;
       const bool richer_narrow = std::ranges::any_of(all, [&](const KernelVariant& o) {
-        return o.strategy != kFallbackStrategy && o.strategy != Strategy::reference && o.isa == Isa::sse41 &&
-               isa_at_or_below(o.isa, ceiling);
+        return o.strategy != kFallbackStrategy && ranks_with_fallback(o) && isa_at_or_below(o.isa, ceiling);
       });
       c.notes.push_back(cat(k.name(), ": chosen",
                             k.strategy != kFallbackStrategy ? ""

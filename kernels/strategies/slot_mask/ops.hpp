@@ -40,6 +40,13 @@ namespace ternlab::strategies {
 template <class P>
 using SlotBytes = decltype(P::load(nullptr));
 
+// Every slot shifted down to its code 0..3, one vector of bytes each (WidenedSlots, ShiftedSlots).
+template <class P, class Slots>
+Slots shifted_codes(SlotBytes<P> v) {
+  const SlotBytes<P> m = P::set1_u8(0x03);  // 16-bit shifts drag in the next byte's bits; the mask drops them
+  return {{P::and_(v, m), P::and_(P::srli16(v, 2), m), P::and_(P::srli16(v, 4), m), P::and_(P::srli16(v, 6), m)}};
+}
+
 template <class P>
   requires MaddubsOps<P> && requires(typename P::V v) { P::slli16(v, 2); }
 struct InPlaceSlots : P {
@@ -77,10 +84,7 @@ struct WidenedSlots : P {
   struct Slots {
     V s[4];
   };
-  static Slots extract(V v) {
-    const V m = P::set1_u8(0x03);  // 16-bit shifts drag in the next byte's bits; the mask drops them
-    return {{P::and_(v, m), P::and_(P::srli16(v, 2), m), P::and_(P::srli16(v, 4), m), P::and_(P::srli16(v, 6), m)}};
-  }
+  static Slots extract(V v) { return shifted_codes<P, Slots>(v); }
   // int32 lanes: sum over slots of u * y, each slot widened separately.
   static V slot_dot(const Slots& w, const std::uint8_t* x) {
     V s = P::widen16(P::maddubs(w.s[0], P::load(x)));
@@ -111,10 +115,7 @@ struct ShiftedSlots : P {
   struct Slots {
     B s[4];
   };
-  static Slots extract(B v) {
-    const B m = P::set1_u8(0x03);  // 16-bit shifts drag in the next byte's bits; the mask drops them
-    return {{P::and_(v, m), P::and_(P::srli16(v, 2), m), P::and_(P::srli16(v, 4), m), P::and_(P::srli16(v, 6), m)}};
-  }
+  static Slots extract(B v) { return shifted_codes<P, Slots>(v); }
   // acc + sum over slots of u * y (|u * y| <= 3 * 128).
   static V slot_dot_into(V acc, const Slots& w, const std::uint8_t* x) {
     for (int s = 0; s < 4; ++s) acc = P::dot4(acc, w.s[s], P::load(x + P::kBytes * s));
