@@ -42,10 +42,9 @@ bool demoted_on_split_512bit_ops(const CpuFeatures& cpu, const KernelVariant& k)
 }
 
 // A richer strategy's SSE4.1 build ranks with the fallback, after its wider builds: half the width
-// and no row vector cost more than the fallback's shuffles at 32 or 64 bytes (Zen 4, gemv: t2p's
-// slot-mask/sse41 0.45x permute/avx2, docs/notebook/2026-12-05-zen4-sse41.md; t2r4's
-// broadcast/sse41 0.41x permute/avx2, docs/notebook/2026-12-05-zen4-broadcast-rows.md). On a CPU
-// without AVX2 every build is SSE4.1 and the richer strategy leads again.
+// and no row vector cost more than the fallback's shuffles at 32 or 64 bytes (measured for t2p and
+// t2r4: docs/notebook/2026-12-05-zen4-sse41.md, docs/notebook/2026-12-05-zen4-broadcast-rows.md).
+// On a CPU without AVX2 every build is SSE4.1 and the richer strategy leads again.
 bool ranks_with_fallback(const KernelVariant& k) { return k.strategy == kFallbackStrategy || k.isa == Isa::sse41; }
 
 KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strategy> only_strategy) {
