@@ -53,7 +53,7 @@ const BlockQ8K* deinterleave_tile_token(const BlockQ8Kx4* x, int m, std::int64_t
 // kScratchAreas areas (above) and is checked.
 std::uint8_t* kernel_scratch(std::size_t bytes, int index);
 
-// The byte tables of P::base3_digits for Code::base3_banded (layouts' own decode_digit): for
+// The byte tables of Base3Bytes::digits (kernels/strategies/broadcast/base3_kernels.hpp) for Code::base3_banded (layouts' own decode_digit): for
 // bytes 0-127 their digits 1-4 as 2-bit fields, for bytes 128-255 a byte below 128 with the same
 // digits 1-4, and for each byte >> 2 its digit 0. Bytes the code never writes (81-83 of each band,
 // 252-255) hold zeros.

@@ -4,7 +4,7 @@
 //
 //   per token, once:  the activations in base-3 strip order (strip t's digit n = one dword) + BlockActs
 //   per block:        for each of the seven strips (the tail's two bytes a row widened to a lane):
-//                     one load, the byte tables (P::base3_digits: digit 0, and digits 1-4 as t2r's
+//                     one load, the byte tables (Base3Bytes::digits: digit 0, and digits 1-4 as t2r's
 //                     four 2-bit slots), then the lane program's slots and dots exactly as for t2r,
 //                     and one more dot of digit 0 against its own dword (LP::dot_codes); the block
 //                     ends in P::lanes_fma as t2r's does, the +1 code offset leaving with ysum.
@@ -33,12 +33,51 @@
 
 namespace ternlab::strategies {
 
+// The byte lookups the base-3 build reads from a policy (AVX-512 VBMI's vpermb and vpermi2b).
+template <class P>
+concept Base3LookupOps = requires(typename P::V v, const std::uint8_t* p) {
+  P::lookup64(v, v);           // table[idx & 63] for every byte of idx
+  P::lookup128(v, v, v);       // (t0 : t1)[idx & 127] for every byte of idx
+  P::lookup128_high(v, v, v);  // the same for the bytes of idx with bit 7 set; the others kept as they are
+  P::load_u16_as_u32(p);       // kLanes uint16 values, each zero-extended into its int32 lane
+};
+
+// Five digits a byte, 16 rows per vector. A byte is 84 t0 + r (Code::base3_banded, r = digits 1-4
+// in base 3). Digit 0 is a 64-entry lookup of byte >> 2 (a 16-bit shift: the lookup reads each
+// byte's low six bits, which are then the byte's own bits 2-7); digits 1-4 come from a table as
+// t2r's four 2-bit slots, so that the lane programs take them as they take t2r's codes. A lookup
+// covers 128 entries, so a byte with its top bit set is first sent, by a lookup of its own, to a
+// byte below 128 with the same four digits (r itself), whose digits the second lookup reads.
+// Against ggml's ceil(256 q / 243) byte, whose digit 0 took two compares and two masked moves (no
+// function of byte >> k reads it), b3r's gemv and gemm ran faster, the strips alone more so (the
+// tail strip and the block's epilogue did not shrink; measured: docs/notebook/2026-12-05-zen4-kernels.md).
+template <Base3LookupOps P>
+struct Base3Bytes {
+  using V = typename P::V;
+  struct Table {
+    V low[2];   // bytes 0-127: digits 1-4
+    V high[2];  // bytes 128-255: a byte below 128 with the same digits 1-4
+    V top;      // byte >> 2: digit 0
+  };
+  static Table table(const Base3DigitTables& t) {
+    const auto at = [](const auto& bytes, int i) { return P::load(bytes.data() + i); };
+    return {{at(t.low, 0), at(t.low, 64)}, {at(t.high, 0), at(t.high, 64)}, at(t.top, 0)};  // 128, 128 and 64 entries
+  }
+  struct Digits {
+    V top;  // digit 0 of every byte, 0..2
+    V low;  // digits 1-4 as 2-bit fields 0-3
+  };
+  static Digits digits(V x, const Table& t) {
+    const V below = P::lookup128_high(x, t.high[0], t.high[1]);
+    return {P::lookup64(P::srli16(x, 2), t.top), P::lookup128(below, t.low[0], t.low[1])};
+  }
+};
 
 template <class P, Streaming S = Streaming::software_prefetch>
 struct BroadcastBase3 {
   static constexpr int R = P::kLanes;  // one vector of rows per strip
   static constexpr bool kSoftwarePrefetch = S == Streaming::software_prefetch;
-  static constexpr int kGemvPrefetch = kSoftwarePrefetch ? P::kGemvPrefetch : kNoPrefetch;
+  static constexpr int kGemvPrefetch = kSoftwarePrefetch ? BroadcastTraits<P>::kGemvPrefetch : kNoPrefetch;
   static constexpr std::string_view kBuild = kSoftwarePrefetch ? "" : kHardwarePrefetchSuffix;
   static constexpr int kStrips = kBase3Strips + 1;  // the tail read as one more strip
   static constexpr int kBlockBytes = R * (4 * kBase3Strips + kBase3TailLanes) + 2 * R;
@@ -74,8 +113,8 @@ struct BroadcastBase3 {
                                              float* y, std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
     const std::int64_t nb = w.blocks_per_row();
     const int pb = plan.payload_begin, tail = plan.tail_begin, strip = 4 * R;
-    const Base3DigitTables& tables = base3_digit_tables();
-    const typename P::Base3Table table = P::base3_table(tables.low.data(), tables.high.data(), tables.top.data());
+    using Bytes = Base3Bytes<P>;
+    const typename Bytes::Table table = Bytes::table(base3_digit_tables());
     const std::int64_t passes = (g1 - g0) / GS;
     for (std::int64_t p = 0; p < passes; ++p) {
       typename P::LaneF acc[GS][T];
@@ -93,8 +132,8 @@ struct BroadcastBase3 {
 #pragma GCC unroll 7
           for (int t = 0; t < kStrips; ++t) {
             const typename P::V bytes =
-                t < kBase3Strips ? P::load(blk[q] + pb + t * strip) : P::widen_pairs(blk[q] + tail);
-            const typename P::Base3Digits d = P::base3_digits(bytes, table);
+                t < kBase3Strips ? P::load(blk[q] + pb + t * strip) : P::load_u16_as_u32(blk[q] + tail);
+            const typename Bytes::Digits d = Bytes::digits(bytes, table);
             const typename LP::Slots s = LP::slots(d.low);
             const std::uint8_t* x = xb + kBase3StripWeights * t;
             for (int m = 0; m < T; ++m) {
@@ -135,7 +174,7 @@ struct BroadcastBase3 {
   }
   static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
                         std::int64_t g1) {
-    all_rows<typename LanePrograms<P>::Gemv, 1, P::kGemvStreams, kGemvPrefetch>(
+    all_rows<typename LanePrograms<P>::Gemv, 1, BroadcastTraits<P>::kGemvStreams, kGemvPrefetch>(
         bound(plan, w), w, view_prepared_acts(mem, w.blocks_per_row()), y, 0, 1, g0, g1);
   }
   static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
@@ -159,8 +198,8 @@ struct BroadcastBase3 {
   // registers that t2r's side-by-side groups use.
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
-    gemm_in_passes<P::kGemmTokens>(
-        x, [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
+    gemm_in_passes<BroadcastTraits<P>::kGemmTokens>(
+        x, [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm, BroadcastTraits<P>::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
         [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm4, 4, 1>(w, x, y, ldy, t, g0, g1); });
   }
 };

@@ -11,9 +11,10 @@
 //                     P::lanes_fma: one convert and one fma for all the vector's rows, the +1 code
 //                     offset leaving with the q8_K partial sums (S - ysum).
 //
-// A lane program per use (LanePrograms<P>, maddubs_lanes.hpp: the maddubs targets' written once
-// here, or the policy's own GemvLanes, GemmLanes (kGemmTokens tokens) and Gemm4Lanes (a last tile
-// of four, kGemm4Streams row groups side by side)): with one token the
+// A lane program per use (LanePrograms<P>: maddubs_lanes.hpp's for a maddubs dot, dot4_lanes.hpp's
+// for a dot into int32 lanes with a broadcast operand; Gemv, Gemm for the target's kGemmTokens
+// tokens, Gemm4 for a last tile of four over kGemm4Streams row groups side by side, both from its
+// BroadcastTraits): with one token the
 // cheapest extraction wins (AVX-512: in-place masks, one accumulator per slot; AVX2: each nibble's
 // slots in place, one shift a vector); with many, the fewest accumulators per token (codes, one
 // accumulator per token).
@@ -28,7 +29,7 @@
 // Lanes wider than a dword (8 or 16 bytes, StripPlan::lane_bytes): a row spans LB / 4 32-bit
 // lanes, each slot's LB activation bytes are broadcast to every LB-byte lane (so dword i of a row
 // meets bytes 4i..4i+3), and the block's end first adds each row's dwords and orders the rows
-// (P::lane_rows) before the same fma. Dword lanes (LB = 4) take none of these steps.
+// (BroadcastTraits<P>::lane_rows) before the same fma. Dword lanes (LB = 4) take none of these steps.
 //
 // Exactness: slot values are u * 4^s (AVX-512, in place, <= 192) or u and 4u (AVX2); every policy
 // keeps its intermediates below its instruction's saturation (see the policies), the row sums are
@@ -140,7 +141,7 @@ struct Broadcast {
   static_assert(R * LB % P::kBytes == 0, "a strip is whole vectors");
   static constexpr Strategy kStrategy = Strategy::broadcast;
   static constexpr bool kSoftwarePrefetch = S == Streaming::software_prefetch;
-  static constexpr int kGemvPrefetch = kSoftwarePrefetch ? P::kGemvPrefetch : kNoPrefetch;
+  static constexpr int kGemvPrefetch = kSoftwarePrefetch ? BroadcastTraits<P>::kGemvPrefetch : kNoPrefetch;
   static constexpr std::string_view kBuild = kSoftwarePrefetch ? "" : kHardwarePrefetchSuffix;  // as KernelVariant::name
   static constexpr int kLanes = P::kLanes;
   static constexpr int kVectors = R * LB / P::kBytes;  // vectors per strip
@@ -201,11 +202,11 @@ struct Broadcast {
       constexpr int VE = E * LB / P::kBytes;
       typename P::V c[VE];
       for (int e = 0; e < VE; ++e) c[e] = LP::sums(a[e]);
-      return P::template lane_rows<LB, E>(c);
+      return BroadcastTraits<P>::template lane_rows<LB, E>(c);
     }
   }
 
-  // Rows [g0, g1) x T tokens through the lane program LP (the policy's GemvLanes or GemmLanes):
+  // Rows [g0, g1) x T tokens through the lane program LP (LanePrograms<P>::Gemv or Gemm):
   // `acts` holds the tokens' strip-ordered activations block-major (block i of token m is entry
   // i * T + m), y + m * ldy token m's outputs (row g * R + r), of which the first `live` are
   // stored. Each pass over a row group handles VS of its kVectors vectors: all of them for one
@@ -376,7 +377,7 @@ struct Broadcast {
   }
   static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
                         std::int64_t g1) {
-    gemv_rows_with<P::kGemvStreams, kGemvPrefetch>(plan, w, mem, y, g0, g1);
+    gemv_rows_with<BroadcastTraits<P>::kGemvStreams, kGemvPrefetch>(plan, w, mem, y, g0, g1);
   }
   template <int GS, int PF>
   static void gemv_with(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
@@ -386,7 +387,7 @@ struct Broadcast {
     gemv_rows_with<GS, PF>(&plan, w, mem, y, g0, g1);
   }
   static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
-    gemv_with<P::kGemvStreams, kGemvPrefetch>(w, x, y, g0, g1);
+    gemv_with<BroadcastTraits<P>::kGemvStreams, kGemvPrefetch>(w, x, y, g0, g1);
   }
 
   // T tokens (T / 4 tiles of q8_Kx4) starting at tile t0, in one pass over the weights, GS row
@@ -402,9 +403,9 @@ struct Broadcast {
 
   static void gemm(const PackedMatrix& w, const Q8KBatch& x, float* y, std::int64_t ldy, std::int64_t g0,
                    std::int64_t g1) {
-    gemm_in_passes<P::kGemmTokens>(
-        x, [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm, P::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
-        [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm4, 4, P::kGemm4Streams>(w, x, y, ldy, t, g0, g1); });
+    gemm_in_passes<BroadcastTraits<P>::kGemmTokens>(
+        x, [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm, BroadcastTraits<P>::kGemmTokens, 1>(w, x, y, ldy, t, g0, g1); },
+        [&](std::int64_t t) { gemm_tokens<typename LanePrograms<P>::Gemm4, 4, BroadcastTraits<P>::kGemm4Streams>(w, x, y, ldy, t, g0, g1); });
   }
 };
 

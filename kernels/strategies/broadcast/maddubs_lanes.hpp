@@ -2,8 +2,8 @@
 // saturating int16 pair sums: AVX2, SSE4.1), written once over their basic operations. A lane
 // program says how a strip's vector becomes slot codes, how the activations are broadcast, how the
 // dots accumulate and when a block's sums are final; the strategy's loops
-// (kernels/strategies/broadcast/kernels.hpp) run it. Policies with programs of their own (AVX-512's
-// vpdpbusd, with its broadcast memory operand) declare GemvLanes, GemmLanes and Gemm4Lanes.
+// (kernels/strategies/broadcast/kernels.hpp) run it. Targets whose dot adds into int32 lanes with
+// a broadcast operand (AVX-512's vpdpbusd) run dot4_lanes.hpp's instead.
 #pragma once
 
 #include <cstdint>
@@ -70,20 +70,8 @@ struct MaddubsLaneNibbles {
   static V sums(const Acc& acc) { return P::widen16(acc.u); }  // u4 folded by the last strip_done
 };
 
-// The lane programs the broadcast strategy runs on P: the policy's own where it declares them,
-// else the maddubs ones above; none (an empty struct, so BroadcastOps is false) otherwise.
-template <class P>
-struct LanePrograms {};
-template <class P>
-  requires requires { typename P::GemvLanes; }
-struct LanePrograms<P> {
-  using Gemv = typename P::GemvLanes;
-  using Gemm = typename P::GemmLanes;  // kGemmTokens tokens
-  using Gemm4 = typename P::Gemm4Lanes;
-};
-template <class P>
-  requires(!requires { typename P::GemvLanes; } && MaddubsLaneOps<P>)
-struct LanePrograms<P> {
+template <MaddubsLaneOps P>
+struct MaddubsLanePrograms {
   using Gemv = MaddubsLaneNibbles<P>;
   using Gemm = MaddubsLaneCodes<P>;
   using Gemm4 = MaddubsLaneCodes<P>;

@@ -4,11 +4,37 @@
 #pragma once
 
 #include "common/error.hpp"
+#include "kernels/strategies/broadcast/dot4_lanes.hpp"
 #include "kernels/strategies/broadcast/maddubs_lanes.hpp"
 #include "kernels/strategies/broadcast/plan.hpp"
 #include "kernels/strategies/strategy.hpp"
 
 namespace ternlab::strategies {
+
+// The lane programs the broadcast strategy runs on P: maddubs_lanes.hpp's for a maddubs dot,
+// dot4_lanes.hpp's for a dot into int32 lanes with a broadcast operand; none (an empty struct, so
+// BroadcastOps is false) otherwise.
+template <class P>
+struct LanePrograms {};
+template <class P>
+  requires MaddubsLaneOps<P>
+struct LanePrograms<P> : MaddubsLanePrograms<P> {};
+template <class P>
+  requires(!MaddubsLaneOps<P> && Dot4LaneOps<P>)
+struct LanePrograms<P> : Dot4LanePrograms<P> {};
+
+// What the broadcast strategy reads of a target besides its basic operations, which depends on
+// its vector's shape and was tuned on its cores: declared per target in
+// kernels/targets/<isa>/broadcast.hpp as a specialization for its policy (as SlotMaskRows):
+//   lane_rows<LB, E>(c)           the sums of E rows whose lanes are LB = 8 or 16 bytes, from their
+//                                 E * LB / kBytes vectors of int32 lanes: each row's LB / 4 lanes
+//                                 added and the rows put in order, in the float end's row vector;
+//   kGemvStreams, kGemvPrefetch   row groups a gemv reads side by side, and the bytes ahead of each
+//                                 stream its prefetches reach;
+//   kGemmTokens, kGemm4Streams    tokens a gemm pass dots each weight vector with, and row groups a
+//                                 last tile of four tokens reads side by side.
+template <class Policy>
+struct BroadcastTraits {};
 
 template <class P>
 concept BroadcastOps = IsaPolicy<P> && requires {
@@ -17,7 +43,11 @@ concept BroadcastOps = IsaPolicy<P> && requires {
   typename LanePrograms<P>::Gemm4;
   typename P::LaneF;
   { P::kLanes } -> std::convertible_to<int>;
-  { P::kGemmTokens } -> std::convertible_to<int>;
+  { P::kRegisters } -> std::convertible_to<int>;
+  { BroadcastTraits<P>::kGemvStreams } -> std::convertible_to<int>;
+  { BroadcastTraits<P>::kGemvPrefetch } -> std::convertible_to<int>;
+  { BroadcastTraits<P>::kGemmTokens } -> std::convertible_to<int>;
+  { BroadcastTraits<P>::kGemm4Streams } -> std::convertible_to<int>;
 };
 
 struct BroadcastStrategy {

@@ -205,7 +205,11 @@ struct SlotMask {
   // Policies with 8-lane row vectors (AVX2) keep the reduction and the epilogue in registers when
   // the plan allows: rows <= 8, one scale per row and block, contiguous fp16 scales readable as one
   // load inside the block (or, in the kDecodedScales instantiation, scales that are not).
-  static constexpr bool kVectorRows = requires { typename P::RowF; } && ROWS <= 8 && kPairsPerRow <= 8;
+  using Rows = SlotRowsOf<P>;  // the target's gather of pair sums into rows
+  static constexpr bool kVectorRows = requires(const typename P::V* c, const SlotVectorPlan& p) {
+    typename P::RowF;
+    Rows::template rows_from_pairs<G, kPairsPerRow>(c, p);
+  } && ROWS <= 8 && kPairsPerRow <= 8;
   // The in-place fp16 read: up to 4 rows' scales in one 8-byte load, else 8 in one 16-byte load. The
   // load must stay inside the block, so a block whose scales end it (t2p-tail) needs the narrow one.
   static constexpr bool kNarrowScaleLoad = ROWS <= 4 && requires(const std::uint8_t* b) { P::row_scales4(b); };
@@ -251,19 +255,19 @@ struct SlotMask {
   }
 
   // Policies that hold a 4 x 4 tile of results in registers (x86: Rows8::TileF) do so for plans
-  // of two row pairs whose rows their tile_rows can gather from G accumulators (t2p: two,
+  // of two row pairs whose rows their target's tile_rows can gather from G accumulators (t2p: two,
   // t2p-split: one); TileActs feeds the epilogue.
   static constexpr bool kTileRows = requires(const typename P::V (*c)[G], const SlotVectorPlan& p) {
     typename P::TileF;
-    P::tile_rows(c, p);
+    Rows::tile_rows(c, p);
   } && ROWS == 4 && !kDecodedScales;
   static constexpr bool kTileGemv = [] {
-    if constexpr (kTileRows) return P::kTileGemv;
+    if constexpr (kTileRows) return Rows::kTileGemv;
     return false;
   }();
   static bool tiles_fit(const SlotVectorPlan& p) {
     if constexpr (kTileRows)
-      return P::tile_fits(p) && p.scale_groups == 1 && p.scales_contiguous && p.scale_offset[0] + 8 <= p.block_bytes;
+      return Rows::tile_fits(p) && p.scale_groups == 1 && p.scales_contiguous && p.scale_offset[0] + 8 <= p.block_bytes;
     return false;
   }
   // Per block of a tile: each token's ysum and d, repeated over its four row lanes (gemv: the one
@@ -377,7 +381,7 @@ struct SlotMask {
             }
             const int so = p.scale_offset[0];
             acc = P::template tile_fma<P::kSlotShift>(
-                P::tile_rows(c, p), ta[i], P::tile_scales(blk[0].s + so, blk[1].s + so, blk[2].s + so, blk[3].s + so), acc);
+                Rows::tile_rows(c, p), ta[i], P::tile_scales(blk[0].s + so, blk[1].s + so, blk[2].s + so, blk[3].s + so), acc);
             for (int q = 0; q < 4; ++q) blk[q].next(p);
           }
           P::tile_store(acc, y + g * ROWS, ROWS, 4);
@@ -394,7 +398,7 @@ struct SlotMask {
             prefetch_ahead(blk.w, p.block_bytes);
             typename P::V c[1][G];
             accumulate<1>(p, blk.w, &xe, c);
-            const auto s = P::template rows_from_pairs<G, kPairsPerRow>(c[0], p);
+            const auto s = Rows::template rows_from_pairs<G, kPairsPerRow>(c[0], p);
             acc = P::template row_fma<P::kSlotShift>(s, a.blocks[i].ysum, scale_lanes.at(p, blk.s), a.blocks[i].d, acc);
           }
           P::row_store(y + g * ROWS, acc, ROWS);
@@ -445,7 +449,7 @@ struct SlotMask {
               typename P::V c[4][G];
               accumulate_tile(p, a, i, blk.w, c);
               const std::uint8_t* sc = blk.s + p.scale_offset[0];
-              acc = P::template tile_fma<P::kSlotShift>(P::tile_rows(c, p), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
+              acc = P::template tile_fma<P::kSlotShift>(Rows::tile_rows(c, p), ta[i], P::tile_scales(sc, sc, sc, sc), acc);
             }
             P::tile_store(acc, y + 4 * t * ldy + g * ROWS, ldy, live);
           }
@@ -462,7 +466,7 @@ struct SlotMask {
               accumulate_tile(p, a, i, blk.w, c);
               const typename P::RowF d = scale_lanes.at(p, blk.s);
               for (int m = 0; m < 4; ++m)
-                acc[m] = P::template row_fma<P::kSlotShift>(P::template rows_from_pairs<G, kPairsPerRow>(c[m], p),
+                acc[m] = P::template row_fma<P::kSlotShift>(Rows::template rows_from_pairs<G, kPairsPerRow>(c[m], p),
                                                             a[m].blocks[i].ysum, d, a[m].blocks[i].d, acc[m]);
             }
             for (int m = 0; m < live; ++m) P::row_store(y + (4 * t + m) * ldy + g * ROWS, acc[m], ROWS);

@@ -31,25 +31,16 @@
 #include <cstdint>
 
 #include "kernels/kernel_id.hpp"
+#include "kernels/strategies/slot_codes.hpp"
 #include "kernels/strategies/slot_mask/plan.hpp"
 #include "kernels/targets/isa_policy.hpp"
 
 namespace ternlab::strategies {
 
-// A policy's vector of bytes (NEON's differs from its int32 V).
-template <class P>
-using SlotBytes = decltype(P::load(nullptr));
-
-// Every slot shifted down to its code 0..3, one vector of bytes each (WidenedSlots, ShiftedSlots).
-template <class P, class Slots>
-Slots shifted_codes(SlotBytes<P> v) {
-  const SlotBytes<P> m = P::set1_u8(0x03);  // 16-bit shifts drag in the next byte's bits; the mask drops them
-  return {{P::and_(v, m), P::and_(P::srli16(v, 2), m), P::and_(P::srli16(v, 4), m), P::and_(P::srli16(v, 6), m)}};
-}
-
 template <class P>
   requires MaddubsOps<P> && requires(typename P::V v) { P::slli16(v, 2); }
 struct InPlaceSlots : P {
+  using Policy = P;  // whose SlotMaskRows the epilogue reads
   using V = typename P::V;
   static constexpr Strategy kSlotStrategy = Strategy::slot_mask;
   static constexpr int kSlotShift = 2;
@@ -77,6 +68,7 @@ struct InPlaceSlots : P {
 template <class P>
   requires MaddubsOps<P> && requires(typename P::V v) { P::add32(v, v); }
 struct WidenedSlots : P {
+  using Policy = P;  // whose SlotMaskRows the epilogue reads
   using V = typename P::V;
   static constexpr Strategy kSlotStrategy = Strategy::slot_mask_widen;
   static constexpr int kSlotShift = 0;
@@ -107,6 +99,7 @@ concept Dot4SlotOps = IsaPolicy<P> && requires(typename P::V acc, SlotBytes<P> b
 
 template <Dot4SlotOps P, Strategy kAs = Strategy::slot_mask>
 struct ShiftedSlots : P {
+  using Policy = P;  // whose SlotMaskRows the epilogue reads
   using V = typename P::V;
   using B = SlotBytes<P>;
   static constexpr Strategy kSlotStrategy = kAs;
@@ -127,6 +120,7 @@ struct ShiftedSlots : P {
 template <class P>
   requires Dot4SlotOps<P> && requires(typename P::V v) { P::template srai32<2>(v); P::add32(v, v); }
 struct HornerSlots : P {
+  using Policy = P;  // whose SlotMaskRows the epilogue reads
   using V = typename P::V;
   using B = SlotBytes<P>;
   static constexpr Strategy kSlotStrategy = Strategy::slot_mask;

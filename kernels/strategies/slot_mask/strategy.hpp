@@ -23,6 +23,34 @@ concept SlotMaskOps = IsaPolicy<P> && requires(const std::uint8_t* bytes, typena
   requires requires { P::pair_add(v, v); P::store(out, v); } || requires { P::template store_pair_sums<1>(&v, out); };
 };
 
+// A target's gather of a block's lane-pair sums into rows kept in one register, which depends on
+// its vector's shape (a 128-bit-lane permute on AVX2, a cross-lane one on AVX-512): declared per
+// target in kernels/targets/<isa>/slot_mask.hpp as a specialization for its policy, as CuTe's
+// mma_traits declare what an MMA atom accepts. It offers
+//   rows_from_pairs<G, E>(c, plan)   the rows of G group accumulators (E lane pairs a row), in the
+//                                    lanes of the policy's row vector (RowF);
+// and, for a 4 x 4 tile of results (plans of two row pairs; the policy's TileF):
+//   tile_rows(c, plan), tile_fits(plan), kTileGemv (whether a gemv's four row groups fit the
+//   register file as well as a gemm's four tokens).
+// A target without one ends each block through stored pair sums (store_pair_sums), which reads no
+// shape of its own.
+template <class Policy>
+struct SlotMaskRows {};
+
+// The target policy a slot program (strategies/slot_mask/ops.hpp) derives from, or the policy
+// itself where it is its own program (the portable one).
+template <class P>
+struct SlotProgramBase {
+  using type = P;
+};
+template <class P>
+  requires requires { typename P::Policy; }
+struct SlotProgramBase<P> {
+  using type = typename P::Policy;
+};
+template <class P>
+using SlotRowsOf = SlotMaskRows<typename SlotProgramBase<P>::type>;
+
 struct SlotMaskStrategy {
   static constexpr Strategy id = Strategy::slot_mask;
   static bool admits(const LayoutInfo& L) { return slot_words(L).why_not.empty(); }

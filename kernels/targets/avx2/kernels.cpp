@@ -21,6 +21,8 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 #include "kernels/targets/avx2/policy.hpp"
+#include "kernels/targets/avx2/slot_mask.hpp"
+#include "kernels/targets/avx2/broadcast.hpp"
 #include "kernels/isa/dot_chains.hpp"
 #include "kernels/isa/stream_sum.hpp"
 #include "kernels/strategies/add_all.hpp"

@@ -11,7 +11,6 @@
 #include "kernels/cpu.hpp"
 #include "kernels/isa/rows8.hpp"
 #include "kernels/kernel_id.hpp"
-#include "kernels/strategies/slot_mask/plan.hpp"
 
 namespace ternlab::isa {
 
@@ -41,8 +40,8 @@ struct Avx2 : Rows8<Avx2> {
   }
 
 
-  // --- broadcast (row-interleaved layouts): 8 rows per vector, one per 32-bit lane, or with
-  // lanes of LB = 8 or 16 bytes 32 / LB rows, each over LB / 4 32-bit lanes -----------------------
+  // --- row lanes: 8 int32 lanes a vector, activation bytes broadcast to lanes of 4, 8 or 16
+  // bytes, and the float end of 8 rows (what the broadcast strategy reads) ----------------------
   static constexpr int kRegisters = 16;  // vector registers the unrolling may plan with
   static constexpr int kLanes = 8;
   // The LB activation bytes at x in every LB-byte lane: a dword, qword or 16-byte broadcast.
@@ -59,36 +58,6 @@ struct Avx2 : Rows8<Avx2> {
       return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
     }
   }
-  // The sums of E = 8 or 4 rows with LB-byte lanes (LB = 8 or 16), from the E * LB / 32 vectors of
-  // their int32 lanes (c[i]: rows 32 i / LB ..): each row's LB / 4 lanes added, the rows in order;
-  // 8 rows in one vector, 4 in a 128-bit one (Rows8::row4_fma).
-  template <int LB, int E>
-  static auto lane_rows(const V* c) {
-    static_assert(E == 8 || E == 4, "an 8-row or a 4-row vector");
-    static_assert(LB == 8 || LB == 16, "lanes of 8 or 16 bytes");
-    if constexpr (E == 8 && LB == 8) {
-      // hadd: [rows 0 1 4 5 | 2 3 6 7]; the middle qwords swapped.
-      return _mm256_permute4x64_epi64(_mm256_hadd_epi32(c[0], c[1]), 0xd8);
-    } else if constexpr (E == 8) {
-      // Two hadd levels: [rows 0 2 4 6 | 1 3 5 7].
-      const V h = _mm256_hadd_epi32(_mm256_hadd_epi32(c[0], c[1]), _mm256_hadd_epi32(c[2], c[3]));
-      return _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    } else if constexpr (LB == 8) {
-      // c[0] = [rows 0 0 1 1 | 2 2 3 3]: one hadd of its halves.
-      return _mm_hadd_epi32(_mm256_castsi256_si128(c[0]), _mm256_extracti128_si256(c[0], 1));
-    } else {
-      // c[0] = [row 0 x4 | row 1 x4], c[1] = [row 2 x4 | row 3 x4]: hadd gives [0 0 2 2 | 1 1 3 3],
-      // the hadd of its halves [rows 0 2 1 3], and one shuffle the order.
-      const V h = _mm256_hadd_epi32(c[0], c[1]);
-      return _mm_shuffle_epi32(_mm_hadd_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)), 0xd8);
-    }
-  }
-  static constexpr int kGemvPrefetch = 2048;  // bytes ahead of each stream
-  // Row groups a gemv reads side by side: one, as the slot-major loop holds every vector of a pass
-  // in registers and two streams of 16 rows (four vectors) spilled them.
-  static constexpr int kGemvStreams = 1;
-  static constexpr int kGemmTokens = 4;   // tokens a gemm pass dots each weight vector with
-  static constexpr int kGemm4Streams = 1;  // row groups a 4-token pass reads side by side
   // acc + p, kept in the accumulator's order: left free, GCC's reassociation summed a block's
   // products as a tree, computing them all first and spilling them to the stack.
   static V chain_add16(V acc, V p) {
@@ -117,41 +86,6 @@ struct Avx2 : Rows8<Avx2> {
 
   // Per 128-bit word u: [a's int32 pairs (0,1), (2,3) summed | b's] (store_pair_sums in kernels/strategies/slot_mask/kernels.hpp).
   static V pair_add(V a, V b) { return _mm256_hadd_epi32(a, b); }
-
-  // --- rows kept in one vector (up to 8 rows), for the slot-mask epilogue (Rows8) -------------
-  // The pair sums of G accumulators gathered into [row 0 .. row ROWS-1]; no round trip through
-  // memory.
-  static V fold_halves(V h) { return _mm256_add_epi32(h, _mm256_permute2x128_si256(h, h, 1)); }
-  template <int G, int E, class Plan>
-  static V rows_from_pairs(const V* c, const Plan& p) {
-    // The plan's shortcuts: one or two hadd levels, then the two halves folded (lanes 0-3 hold
-    // the rows; 4-7 repeat them and are never stored).
-    if constexpr (G == 2 && E == 2)
-      if (p.fold_halves) return fold_halves(_mm256_hadd_epi32(c[0], c[1]));
-    if constexpr (G == 4 && E == 4)
-      if (p.group_per_row)
-        return fold_halves(_mm256_hadd_epi32(_mm256_hadd_epi32(c[0], c[1]), _mm256_hadd_epi32(c[2], c[3])));
-    V pieces[(G + 1) / 2];
-    for (int k = 0; k < (G + 1) / 2; ++k) pieces[k] = _mm256_hadd_epi32(c[2 * k], 2 * k + 1 < G ? c[2 * k + 1] : zero());
-    return gather_rows<(G + 1) / 2, E>(pieces, p);
-  }
-
-  // --- a 4 x 4 tile (Rows8::Tile16) of a fold_halves plan with two row pairs (t2p) ------------
-  static bool tile_fits(const SlotVectorPlan& p) { return p.fold_halves; }
-  // Not for gemv: four row groups' eight accumulators exceed the 16 registers (llvm-mca: 81 stack
-  // references, no faster than one group at a time); a gemm tile reuses each weight vector instead.
-  static constexpr bool kTileGemv = false;
-  // c[q][a]: row pair a's accumulator of token (or row group) q. After one hadd, each 128-bit
-  // half of h[q] holds rows 0..3; q's two halves are summed into half q % 2 of lo (q < 2) or hi.
-  static Tile16 tile_rows(const V (*c)[2], const SlotVectorPlan&) {
-    V h[4];
-    for (int q = 0; q < 4; ++q) h[q] = _mm256_hadd_epi32(c[q][0], c[q][1]);
-    return {sum_halves(h[0], h[1]), sum_halves(h[2], h[3])};
-  }
-  // [a's two halves summed | b's two halves summed]
-  static V sum_halves(V a, V b) {
-    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
-  }
 
   // Horizontal sums of four vectors at once (three hadds, one lane fold).
   static void reduce_add4(V a, V b, V c, V d, std::int32_t* out) {

@@ -1,6 +1,6 @@
 // The broadcast kernels built for AVX-512 VNNI plus GFNI: the same strategy and policy as
 // kernels/targets/avx512vnni/kernels.cpp, with the policy's 16-token gemm taking each slot in one
-// gf2p8affineqb (Avx512Vnni::LaneCodesGfni). A unit of its own because Cascade Lake has VNNI and
+// gf2p8affineqb (Dot4LaneCodesGf2 over the policy's gf2_affine). A unit of its own because Cascade Lake has VNNI and
 // no GFNI: only this unit is compiled for GFNI, and it is reached only where cpu.hpp reports it.
 // TERNLAB_AVX512_GFNI gives the policy its own inline namespace, so no instantiation is shared
 // with the unit built without GFNI.
@@ -34,6 +34,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "kernels/targets/avx512vnni/policy.hpp"
+#include "kernels/targets/avx512vnni/broadcast.hpp"
 #include "kernels/strategies/broadcast/kernels.hpp"
 
 namespace ternlab::detail {

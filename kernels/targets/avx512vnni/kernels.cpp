@@ -35,6 +35,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "kernels/targets/avx512vnni/policy.hpp"
+#include "kernels/targets/avx512vnni/slot_mask.hpp"
+#include "kernels/targets/avx512vnni/broadcast.hpp"
 #include "kernels/isa/dot_chains.hpp"
 #include "kernels/isa/stream_sum.hpp"
 #include "kernels/strategies/add_all.hpp"

@@ -32,6 +32,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "kernels/targets/avx512vnni/policy.hpp"
+#include "kernels/targets/avx512vnni/broadcast.hpp"
 #include "kernels/strategies/broadcast/base3_kernels.hpp"
 
 namespace ternlab::detail {

@@ -21,6 +21,7 @@
 #pragma GCC target("sse4.1,ssse3")
 #include "kernels/strategies/add_all.hpp"
 #include "kernels/targets/sse41/policy.hpp"
+#include "kernels/targets/sse41/broadcast.hpp"
 
 namespace ternlab::detail {
 namespace {

@@ -128,22 +128,6 @@ struct Sse41 : Sse41Float {
       return load(x);
     }
   }
-  // The sums of 4 rows with LB-byte lanes (LB = 8 or 16), from the 4 * LB / 16 vectors of their
-  // int32 lanes: each row's LB / 4 lanes added by phaddd, which leaves the rows in order.
-  template <int LB, int E>
-  static V lane_rows(const V* c) {
-    static_assert(E == kLanes, "one 4-row vector");
-    if constexpr (LB == 8) {
-      return _mm_hadd_epi32(c[0], c[1]);
-    } else {
-      static_assert(LB == 16, "lanes of 8 or 16 bytes");
-      return _mm_hadd_epi32(_mm_hadd_epi32(c[0], c[1]), _mm_hadd_epi32(c[2], c[3]));
-    }
-  }
-  static constexpr int kGemvPrefetch = 2048;
-  static constexpr int kGemvStreams = 1;
-  static constexpr int kGemmTokens = 4;
-  static constexpr int kGemm4Streams = 1;
   // acc + p in the accumulator's order (as AVX2: GCC's reassociation otherwise trees the sums).
   static V chain_add16(V acc, V p) {
     acc = _mm_add_epi16(acc, p);
