@@ -68,8 +68,9 @@ struct Base3Bytes {
     V low;  // digits 1-4 as 2-bit fields 0-3
   };
   static Digits digits(V x, const Table& t) {
+    const V top = P::lookup64(P::srli16(x, 2), t.top);
     const V below = P::lookup128_high(x, t.high[0], t.high[1]);
-    return {P::lookup64(P::srli16(x, 2), t.top), P::lookup128(below, t.low[0], t.low[1])};
+    return {top, P::lookup128(below, t.low[0], t.low[1])};
   }
 };
 
