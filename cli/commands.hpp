@@ -18,6 +18,7 @@ void add_sweep_commands(CLI::App& app);  // `ternlab sweep ...`
 void add_model_commands(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_lattice_commands(CLI::App& app);  // `ternlab lattice ...`
+void add_explore_commands(CLI::App& app);  // `ternlab explore plan|run`
 
 // For --layout / --layouts: every comma-separated value must name a registered layout; the error
 // names the value and lists the layouts (a mistyped name never yields an empty table or a skip).

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   ternlab::cli::add_model_commands(app);
   ternlab::cli::add_tokenize_command(app);
   ternlab::cli::add_lattice_commands(app);
+  ternlab::cli::add_explore_commands(app);
   // A word where a command is expected that names none: said with the commands there are (CLI11
   // would say only that a subcommand is required, or that an argument was not expected).
   const auto command_names = [](const CLI::App* at) {

@@ -5,6 +5,7 @@
 #include "experiments/compare.hpp"
 #include "experiments/html.hpp"
 #include "experiments/runner.hpp"
+#include "explore/explore.hpp"
 
 namespace ternlab::cli {
 
@@ -12,7 +13,7 @@ void add_run_command(CLI::App& app) {
   struct Options {
     std::string file;
     std::vector<std::string> overrides;
-    std::string output;
+    std::string output, explore;
     bool dry_run = false, progress = false, no_progress = false;
   };
   static Options o;
@@ -21,9 +22,12 @@ void add_run_command(CLI::App& app) {
   r->add_option("--set", o.overrides, "Override a key: --set shape.rows=512, --set arm.threads=2, --set 'threads=[1,2]'");
   add_output_option(r, o.output, "Folder for the results folders (the config's `output` key; the same as --set output=DIR)");
   r->add_flag("--dry-run", o.dry_run, "Print the expanded plan and stop");
+  r->add_option("--explore", o.explore, "A folder of `ternlab explore plan`: its candidate layouts are registered first (to rerun a round's config)")
+      ->check(CLI::ExistingDirectory);
   r->add_flag("--progress", o.progress, "Draw the progress bar even when stderr is not a terminal");
   r->add_flag("--no-progress", o.no_progress, "Never draw the progress bar");
   r->callback([] {
+    if (!o.explore.empty()) explore::register_planned(o.explore);
     experiments::RunOptions opt;
     opt.overrides = o.overrides;
     if (!o.output.empty()) opt.overrides.push_back("output=" + o.output);

@@ -1,0 +1,531 @@
+// `ternlab explore plan` and `ternlab explore run` (explore/explore.hpp).
+#include "explore/explore.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <ostream>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/strings.hpp"
+#include "common/table.hpp"
+#include "experiments/html.hpp"
+#include "experiments/measure.hpp"
+#include "experiments/report.hpp"
+#include "experiments/results.hpp"
+#include "experiments/runner.hpp"
+#include "explore/families.hpp"
+#include "explore/space.hpp"
+#include "kernels/cpu.hpp"
+#include "kernels/testdata.hpp"
+#include "layouts/matrix.hpp"
+
+#ifndef TERNLAB_SOURCE_DIR
+#define TERNLAB_SOURCE_DIR ""
+#endif
+#ifndef TERNLAB_CXX_COMPILER
+#define TERNLAB_CXX_COMPILER "c++"
+#endif
+
+namespace ternlab::explore {
+namespace fs = std::filesystem;
+using experiments::Json;
+
+namespace {
+
+struct Shape {
+  std::int64_t rows = 0, cols = 0;
+};
+Shape parse_shape(const std::string& text, const std::string& file, const std::string& key) {
+  Shape s;
+  char x = 0;
+  std::istringstream in(text);
+  if (!(in >> s.rows >> x >> s.cols) || x != 'x' || s.rows < 1 || s.cols < 1 || !in.eof())
+    fail(file, ": key '", key, "': '", text, "' is not ROWSxCOLS");
+  if (s.cols % 256 != 0) fail(file, ": key '", key, "': ", s.cols, " columns are not a whole number of 256-value activation blocks");
+  return s;
+}
+
+// The layouts a round measures, candidates first, each a row group that divides the shape's rows.
+void check_rows(const Shape& s, const std::vector<const LayoutInfo*>& layouts, const std::string& file, const std::string& key) {
+  for (const LayoutInfo* l : layouts)
+    if (s.rows % l->rows != 0)
+      fail(file, ": key '", key, "': ", s.rows, " rows are not a whole number of ", l->name, "'s ", l->rows, "-row blocks");
+}
+
+std::vector<const LayoutInfo*> compare_layouts(const Space& s) {
+  std::vector<const LayoutInfo*> v;
+  for (const std::string& name : s.compare) v.push_back(&find_layout(name));
+  return v;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+  if (!f) fail("cannot write '", p.string(), "'");
+}
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) fail("cannot read '", p.string(), "'");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string quoted(const std::string& s) { return cat("'", s, "'"); }
+std::string unit_of(const std::string& kind) { return kind == "gemv" ? "Gweights/s" : kind == "gemm" ? "GMAC/s" : "tokens/s"; }
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string numbers(const std::vector<std::int64_t>& v) {
+  std::vector<std::string> t;
+  for (std::int64_t x : v) t.push_back(std::to_string(x));
+  return join(t);
+}
+
+// The leaders' decode of a synthetic model (the decode kind: one token at a time, greedy, every arm
+// checked against the first's tokens).
+std::string decode_toml(const std::string& name, const fs::path& output, const MeasureSpec& m, const std::vector<std::string>& arms) {
+  std::ostringstream t;
+  t << "# Written by `ternlab explore run`: " << name << ".\n"
+    << "kind = \"decode\"\nname = \"" << name << "\"\noutput = " << quoted(output.string()) << "\nseed = 2026\n"
+    << "preset = " << quoted(m.decode) << "\ntokens = " << m.decode_tokens << "\nrounds = " << m.rounds << "\nwarmup = 1\n"
+    << "threads = [" << numbers(m.threads) << "]\nceiling_mib = " << m.ceiling_mib << "\nsample_ms = " << std::llround(m.sample_ms) << "\n";
+  for (const std::string& a : arms) t << "\n[[arm]]\nname = " << quoted(a) << "\nlayout = " << quoted(a) << "\n";
+  return t.str();
+}
+
+std::string round_toml(const std::string& kind, const std::string& name, const fs::path& output, const Shape& shape,
+                       const MeasureSpec& m, bool first, const std::vector<std::string>& arms) {
+  std::ostringstream t;
+  t << "# Written by `ternlab explore run`: " << name << ".\n"
+    << "kind = \"" << kind << "\"\nname = \"" << name << "\"\noutput = " << quoted(output.string()) << "\nseed = 2026\n"
+    << "rounds = " << (first ? m.first_rounds : m.rounds) << "\nwarmup = 1\n"
+    << "threads = [" << numbers(m.threads) << "]\n"
+    << "ceiling_mib = " << m.ceiling_mib << "\nweights = " << quoted(m.weights) << "\n"
+    << "sample_ms = " << std::llround(first ? m.first_sample_ms : m.sample_ms) << "\n\n[shape]\nrows = " << shape.rows
+    << "\ncols = " << shape.cols << "\n";
+  if (kind == "gemm") t << "tokens = [" << numbers(m.gemm_tokens) << "]\n";
+  for (const std::string& a : arms) t << "\n[[arm]]\nname = " << quoted(a) << "\nlayout = " << quoted(a) << "\n";
+  return t.str();
+}
+
+// One arm's rate in one run of a round (a thread count, and for gemm a token count).
+struct Rate {
+  double median = 0, min = 0, max = 0;
+};
+struct RunRates {
+  std::string label;  // "1 thread", "1 thread, 64 tokens"
+  double ceiling = 0;  // the paired ceiling: read GB/s (gemv) or int8 GMAC/s (gemm), median
+  std::map<std::string, Rate> arms;
+  std::map<std::string, std::string> failures;
+};
+struct Round {
+  std::string name, kind, folder;
+  std::vector<RunRates> runs;
+  double seconds = 0;
+};
+
+Round read_round(const std::string& name, const std::string& kind, const std::string& folder) {
+  std::ifstream in(fs::path(folder) / "summary.json");
+  const Json j = Json::parse(in);
+  Round r{name, kind, folder, {}, 0};
+  const char* metric = kind == "gemv" ? "gweights_per_s" : kind == "gemm" ? "gmacs_per_s" : "tok_s";
+  for (const Json& run : j.at("runs")) {
+    RunRates rr;
+    // The run's thread count: a sweep point where threads is a list, else its parameter.
+    std::string threads = "1";
+    for (const char* where : {"sweep", "params"})
+      if (run.contains(where) && run.at(where).contains("threads")) {
+        threads = run.at(where).at("threads").get<std::string>();
+        break;
+      }
+    const Json params = run.value("params", Json::object());
+    rr.label = cat(threads, threads == "1" ? " thread" : " threads");
+    if (params.contains("shape.tokens")) rr.label += cat(", ", params.at("shape.tokens").get<std::string>(), " tokens");
+    const Json ceilings = run.value(kind == "gemm" ? "compute_gmacs" : "ceiling_gbps", Json::object());
+    if (ceilings.is_object() && ceilings.contains(threads)) rr.ceiling = ceilings.at(threads).at("median").get<double>();
+    for (const Json& a : run.at("arms")) {
+      const std::string arm = a.at("name").get<std::string>();
+      if (a.value("control", false)) continue;  // the no-weights control: no rate
+      const std::string failure = a.value("failure", std::string());
+      if (!a.value("verified", true) || !failure.empty()) {
+        rr.failures[arm] = failure.empty() ? "not verified" : failure;
+        continue;
+      }
+      const Json& v = a.at(metric);
+      if (!v.is_object()) {
+        rr.failures[arm] = cat("no ", metric, " in summary.json");
+        continue;
+      }
+      rr.arms[arm] = {v.at("median").get<double>(), v.at("min").get<double>(), v.at("max").get<double>()};
+    }
+    r.runs.push_back(std::move(rr));
+  }
+  return r;
+}
+
+// The geometric mean of an arm's medians over a round's runs (0 where it failed any).
+double score(const Round& r, const std::string& arm) {
+  double log_sum = 0;
+  for (const RunRates& rr : r.runs) {
+    const auto it = rr.arms.find(arm);
+    if (it == rr.arms.end() || it->second.median <= 0) return 0;
+    log_sum += std::log(it->second.median);
+  }
+  return std::exp(log_sum / double(r.runs.size()));
+}
+
+std::vector<std::string> ranked(const Round& r, const std::vector<std::string>& arms) {
+  std::vector<std::string> v;
+  for (const std::string& a : arms)
+    if (score(r, a) > 0) v.push_back(a);
+  std::stable_sort(v.begin(), v.end(), [&](const std::string& a, const std::string& b) { return score(r, a) > score(r, b); });
+  return v;
+}
+
+Round run_round(const fs::path& dir, const std::string& name, const std::string& kind, const Shape& shape, const MeasureSpec& m,
+                bool first, const std::vector<std::string>& arms, int progress, std::ostream& out) {
+  out << "\n== " << name << ": " << kind << " " << shape.rows << " x " << shape.cols << ", " << arms.size() << " arms ==\n";
+  experiments::RunOptions ro;
+  ro.progress = progress;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string toml =
+      kind == "decode" ? decode_toml(name, dir / "rounds", m, arms) : round_toml(kind, name, dir / "rounds", shape, m, first, arms);
+  // The round's config stays in the folder: `ternlab run --explore DIR` on it measures the same arms.
+  fs::create_directories(dir / "configs");
+  const fs::path config = dir / "configs" / cat(name, ".toml");
+  write_file(config, toml);
+  const experiments::RunOutcome o = experiments::run_experiment_file(config.string(), ro, out);
+  Round r = read_round(name, kind, o.folder);
+  r.seconds = seconds_since(t0);
+  out << name << " took " << fixed_text(r.seconds, 1) << " s\n";
+  return r;
+}
+
+
+// The run's estimate: the runner times every arm (rounds + warmup) times a sample per thread count,
+// measures a ceiling per run, and before that packs each arm's weights and, for cold weights, fills
+// copies of them beyond the last-level cache; the packing and the filling are measured here once.
+struct Estimate {
+  double pack_seconds = 0, fill_seconds = 0, total_seconds = 0;
+  std::vector<double> rounds;  // seconds per round
+  std::string text;
+};
+Estimate estimate(const SpacePlan& plan, const Shape& gemv, const Shape& gemm) {
+  const MeasureSpec& m = plan.space.measure;
+  Estimate e;
+  if (!plan.candidates.empty()) {
+    const TernaryMatrix w = make_weights(gemv.rows, gemv.cols, 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)pack(w, find_layout(plan.candidates.front()->name));
+    e.pack_seconds = seconds_since(t0);
+  }
+  if (m.weights == "cold") {
+    const std::int64_t llc = last_level_cache_bytes();
+    const std::int64_t set = llc > 0 ? experiments::cold_set_bytes(llc) : m.ceiling_mib << 20;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::uint8_t> copies(std::size_t(set), 1);  // fresh pages, filled: what each arm's copies cost
+    e.fill_seconds = seconds_since(t0) + (copies[std::size_t(set) / 2] == 7 ? 1 : 0);
+  }
+  const double n = double(plan.candidates.size()), cmp = double(plan.space.compare.size());
+  const double threads = double(m.threads.size()), ceiling = 3.0;  // about 3 s a run for its ceilings
+  const double kept = std::ceil(n * m.keep), leaders = std::min(double(m.leaders), kept);
+  const double gemm_scale = double(gemm.rows * gemm.cols) / double(gemv.rows * gemv.cols);
+  const double arm = e.pack_seconds + 2 * e.fill_seconds;
+  const double r1 = (n + cmp) * (arm + threads * double(m.first_rounds + 1) * m.first_sample_ms / 1000) + threads * ceiling;
+  const double r2 = (kept + cmp) * (arm + threads * double(m.rounds + 1) * m.sample_ms / 1000) + threads * ceiling;
+  const double tokens = double(m.gemm_tokens.size());
+  const double r3 = (leaders + cmp) * tokens * (arm * gemm_scale + threads * double(m.rounds + 1) * m.sample_ms / 1000) + threads * tokens * ceiling;
+  e.rounds = {r1, r2, r3};
+  e.total_seconds = r1 + r2 + r3;
+  e.text = cat("estimate: about ", std::llround(e.total_seconds), " s (round 1: ", std::llround(r1), " s for ", n + cmp,
+               " arms; round 2: ", std::llround(r2), " s for ", kept + cmp, "; round 3: ", std::llround(r3), " s for ", leaders + cmp,
+               " arms x ", m.gemm_tokens.size(), " token counts), at ", threads, " thread count(s); an arm's weights take ",
+               fixed_text(arm, 2), " s to pack and fill (measured just now)",
+               m.decode == "none" ? std::string() : cat(", plus the ", m.decode, " model's decode round (not estimated: it synthesizes the model first)"),
+               ", plus about 1 s a candidate to compile its header alone");
+  return e;
+}
+
+Json point_json(const std::vector<std::pair<std::string, Value>>& point) {
+  Json j = Json::object();
+  for (const auto& [k, v] : point) {
+    if (std::holds_alternative<std::int64_t>(v)) j[k] = std::get<std::int64_t>(v);
+    else j[k] = std::get<std::string>(v);
+  }
+  return j;
+}
+
+
+}  // namespace
+
+void plan_command(const fs::path& space_path, const fs::path& dir, const PlanOptions& opt, std::ostream& out) {
+  const Space space = load_space(space_path);
+  const SpacePlan plan = enumerate(space);
+  const Shape gemv = parse_shape(space.measure.gemv, space.file, "measure.gemv");
+  const Shape gemm = parse_shape(space.measure.gemm, space.file, "measure.gemm");
+  register_candidates(plan);
+  std::vector<const LayoutInfo*> layouts = compare_layouts(space);
+  for (const auto& c : plan.candidates) layouts.push_back(&find_layout(c->name));
+  check_rows(gemv, layouts, space.file, "measure.gemv");
+  check_rows(gemm, layouts, space.file, "measure.gemm");
+  if (plan.candidates.empty())
+    fail("explore plan: ", space.file, " has no candidate; every combination was refused: ", join(refusal_summary(plan), "; "));
+  if (fs::exists(dir) && !fs::is_empty(dir)) fail("explore plan: '", dir.string(), "' exists and is not empty; name a new folder");
+
+  out << "space " << space.name << " (" << space.file << "), family " << space.family << ": " << plan.candidates.size()
+      << " candidates, " << plan.refused.size() << " combinations refused\n";
+  for (const std::string& s : refusal_summary(plan)) out << "  refused by " << s << "\n";
+  const Estimate est = estimate(plan, gemv, gemm);
+  out << est.text << "\n";
+
+  // Everything goes to a hidden sibling first and is renamed into place, so an interrupted plan
+  // leaves no half-written folder.
+  const fs::path target = fs::absolute(dir);
+  const fs::path tmp = target.parent_path() / cat(".", target.filename().string(), ".partial-", ::getpid());
+  fs::remove_all(tmp);
+  fs::create_directories(tmp / "layouts");
+  write_file(tmp / "space.toml", read_file(space_path));
+  Json j;
+  j["space"] = space.name;
+  j["family"] = space.family;
+  j["file"] = space_path.string();
+  j["compare"] = space.compare;
+  j["estimate_seconds"] = est.total_seconds;
+  j["estimate"] = est.text;
+  j["candidates"] = Json::array();
+  std::ostringstream md;
+  md << "# Layout space " << space.name << "\n\nFamily " << space.family << " (" << find_family(space.family).summary << "), from `"
+     << space_path.string() << "`: " << plan.candidates.size() << " candidates, " << plan.refused.size() << " combinations refused.\n\n"
+     << est.text << ".\n\n| candidate | bits/weight | block bytes | same as |\n|---|--:|--:|---|\n";
+  for (const auto& c : plan.candidates) {
+    const std::string file = cat(c->name, ".hpp");
+    write_file(tmp / "layouts" / file, header_text(*c, space_path.filename().string()));
+    j["candidates"].push_back({{"name", c->name},
+                               {"point", point_json(c->point)},
+                               {"bits_per_weight", c->facts.bits_per_weight},
+                               {"block_bytes", c->facts.block_bytes},
+                               {"same_as", c->same_as},
+                               {"header", cat("layouts/", file)}});
+    md << "| " << c->name << " | " << fixed_text(c->facts.bits_per_weight, 3) << " | " << c->facts.block_bytes << " | "
+       << c->same_as << " |\n";
+  }
+  j["refused"] = Json::array();
+  md << "\n## Refused\n\n";
+  if (plan.refused.empty()) md << "None.\n";
+  for (const Refusal& r : plan.refused) {
+    j["refused"].push_back({{"point", point_json(r.point)}, {"by", r.by}, {"reason", r.reason}});
+    std::vector<std::string> said;
+    for (const auto& [k, v] : r.point) said.push_back(cat(k, "=", value_text(v)));
+    md << "- " << join(said, " ") << ": " << r.by << " " << r.reason << "\n";
+  }
+  write_file(tmp / "plan.json", j.dump(2) + "\n");
+  write_file(tmp / "plan.md", md.str());
+  fs::rename(tmp, target);
+  out << "wrote " << target.string() << ": plan.json, plan.md, space.toml, " << plan.candidates.size() << " headers in layouts/\n";
+
+  if (!opt.configure) return;
+  const std::string source = TERNLAB_SOURCE_DIR;
+  if (source.empty() || !fs::exists(fs::path(source) / "CMakeLists.txt")) {
+    out << "no build folder configured: the source tree this binary was built from ('" << source << "') is not here\n";
+    return;
+  }
+  const fs::path build = target / "build";
+  const std::string cmd = cat("cmake -S '", source, "' -B '", build.string(), "' -DCMAKE_BUILD_TYPE=Release -DTERNLAB_LAYOUT_DIRS='",
+                              (target / "layouts").string(), "' > '", (target / "configure.log").string(), "' 2>&1");
+  if (std::system(cmd.c_str()) != 0)
+    out << "configuring " << build.string() << " failed; see " << (target / "configure.log").string() << "\n";
+  else
+    out << "configured " << build.string() << " (TERNLAB_LAYOUT_DIRS=" << (target / "layouts").string()
+        << "): `cmake --build " << build.string() << "` builds ternlab with every candidate compiled in\n";
+}
+
+namespace {
+
+std::string pareto_svg(const std::string& title, const std::string& ylabel, const std::vector<const LayoutInfo*>& candidates,
+                       const std::vector<const LayoutInfo*>& hand, const std::function<double(const std::string&)>& rate) {
+  using experiments::LineSeries;
+  using experiments::ScatterPoint;
+  LineSeries cand{"candidates", {}}, front{"Pareto front (fewer bits, more speed)", {}}, ref{"hand-designed", {}};
+  std::vector<ScatterPoint> all;
+  for (const LayoutInfo* l : candidates)
+    if (const double r = rate(std::string(l->name)); r > 0) cand.points.push_back({std::string(l->name), l->bits_per_weight(), r, r, r});
+  for (const LayoutInfo* l : hand)
+    if (const double r = rate(std::string(l->name)); r > 0) ref.points.push_back({std::string(l->name), l->bits_per_weight(), r, r, r});
+  all = cand.points;
+  all.insert(all.end(), ref.points.begin(), ref.points.end());
+  for (const ScatterPoint& p : all) {
+    const bool dominated = std::any_of(all.begin(), all.end(), [&](const ScatterPoint& q) {
+      return q.x <= p.x && q.y >= p.y && (q.x < p.x || q.y > p.y);
+    });
+    if (!dominated) front.points.push_back(p);
+  }
+  std::vector<LineSeries> series{front, cand, ref};
+  std::erase_if(series, [](const LineSeries& s) { return s.points.empty(); });
+  return experiments::svg_lines(title, "bits per weight", ylabel, series, {}, "point: median over the round's kept rounds", false);
+}
+
+}  // namespace
+
+std::vector<std::string> register_planned(const fs::path& dir) {
+  if (!fs::exists(dir / "plan.json") || !fs::exists(dir / "space.toml"))
+    fail("'", dir.string(), "' holds no plan (plan.json and space.toml); run `ternlab explore plan` first");
+  const Json planned = Json::parse(read_file(dir / "plan.json"));
+  std::vector<std::string> names = register_candidates(enumerate(load_space(dir / "space.toml"))), planned_names;
+  for (const Json& c : planned.at("candidates")) planned_names.push_back(c.at("name").get<std::string>());
+  if (names != planned_names)
+    fail((dir / "space.toml").string(), " now gives other candidates than plan.json lists; plan the space again");
+  return names;
+}
+
+int run_command(const fs::path& dir_in, const RunOptions& opt, std::ostream& out) {
+  const fs::path dir = fs::absolute(dir_in);
+  if (!fs::exists(dir / "plan.json") || !fs::exists(dir / "space.toml"))
+    fail("explore run: '", dir.string(), "' holds no plan (plan.json and space.toml); run `ternlab explore plan` first");
+  const Json planned = Json::parse(read_file(dir / "plan.json"));
+  const std::vector<std::string> names = register_planned(dir);
+  const Space space = load_space(dir / "space.toml");
+  const SpacePlan plan = enumerate(space);
+  const MeasureSpec& m = space.measure;
+  const Shape gemv = parse_shape(m.gemv, space.file, "measure.gemv"), gemm = parse_shape(m.gemm, space.file, "measure.gemm");
+  if (fs::exists(dir / "rounds")) fail("explore run: '", (dir / "rounds").string(), "' exists: this plan was run; plan it again into a new folder");
+  out << "explore " << space.name << ": " << names.size() << " candidates, compared with " << (space.compare.empty() ? "nothing" : join(space.compare)) << "\n"
+      << planned.at("estimate").get<std::string>() << "\n";
+
+  // Each header compiled alone: the declaration's compile-time check, and what it costs.
+  std::map<std::string, double> compile_seconds;
+  std::map<std::string, std::string> compile_failed;
+  if (opt.compile_check) {
+    const std::string source = TERNLAB_SOURCE_DIR;
+    if (source.empty() || !fs::exists(fs::path(source) / "layouts" / "dsl.hpp")) {
+      out << "no compile check: the source tree this binary was built from ('" << source << "') is not here\n";
+    } else {
+      fs::create_directories(dir / "compile");
+      for (const std::string& n : names) {
+        const fs::path log = dir / "compile" / cat(n, ".log");
+        const std::string cmd = cat("'", TERNLAB_CXX_COMPILER, "' -std=c++20 -fsyntax-only -I'", source, "' -include '",
+                                    (dir / "layouts" / cat(n, ".hpp")).string(), "' -x c++ /dev/null > '", log.string(), "' 2>&1");
+        const auto t0 = std::chrono::steady_clock::now();
+        const int rc = std::system(cmd.c_str());
+        compile_seconds[n] = seconds_since(t0);
+        if (rc != 0) compile_failed[n] = log.string();
+      }
+      double total = 0;
+      for (const auto& [n, s] : compile_seconds) total += s;
+      out << "compiled " << names.size() << " headers alone in " << fixed_text(total, 1) << " s ("
+          << fixed_text(total / double(std::max<std::size_t>(1, names.size())), 2) << " s each on average)"
+          << (compile_failed.empty() ? "" : cat("; ", compile_failed.size(), " failed")) << "\n";
+    }
+  }
+  std::vector<std::string> pool;
+  for (const std::string& n : names)
+    if (!compile_failed.count(n)) pool.push_back(n);
+
+  std::vector<std::string> with_compare = pool;
+  with_compare.insert(with_compare.end(), space.compare.begin(), space.compare.end());
+  std::vector<Round> rounds;
+  rounds.push_back(run_round(dir, "round-1-gemv", "gemv", gemv, m, true, with_compare, opt.progress, out));
+  std::vector<std::string> r1 = ranked(rounds[0], pool);
+  const std::size_t keep = std::max<std::size_t>(1, std::size_t(std::ceil(double(pool.size()) * m.keep)));
+  std::vector<std::string> kept(r1.begin(), r1.begin() + std::ptrdiff_t(std::min(keep, r1.size())));
+  std::vector<std::string> leaders;
+  if (!kept.empty()) {
+    std::vector<std::string> arms = kept;
+    arms.insert(arms.end(), space.compare.begin(), space.compare.end());
+    rounds.push_back(run_round(dir, "round-2-gemv", "gemv", gemv, m, false, arms, opt.progress, out));
+    const std::vector<std::string> r2 = ranked(rounds[1], kept);
+    leaders.assign(r2.begin(), r2.begin() + std::ptrdiff_t(std::min<std::size_t>(std::size_t(m.leaders), r2.size())));
+    std::vector<std::string> gemm_arms = leaders;
+    gemm_arms.insert(gemm_arms.end(), space.compare.begin(), space.compare.end());
+    if (!leaders.empty()) rounds.push_back(run_round(dir, "round-3-gemm", "gemm", gemm, m, false, gemm_arms, opt.progress, out));
+    if (!leaders.empty() && m.decode != "none")
+      rounds.push_back(run_round(dir, "round-4-decode", "decode", gemm, m, false, gemm_arms, opt.progress, out));
+  }
+
+  // explore.json: every candidate's fate and rates, the rounds' folders and ceilings.
+  Json j;
+  j["space"] = space.name;
+  j["family"] = space.family;
+  j["machine"] = Json::parse(read_file(fs::path(rounds[0].folder) / "summary.json")).at("machine");
+  j["rounds"] = Json::array();
+  for (const Round& r : rounds) {
+    Json jr{{"name", r.name}, {"kind", r.kind}, {"folder", fs::relative(r.folder, dir).string()}, {"seconds", r.seconds},
+            {"runs", Json::array()}};
+    for (const RunRates& rr : r.runs) {
+      Json arms = Json::object();
+      for (const auto& [a, rate] : rr.arms) arms[a] = {{"median", rate.median}, {"min", rate.min}, {"max", rate.max}};
+      jr["runs"].push_back({{"label", rr.label}, {"ceiling", rr.ceiling}, {"arms", arms}, {"failures", rr.failures}});
+    }
+    j["rounds"].push_back(jr);
+  }
+  int exit_code = 0;
+  j["candidates"] = Json::array();
+  for (const auto& c : plan.candidates) {
+    std::string fate = "leader";
+    if (compile_failed.count(c->name)) fate = cat("its header failed to compile alone (", compile_failed[c->name], ")");
+    else if (std::find(r1.begin(), r1.end(), c->name) == r1.end()) fate = "failed verification in round 1", exit_code = 1;
+    else if (std::find(kept.begin(), kept.end(), c->name) == kept.end()) fate = "left after round 1";
+    else if (std::find(leaders.begin(), leaders.end(), c->name) == leaders.end()) fate = "left after round 2";
+    Json jc{{"name", c->name}, {"point", point_json(c->point)}, {"bits_per_weight", c->facts.bits_per_weight},
+            {"same_as", c->same_as}, {"fate", fate}};
+    if (compile_seconds.count(c->name)) jc["compile_seconds"] = compile_seconds[c->name];
+    for (const Round& r : rounds)
+      if (const double s = score(r, c->name); s > 0) jc[r.name] = s;
+    j["candidates"].push_back(jc);
+  }
+  write_file(dir / "explore.json", j.dump(2) + "\n");
+
+  // The page: the plots first, then each round's table.
+  std::vector<const LayoutInfo*> cand_layouts, hand = compare_layouts(space);
+  for (const std::string& n : names) cand_layouts.push_back(&find_layout(n));
+  std::ostringstream html;
+  html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>explore " << space.name
+       << "</title><style>body{font-family:sans-serif;max-width:70em;margin:2em auto}table{border-collapse:collapse}"
+          "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td:first-child{text-align:left}</style></head><body>\n"
+       << "<h1>Layout space " << space.name << "</h1>\n<p>Family " << space.family << ", " << names.size() << " candidates ("
+       << planned.at("refused").size() << " combinations refused: plan.md), machine " << j["machine"].value("cpu", std::string("?"))
+       << ". Every arm was verified against the oracle before it was timed.</p>\n";
+  for (const Round& r : rounds) {
+    for (const RunRates& rr : r.runs) {
+      const std::string unit = unit_of(r.kind);
+      html << experiments::inline_svg(pareto_svg(cat(r.name, ", ", rr.label), unit, cand_layouts, hand, [&](const std::string& a) {
+        const auto it = rr.arms.find(a);
+        return it == rr.arms.end() ? 0.0 : it->second.median;
+      }));
+    }
+  }
+  for (const Round& r : rounds) {
+    html << "<h2>" << r.name << " (" << r.kind << ", results: " << fs::relative(r.folder, dir).string() << ")</h2>\n";
+    for (const RunRates& rr : r.runs) {
+      const std::string unit = unit_of(r.kind);
+      html << "<h3>" << rr.label << "; paired ceiling " << fixed_text(rr.ceiling, 1) << (r.kind == "gemm" ? " GMAC/s int8" : " GB/s read")
+           << "</h3>\n<table><tr><th>arm</th><th>bits/weight</th><th>" << unit << " (median)</th><th>min</th><th>max</th></tr>\n";
+      std::vector<std::pair<std::string, Rate>> rows(rr.arms.begin(), rr.arms.end());
+      std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.median > b.second.median; });
+      for (const auto& [a, rate] : rows)
+        html << "<tr><td>" << a << (std::find(space.compare.begin(), space.compare.end(), a) != space.compare.end() ? " (hand-designed)" : "")
+             << "</td><td>" << fixed_text(find_layout(a).bits_per_weight(), 3) << "</td><td>" << fixed_text(rate.median, 1) << "</td><td>"
+             << fixed_text(rate.min, 1) << "</td><td>" << fixed_text(rate.max, 1) << "</td></tr>\n";
+      for (const auto& [a, why] : rr.failures) html << "<tr><td>" << a << "</td><td colspan=4>failed: " << why << "</td></tr>\n";
+      html << "</table>\n";
+    }
+  }
+  html << "</body></html>\n";
+  write_file(dir / "index.html", html.str());
+
+  out << "\nleaders: " << (leaders.empty() ? "none" : join(leaders)) << "\nwrote " << (dir / "explore.json").string() << " and "
+      << (dir / "index.html").string() << "\n";
+  return exit_code;
+}
+
+}  // namespace ternlab::explore
