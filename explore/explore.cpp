@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <ostream>
@@ -16,9 +17,7 @@
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "common/table.hpp"
-#include "experiments/html.hpp"
 #include "experiments/measure.hpp"
-#include "experiments/report.hpp"
 #include "experiments/results.hpp"
 #include "experiments/runner.hpp"
 #include "explore/families.hpp"
@@ -125,12 +124,14 @@ struct Rate {
 };
 struct RunRates {
   std::string label;  // "1 thread", "1 thread, 64 tokens"
-  double ceiling = 0;  // the paired ceiling: read GB/s (gemv) or int8 GMAC/s (gemm), median
+  double ceiling = 0;  // the paired ceiling: read GB/s (gemv, decode) or int8 GMAC/s (gemm), median; the mean over batches
+  std::vector<double> ceilings;  // one per batch of the round
   std::map<std::string, Rate> arms;
   std::map<std::string, std::string> failures;
 };
 struct Round {
-  std::string name, kind, folder;
+  std::string name, kind;
+  std::vector<std::string> folders;  // one per batch of arms
   std::vector<RunRates> runs;
   double seconds = 0;
 };
@@ -138,7 +139,7 @@ struct Round {
 Round read_round(const std::string& name, const std::string& kind, const std::string& folder) {
   std::ifstream in(fs::path(folder) / "summary.json");
   const Json j = Json::parse(in);
-  Round r{name, kind, folder, {}, 0};
+  Round r{name, kind, {folder}, {}, 0};
   const char* metric = kind == "gemv" ? "gweights_per_s" : kind == "gemm" ? "gmacs_per_s" : "tok_s";
   for (const Json& run : j.at("runs")) {
     RunRates rr;
@@ -154,6 +155,7 @@ Round read_round(const std::string& name, const std::string& kind, const std::st
     if (params.contains("shape.tokens")) rr.label += cat(", ", params.at("shape.tokens").get<std::string>(), " tokens");
     const Json ceilings = run.value(kind == "gemm" ? "compute_gmacs" : "ceiling_gbps", Json::object());
     if (ceilings.is_object() && ceilings.contains(threads)) rr.ceiling = ceilings.at(threads).at("median").get<double>();
+    rr.ceilings = {rr.ceiling};
     for (const Json& a : run.at("arms")) {
       const std::string arm = a.at("name").get<std::string>();
       if (a.value("control", false)) continue;  // the no-weights control: no rate
@@ -193,12 +195,26 @@ std::vector<std::string> ranked(const Round& r, const std::vector<std::string>& 
   return v;
 }
 
-Round run_round(const fs::path& dir, const std::string& name, const std::string& kind, const Shape& shape, const MeasureSpec& m,
-                bool first, const std::vector<std::string>& arms, int progress, std::ostream& out) {
+// The arms one experiment of a round holds: each allocates its weights (for cold weights, copies
+// beyond the last-level cache) before the first is timed, so a large round runs in batches that
+// fit half the memory available now, the compare layouts in every batch.
+std::size_t arms_per_batch(const MeasureSpec& m, const Shape& shape, std::size_t compare) {
+  if (m.batch > 0) return std::size_t(m.batch);
+  const std::int64_t llc = last_level_cache_bytes();
+  // Its copies, plus the matrix it was packed from and its float view for verification (5 bytes a
+  // weight), measured near 400 MiB an arm at 4096 x 4096, cold, against a 256 MiB set.
+  const std::int64_t per_arm = (m.weights == "cold" ? (llc > 0 ? experiments::cold_set_bytes(llc) : m.ceiling_mib << 20) : 0) +
+                               shape.rows * shape.cols * 5;
+  const std::int64_t available = std::int64_t(::sysconf(_SC_AVPHYS_PAGES)) * std::int64_t(::sysconf(_SC_PAGESIZE));
+  const std::int64_t fit = available / 2 / std::max<std::int64_t>(1, per_arm) - std::int64_t(compare);
+  return std::size_t(std::clamp<std::int64_t>(fit, 4, 64));
+}
+
+Round run_one(const fs::path& dir, const std::string& name, const std::string& kind, const Shape& shape, const MeasureSpec& m,
+              bool first, const std::vector<std::string>& arms, int progress, std::ostream& out) {
   out << "\n== " << name << ": " << kind << " " << shape.rows << " x " << shape.cols << ", " << arms.size() << " arms ==\n";
   experiments::RunOptions ro;
   ro.progress = progress;
-  const auto t0 = std::chrono::steady_clock::now();
   const std::string toml =
       kind == "decode" ? decode_toml(name, dir / "rounds", m, arms) : round_toml(kind, name, dir / "rounds", shape, m, first, arms);
   // The round's config stays in the folder: `ternlab run --explore DIR` on it measures the same arms.
@@ -206,9 +222,38 @@ Round run_round(const fs::path& dir, const std::string& name, const std::string&
   const fs::path config = dir / "configs" / cat(name, ".toml");
   write_file(config, toml);
   const experiments::RunOutcome o = experiments::run_experiment_file(config.string(), ro, out);
-  Round r = read_round(name, kind, o.folder);
+  return read_round(name, kind, o.folder);
+}
+
+Round run_round(const fs::path& dir, const std::string& name, const std::string& kind, const Shape& shape, const MeasureSpec& m,
+                bool first, const std::vector<std::string>& candidates, const std::vector<std::string>& compare, int progress,
+                std::ostream& out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t batch = kind == "decode" ? candidates.size() : arms_per_batch(m, shape, compare.size());
+  const std::size_t batches = std::max<std::size_t>(1, (candidates.size() + batch - 1) / batch);
+  Round r{name, kind, {}, {}, 0};
+  for (std::size_t b = 0; b < batches; ++b) {
+    std::vector<std::string> arms(candidates.begin() + std::ptrdiff_t(b * candidates.size() / batches),
+                                  candidates.begin() + std::ptrdiff_t((b + 1) * candidates.size() / batches));
+    arms.insert(arms.end(), compare.begin(), compare.end());
+    const Round part = run_one(dir, batches > 1 ? cat(name, "-part-", b + 1) : name, kind, shape, m, first, arms, progress, out);
+    r.folders.push_back(part.folders.front());
+    for (const RunRates& pr : part.runs) {
+      auto it = std::find_if(r.runs.begin(), r.runs.end(), [&](const RunRates& x) { return x.label == pr.label; });
+      if (it == r.runs.end()) {
+        r.runs.push_back(pr);
+        continue;
+      }
+      // The compare layouts ran in every batch: their rates are the first batch's (the others are
+      // in their batches' folders), the ceiling the batches' mean.
+      for (const auto& [a, rate] : pr.arms) it->arms.emplace(a, rate);
+      for (const auto& [a, why] : pr.failures) it->failures.emplace(a, why);
+      it->ceilings.push_back(pr.ceiling);
+      it->ceiling = std::accumulate(it->ceilings.begin(), it->ceilings.end(), 0.0) / double(it->ceilings.size());
+    }
+  }
   r.seconds = seconds_since(t0);
-  out << name << " took " << fixed_text(r.seconds, 1) << " s\n";
+  out << name << " took " << fixed_text(r.seconds, 1) << " s" << (batches > 1 ? cat(" in ", batches, " batches") : std::string()) << "\n";
   return r;
 }
 
@@ -352,27 +397,82 @@ void plan_command(const fs::path& space_path, const fs::path& dir, const PlanOpt
 
 namespace {
 
+std::string xml_escape(const std::string& t) {
+  std::string o;
+  for (char c : t) o += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
+  return o;
+}
+
+// Bits per weight against the rate: every candidate a dot, the hand-designed layouts green and
+// named, the Pareto front (no other point has as few bits and more speed, or fewer bits and as
+// much) a blue line through its named points. The x axis spans the bits measured (a space of one
+// width is drawn around that width).
 std::string pareto_svg(const std::string& title, const std::string& ylabel, const std::vector<const LayoutInfo*>& candidates,
                        const std::vector<const LayoutInfo*>& hand, const std::function<double(const std::string&)>& rate) {
-  using experiments::LineSeries;
-  using experiments::ScatterPoint;
-  LineSeries cand{"candidates", {}}, front{"Pareto front (fewer bits, more speed)", {}}, ref{"hand-designed", {}};
-  std::vector<ScatterPoint> all;
+  struct Pt {
+    std::string name;
+    double x, y;
+    bool hand;
+  };
+  std::vector<Pt> pts;
   for (const LayoutInfo* l : candidates)
-    if (const double r = rate(std::string(l->name)); r > 0) cand.points.push_back({std::string(l->name), l->bits_per_weight(), r, r, r});
+    if (const double r = rate(std::string(l->name)); r > 0) pts.push_back({std::string(l->name), l->bits_per_weight(), r, false});
   for (const LayoutInfo* l : hand)
-    if (const double r = rate(std::string(l->name)); r > 0) ref.points.push_back({std::string(l->name), l->bits_per_weight(), r, r, r});
-  all = cand.points;
-  all.insert(all.end(), ref.points.begin(), ref.points.end());
-  for (const ScatterPoint& p : all) {
-    const bool dominated = std::any_of(all.begin(), all.end(), [&](const ScatterPoint& q) {
-      return q.x <= p.x && q.y >= p.y && (q.x < p.x || q.y > p.y);
-    });
-    if (!dominated) front.points.push_back(p);
+    if (const double r = rate(std::string(l->name)); r > 0) pts.push_back({std::string(l->name), l->bits_per_weight(), r, true});
+  std::vector<Pt> front;
+  for (const Pt& p : pts)
+    if (std::none_of(pts.begin(), pts.end(), [&](const Pt& q) { return q.x <= p.x && q.y >= p.y && (q.x < p.x || q.y > p.y); }))
+      front.push_back(p);
+  std::sort(front.begin(), front.end(), [](const Pt& a, const Pt& b) { return a.x < b.x; });
+  double x0 = 1e9, x1 = -1e9, y1 = 0;
+  for (const Pt& p : pts) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y1 = std::max(y1, p.y);
+  if (pts.empty()) x0 = 1, x1 = 3;
+  const double pad = std::max(0.25, (x1 - x0) * 0.15);
+  x0 -= pad, x1 += pad, y1 = y1 > 0 ? y1 * 1.15 : 1;
+  const double W = 820, H = 440, L = 70, R = 260, T = 40, B = 50;
+  const auto sx = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  const auto sy = [&](double y) { return H - B - y / y1 * (H - T - B); };
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
+    << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">" << xml_escape(title) << "</text>\n"
+    << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B << "\" fill=\"none\" stroke=\"#999\"/>\n";
+  for (int i = 0; i <= 5; ++i) {
+    const double y = y1 * i / 5, x = x0 + (x1 - x0) * i / 5;
+    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << sy(y) << "\" y2=\"" << sy(y) << "\" stroke=\"#eee\"/>"
+      << "<text x=\"" << L - 6 << "\" y=\"" << sy(y) + 4 << "\" text-anchor=\"end\">" << fixed_text(y, y1 < 10 ? 2 : 0) << "</text>"
+      << "<text x=\"" << sx(x) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << fixed_text(x, 3) << "</text>\n";
   }
-  std::vector<LineSeries> series{front, cand, ref};
-  std::erase_if(series, [](const LineSeries& s) { return s.points.empty(); });
-  return experiments::svg_lines(title, "bits per weight", ylabel, series, {}, "point: median over the round's kept rounds", false);
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">bits per weight</text>\n"
+    << "<text transform=\"translate(16," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(ylabel)
+    << " (median)</text>\n";
+  if (front.size() > 1) {
+    o << "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"";
+    for (const Pt& p : front) o << sx(p.x) << "," << sy(p.y) << " ";
+    o << "\"/>\n";
+  }
+  for (const Pt& p : pts)
+    o << "<circle cx=\"" << sx(p.x) << "\" cy=\"" << sy(p.y) << "\" r=\"" << (p.hand ? 5 : 3.5) << "\" fill=\""
+      << (p.hand ? "#2ca02c" : "#ff7f0e") << "\" fill-opacity=\"0.8\"><title>" << xml_escape(p.name) << ": " << fixed_text(p.y, 1)
+      << "</title></circle>\n";
+  // Names of the front and the hand-designed layouts, in a column right of the plot, each joined
+  // to its point (points of one width would otherwise pile their names on each other).
+  std::vector<Pt> named = front;
+  for (const Pt& p : pts)
+    if (p.hand && std::none_of(named.begin(), named.end(), [&](const Pt& q) { return q.name == p.name; })) named.push_back(p);
+  std::sort(named.begin(), named.end(), [](const Pt& a, const Pt& b) { return a.y > b.y; });
+  double ly = T + 10;
+  for (const Pt& p : named) {
+    ly = std::max(ly, std::min(sy(p.y), H - B - 10.0));
+    const bool on_front = std::any_of(front.begin(), front.end(), [&](const Pt& q) { return q.name == p.name; });
+    o << "<line x1=\"" << sx(p.x) << "\" y1=\"" << sy(p.y) << "\" x2=\"" << W - R + 8 << "\" y2=\"" << ly - 4 << "\" stroke=\"#ccc\"/>"
+      << "<text x=\"" << W - R + 12 << "\" y=\"" << ly << "\" fill=\"" << (p.hand ? "#2ca02c" : "#1f77b4") << "\">" << xml_escape(p.name)
+      << " " << fixed_text(p.y, 1) << (on_front ? " (front)" : "") << "</text>\n";
+    ly += 14;
+  }
+  o << "<text x=\"" << L + 8 << "\" y=\"" << T + 14 << "\" fill=\"#ff7f0e\">&#9679; candidate</text>"
+    << "<text x=\"" << L + 90 << "\" y=\"" << T + 14 << "\" fill=\"#2ca02c\">&#9679; hand-designed</text>"
+    << "<text x=\"" << L + 190 << "\" y=\"" << T + 14 << "\" fill=\"#1f77b4\">&#8212; Pareto front</text>\n</svg>\n";
+  return o.str();
 }
 
 }  // namespace
@@ -431,40 +531,35 @@ int run_command(const fs::path& dir_in, const RunOptions& opt, std::ostream& out
   for (const std::string& n : names)
     if (!compile_failed.count(n)) pool.push_back(n);
 
-  std::vector<std::string> with_compare = pool;
-  with_compare.insert(with_compare.end(), space.compare.begin(), space.compare.end());
   std::vector<Round> rounds;
-  rounds.push_back(run_round(dir, "round-1-gemv", "gemv", gemv, m, true, with_compare, opt.progress, out));
+  rounds.push_back(run_round(dir, "round-1-gemv", "gemv", gemv, m, true, pool, space.compare, opt.progress, out));
   std::vector<std::string> r1 = ranked(rounds[0], pool);
   const std::size_t keep = std::max<std::size_t>(1, std::size_t(std::ceil(double(pool.size()) * m.keep)));
   std::vector<std::string> kept(r1.begin(), r1.begin() + std::ptrdiff_t(std::min(keep, r1.size())));
   std::vector<std::string> leaders;
   if (!kept.empty()) {
-    std::vector<std::string> arms = kept;
-    arms.insert(arms.end(), space.compare.begin(), space.compare.end());
-    rounds.push_back(run_round(dir, "round-2-gemv", "gemv", gemv, m, false, arms, opt.progress, out));
+    rounds.push_back(run_round(dir, "round-2-gemv", "gemv", gemv, m, false, kept, space.compare, opt.progress, out));
     const std::vector<std::string> r2 = ranked(rounds[1], kept);
     leaders.assign(r2.begin(), r2.begin() + std::ptrdiff_t(std::min<std::size_t>(std::size_t(m.leaders), r2.size())));
-    std::vector<std::string> gemm_arms = leaders;
-    gemm_arms.insert(gemm_arms.end(), space.compare.begin(), space.compare.end());
-    if (!leaders.empty()) rounds.push_back(run_round(dir, "round-3-gemm", "gemm", gemm, m, false, gemm_arms, opt.progress, out));
+    if (!leaders.empty()) rounds.push_back(run_round(dir, "round-3-gemm", "gemm", gemm, m, false, leaders, space.compare, opt.progress, out));
     if (!leaders.empty() && m.decode != "none")
-      rounds.push_back(run_round(dir, "round-4-decode", "decode", gemm, m, false, gemm_arms, opt.progress, out));
+      rounds.push_back(run_round(dir, "round-4-decode", "decode", gemm, m, false, leaders, space.compare, opt.progress, out));
   }
 
   // explore.json: every candidate's fate and rates, the rounds' folders and ceilings.
   Json j;
   j["space"] = space.name;
   j["family"] = space.family;
-  j["machine"] = Json::parse(read_file(fs::path(rounds[0].folder) / "summary.json")).at("machine");
+  j["machine"] = Json::parse(read_file(fs::path(rounds[0].folders.front()) / "summary.json")).at("machine");
   j["rounds"] = Json::array();
   for (const Round& r : rounds) {
-    Json jr{{"name", r.name}, {"kind", r.kind}, {"folder", fs::relative(r.folder, dir).string()}, {"seconds", r.seconds},
-            {"runs", Json::array()}};
+    Json folders = Json::array();
+    for (const std::string& f : r.folders) folders.push_back(fs::relative(f, dir).string());
+    Json jr{{"name", r.name}, {"kind", r.kind}, {"folders", folders}, {"seconds", r.seconds}, {"runs", Json::array()}};
     for (const RunRates& rr : r.runs) {
       Json arms = Json::object();
       for (const auto& [a, rate] : rr.arms) arms[a] = {{"median", rate.median}, {"min", rate.min}, {"max", rate.max}};
-      jr["runs"].push_back({{"label", rr.label}, {"ceiling", rr.ceiling}, {"arms", arms}, {"failures", rr.failures}});
+      jr["runs"].push_back({{"label", rr.label}, {"ceiling", rr.ceiling}, {"ceilings", rr.ceilings}, {"arms", arms}, {"failures", rr.failures}});
     }
     j["rounds"].push_back(jr);
   }
@@ -498,17 +593,22 @@ int run_command(const fs::path& dir_in, const RunOptions& opt, std::ostream& out
   for (const Round& r : rounds) {
     for (const RunRates& rr : r.runs) {
       const std::string unit = unit_of(r.kind);
-      html << experiments::inline_svg(pareto_svg(cat(r.name, ", ", rr.label), unit, cand_layouts, hand, [&](const std::string& a) {
+      html << pareto_svg(cat(r.name, ", ", rr.label), unit, cand_layouts, hand, [&](const std::string& a) {
         const auto it = rr.arms.find(a);
         return it == rr.arms.end() ? 0.0 : it->second.median;
-      }));
+      });
     }
   }
   for (const Round& r : rounds) {
-    html << "<h2>" << r.name << " (" << r.kind << ", results: " << fs::relative(r.folder, dir).string() << ")</h2>\n";
+    std::vector<std::string> folders;
+    for (const std::string& f : r.folders) folders.push_back(fs::relative(f, dir).string());
+    html << "<h2>" << r.name << " (" << r.kind << ", results: " << join(folders) << ")</h2>\n";
     for (const RunRates& rr : r.runs) {
       const std::string unit = unit_of(r.kind);
+      std::vector<std::string> each;
+      for (double c : rr.ceilings) each.push_back(fixed_text(c, 1));
       html << "<h3>" << rr.label << "; paired ceiling " << fixed_text(rr.ceiling, 1) << (r.kind == "gemm" ? " GMAC/s int8" : " GB/s read")
+           << (rr.ceilings.size() > 1 ? cat(" (mean of the batches' ", join(each), ")") : std::string())
            << "</h3>\n<table><tr><th>arm</th><th>bits/weight</th><th>" << unit << " (median)</th><th>min</th><th>max</th></tr>\n";
       std::vector<std::pair<std::string, Rate>> rows(rr.arms.begin(), rr.arms.end());
       std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.median > b.second.median; });

@@ -230,6 +230,7 @@ void read_measure(const std::string& file, const toml::table& t, MeasureSpec& m)
         v.push_back(integer_at(file, n, key, 1, 4096));
       (k == "threads" ? m.threads : m.gemm_tokens) = v;
     } else if (k == "leaders") m.leaders = integer_at(file, n, key, 1, 1000);
+    else if (k == "batch") m.batch = integer_at(file, n, key, 0, 100000);
     else if (k == "first_rounds") m.first_rounds = integer_at(file, n, key, 1, 100);
     else if (k == "rounds") m.rounds = integer_at(file, n, key, 1, 100);
     else if (k == "ceiling_mib") m.ceiling_mib = integer_at(file, n, key, 1, 1 << 20);
@@ -245,7 +246,7 @@ void read_measure(const std::string& file, const toml::table& t, MeasureSpec& m)
       }
     } else
       fail(where_of(file, n, key).text(), ": unknown key (measure takes gemv, gemm, gemm_tokens, threads, weights, keep, leaders, "
-                                           "first_rounds, rounds, first_sample_ms, sample_ms, ceiling_mib, decode, decode_tokens)");
+                                           "first_rounds, rounds, first_sample_ms, sample_ms, ceiling_mib, decode, decode_tokens, batch)");
   }
   if (m.weights != "cold" && m.weights != "warm") fail(file, ": key 'measure.weights': cold or warm, not '", m.weights, "'");
 }

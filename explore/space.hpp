@@ -78,6 +78,7 @@ struct MeasureSpec {
   std::int64_t ceiling_mib = 1024;                // the gemv kind's ceiling_mib
   std::string decode = "mid";                     // the leaders' decode: a model preset, or "none"
   std::int64_t decode_tokens = 16;                // tokens each decode sample generates
+  std::int64_t batch = 0;                         // candidates an experiment of a round holds; 0: what half the free memory fits
 };
 
 struct Space {

@@ -137,6 +137,7 @@ rounds = 2
 leaders = 2
 ceiling_mib = 16
 decode = "none"
+batch = 3
 )";
     std::ostringstream plan_out;
     explore::plan_command(space, dir, {.configure = false}, plan_out);
@@ -160,6 +161,9 @@ decode = "none"
     }
     CHECK(leaders == 2);
     REQUIRE(j.at("rounds").size() == 3);
+    // Round 1 in two experiments of three candidates (batch = 3), t2p in both.
+    CHECK(j.at("rounds")[0].at("folders").size() == 2);
+    CHECK(j.at("rounds")[0].at("runs")[0].at("ceilings").size() == 2);
     CHECK(j.at("rounds")[2].at("kind") == "gemm");
     for (const auto& r : j.at("rounds"))
       for (const auto& run : r.at("runs")) {

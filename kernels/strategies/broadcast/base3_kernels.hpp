@@ -95,9 +95,10 @@ struct BroadcastBase3 {
     if (L.rows != R)
       return cat("the kernel takes ", R, "-row blocks, the layout has ", L.rows, ": it reads each strip as one ",
                  P::kBytes, "-byte vector of 4-byte row lanes, through byte tables of that width");
-    if (L.block_bytes() != kBlockBytes || L.scale_offset(0) != L.block_bytes() - 2 * R || L.spec->scales.row_stride != 2 ||
-        L.scale_format() != ScaleFormat::fp16)
-      return "the kernel reads the sixteen fp16 scales after the payload, at the block's end";
+    // The scales in one run of 16 fp16 values, before the payload or after it (one load either way).
+    if (L.block_bytes() != kBlockBytes || (L.scale_offset(0) != 0 && L.scale_offset(0) != L.block_bytes() - 2 * R) ||
+        L.spec->scales.row_stride != 2 || L.scale_format() != ScaleFormat::fp16)
+      return "the kernel reads the sixteen fp16 scales in one run, before the payload or after it";
     return "";
   }
   static const Base3StripPlan& checked_plan(const LayoutInfo& L) {
@@ -113,7 +114,7 @@ struct BroadcastBase3 {
   [[gnu::noinline]] static std::int64_t rows(const Base3StripPlan& plan, const PackedMatrix& w, const SlotActs& acts,
                                              float* y, std::int64_t ldy, int live, std::int64_t g0, std::int64_t g1) {
     const std::int64_t nb = w.blocks_per_row();
-    const int pb = plan.payload_begin, tail = plan.tail_begin, strip = 4 * R;
+    const int pb = plan.payload_begin, tail = plan.tail_begin, strip = 4 * R, scale_offset = w.layout->scale_offset(0);
     using Bytes = Base3Bytes<P>;
     const typename Bytes::Table table = Bytes::table(base3_digit_tables());
     const std::int64_t passes = (g1 - g0) / GS;
@@ -142,7 +143,7 @@ struct BroadcastBase3 {
               LP::dot(a[m], s, x + m * kActs + 4);
             }
           }
-          const typename P::LaneF d = P::lanes_scales(blk[q] + kBlockBytes - 2 * R);
+          const typename P::LaneF d = P::lanes_scales(blk[q] + scale_offset);
           for (int m = 0; m < T; ++m) {
             const BlockActs b = acts.blocks[i * T + m];
             acc[q][m] = P::template lanes_fma<LP::kShift>(LP::sums(a[m]), b.ysum, d, b.d, acc[q][m]);
