@@ -12,6 +12,7 @@
 #include <map>
 #include <numeric>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -488,13 +489,18 @@ std::vector<std::string> register_planned(const fs::path& dir) {
   return names;
 }
 
-int run_command(const fs::path& dir_in, const RunOptions& opt, std::ostream& out) {
-  const fs::path dir = fs::absolute(dir_in);
-  if (!fs::exists(dir / "plan.json") || !fs::exists(dir / "space.toml"))
-    fail("explore run: '", dir.string(), "' holds no plan (plan.json and space.toml); run `ternlab explore plan` first");
-  const Json planned = Json::parse(read_file(dir / "plan.json"));
-  const std::vector<std::string> names = register_planned(dir);
-  const Space space = load_space(dir / "space.toml");
+int run_command(const fs::path& plan_in, const RunOptions& opt, std::ostream& out) {
+  const fs::path plan_dir = fs::weakly_canonical(fs::absolute(plan_in));
+  if (!fs::exists(plan_dir / "plan.json") || !fs::exists(plan_dir / "space.toml"))
+    fail("explore run: '", plan_dir.string(), "' holds no plan (plan.json and space.toml); run `ternlab explore plan` first");
+  // The run's own folder: the plan's, or one below it (a machine's, on a cluster).
+  const fs::path dir = opt.out.empty() ? plan_dir : fs::weakly_canonical(fs::absolute(opt.out));
+  if (const std::string rel = fs::relative(dir, plan_dir).string(); rel.empty() || rel.starts_with(".."))
+    fail("explore run: --out '", opt.out, "' is not inside the plan's folder '", plan_dir.string(), "' (a run writes only inside it)");
+  fs::create_directories(dir);
+  const Json planned = Json::parse(read_file(plan_dir / "plan.json"));
+  const std::vector<std::string> names = register_planned(plan_dir);
+  const Space space = load_space(plan_dir / "space.toml");
   const SpacePlan plan = enumerate(space);
   const MeasureSpec& m = space.measure;
   const Shape gemv = parse_shape(m.gemv, space.file, "measure.gemv"), gemm = parse_shape(m.gemm, space.file, "measure.gemm");
@@ -514,7 +520,7 @@ int run_command(const fs::path& dir_in, const RunOptions& opt, std::ostream& out
       for (const std::string& n : names) {
         const fs::path log = dir / "compile" / cat(n, ".log");
         const std::string cmd = cat("'", TERNLAB_CXX_COMPILER, "' -std=c++20 -fsyntax-only -I'", source, "' -include '",
-                                    (dir / "layouts" / cat(n, ".hpp")).string(), "' -x c++ /dev/null > '", log.string(), "' 2>&1");
+                                    (plan_dir / "layouts" / cat(n, ".hpp")).string(), "' -x c++ /dev/null > '", log.string(), "' 2>&1");
         const auto t0 = std::chrono::steady_clock::now();
         const int rc = std::system(cmd.c_str());
         compile_seconds[n] = seconds_since(t0);
@@ -588,7 +594,7 @@ int run_command(const fs::path& dir_in, const RunOptions& opt, std::ostream& out
        << "</title><style>body{font-family:sans-serif;max-width:70em;margin:2em auto}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td:first-child{text-align:left}</style></head><body>\n"
        << "<h1>Layout space " << space.name << "</h1>\n<p>Family " << space.family << ", " << names.size() << " candidates ("
-       << planned.at("refused").size() << " combinations refused: plan.md), machine " << j["machine"].value("cpu", std::string("?"))
+       << planned.at("refused").size() << " combinations refused: the plan's plan.md), machine " << j["machine"].value("cpu", std::string("?"))
        << ". Every arm was verified against the oracle before it was timed.</p>\n";
   for (const Round& r : rounds) {
     for (const RunRates& rr : r.runs) {
@@ -626,6 +632,121 @@ int run_command(const fs::path& dir_in, const RunOptions& opt, std::ostream& out
   out << "\nleaders: " << (leaders.empty() ? "none" : join(leaders)) << "\nwrote " << (dir / "explore.json").string() << " and "
       << (dir / "index.html").string() << "\n";
   return exit_code;
+}
+
+namespace {
+
+// A value for one `#SBATCH` line: a newline would end the directive and start a command.
+std::string sbatch_value(const std::string& what, const std::string& v) {
+  if (v.find_first_of("\n\r") != std::string::npos) fail("explore slurm: ", what, " '", v, "' holds a line break");
+  return v;
+}
+std::string shell_quoted(const std::string& s) {
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
+}  // namespace
+
+void slurm_command(const fs::path& dir_in, const SlurmJob& job, std::ostream& out) {
+  const fs::path dir = fs::weakly_canonical(fs::absolute(dir_in));
+  if (!fs::exists(dir / "plan.json") || !fs::exists(dir / "space.toml"))
+    fail("explore slurm: '", dir.string(), "' holds no plan (plan.json and space.toml); run `ternlab explore plan` first");
+  const Space space = load_space(dir / "space.toml");
+  std::int64_t threads = 1;
+  for (std::int64_t t : space.measure.threads) threads = std::max(threads, t);
+  std::string ternlab = job.ternlab;
+  if (ternlab.empty()) ternlab = fs::read_symlink("/proc/self/exe").string();
+  std::ostringstream o;
+  o << "#!/bin/bash\n# Written by `ternlab explore slurm`: the layout space " << space.name << " (" << (dir / "plan.md").string()
+    << ") on the node this job gets.\n# Submit it once per CPU model, e.g. sbatch --constraint=zen4 " << (dir / "explore.sbatch").string()
+    << "\n# then: ternlab explore report " << dir.string() << "\n"
+    << "#SBATCH --job-name=ternlab-explore-" << sbatch_value("name", space.name) << "\n"
+    << "#SBATCH --output=" << (dir / "logs" / "explore-%j.log").string() << "\n"
+    << "#SBATCH --time=" << sbatch_value("--time", job.time) << "\n"
+    << "#SBATCH --cpus-per-task=" << (job.cpus_per_task > 0 ? std::int64_t(job.cpus_per_task) : threads) << "\n";
+  if (job.exclusive) o << "#SBATCH --exclusive\n";
+  if (!job.partition.empty()) o << "#SBATCH --partition=" << sbatch_value("--partition", job.partition) << "\n";
+  if (!job.constraint.empty()) o << "#SBATCH --constraint=" << sbatch_value("--constraint", job.constraint) << "\n";
+  for (const std::string& e : job.extra) o << "#SBATCH " << sbatch_value("--sbatch", e) << "\n";
+  o << "set -euo pipefail\n"
+    << "exec " << shell_quoted(ternlab) << " explore run " << shell_quoted(dir.string()) << " --out "
+    << shell_quoted(dir.string()) << "/machines/\"${SLURM_JOB_ID:-local}-$(hostname -s)\"\n";
+  fs::create_directories(dir / "logs");
+  write_file(dir / "explore.sbatch", o.str());
+  fs::permissions(dir / "explore.sbatch", fs::perms::owner_exec, fs::perm_options::add);
+  out << "wrote " << (dir / "explore.sbatch").string() << "\nslurm: sbatch --constraint=<CPU model> " << (dir / "explore.sbatch").string()
+      << "   (once per model)\nthen:  ternlab explore report " << dir.string() << "\n";
+}
+
+int report_command(const fs::path& dir_in, std::ostream& out) {
+  const fs::path dir = fs::weakly_canonical(fs::absolute(dir_in));
+  if (!fs::exists(dir / "plan.json")) fail("explore report: '", dir.string(), "' holds no plan (plan.json); run `ternlab explore plan` first");
+  const Json plan = Json::parse(read_file(dir / "plan.json"));
+  std::set<std::string> compare;
+  for (const Json& c : plan.at("compare")) compare.insert(c.get<std::string>());
+  std::vector<fs::path> runs;
+  if (fs::exists(dir / "explore.json")) runs.push_back(dir);
+  if (fs::is_directory(dir / "machines"))
+    for (const auto& e : fs::directory_iterator(dir / "machines"))
+      if (fs::exists(e.path() / "explore.json")) runs.push_back(e.path());
+  std::sort(runs.begin(), runs.end());
+  if (runs.empty()) fail("explore report: no run of '", dir.string(), "' yet (no explore.json in it or in machines/*)");
+  Json rows = Json::array();
+  std::ostringstream md;
+  md << "| machine | run | round | best candidate | rate | best hand-designed | rate | ratio |\n|---|---|---|---|--:|---|--:|--:|\n";
+  for (const fs::path& r : runs) {
+    const Json j = Json::parse(read_file(r / "explore.json"));
+    const std::string cpu = j.at("machine").value("cpu", std::string("?"));
+    const std::string where = fs::relative(r, dir).string();
+    Json row{{"machine", cpu}, {"run", where}, {"rounds", Json::array()}, {"leaders", Json::array()}};
+    for (const Json& c : j.at("candidates"))
+      if (c.at("fate") == "leader") row["leaders"].push_back(c.at("name"));
+    for (const Json& round : j.at("rounds"))
+      for (const Json& run : round.at("runs")) {
+        std::string best_c, best_h;
+        double rate_c = 0, rate_h = 0;
+        for (const auto& [arm, v] : run.at("arms").items()) {
+          const double m = v.at("median").get<double>();
+          if (compare.count(arm)) {
+            if (m > rate_h) rate_h = m, best_h = arm;
+          } else if (m > rate_c) {
+            rate_c = m, best_c = arm;
+          }
+        }
+        const std::string label = cat(round.at("name").get<std::string>(), ", ", run.at("label").get<std::string>());
+        row["rounds"].push_back({{"round", label}, {"best_candidate", best_c}, {"rate", rate_c}, {"best_hand_designed", best_h},
+                                 {"hand_rate", rate_h}, {"ceiling", run.at("ceiling")}});
+        md << "| " << cpu << " | " << where << " | " << label << " | " << best_c << " | " << fixed_text(rate_c, 1) << " | "
+           << (best_h.empty() ? "-" : best_h) << " | " << (best_h.empty() ? "-" : fixed_text(rate_h, 1)) << " | "
+           << (rate_h > 0 ? fixed_text(rate_c / rate_h, 2) : "-") << " |\n";
+      }
+    rows.push_back(row);
+  }
+  write_file(dir / "machines.json", rows.dump(2) + "\n");
+  std::ostringstream html;
+  html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>explore " << xml_escape(plan.at("space").get<std::string>())
+       << " by machine</title><style>body{font-family:sans-serif;max-width:80em;margin:2em auto}table{border-collapse:collapse}"
+          "td,th{border:1px solid #ccc;padding:2px 6px}</style></head><body>\n<h1>Layout space "
+       << xml_escape(plan.at("space").get<std::string>()) << ", by machine</h1>\n<p>Each round's fastest candidate against the fastest "
+       << "hand-designed layout of the same round on the same machine (rates: Gweights/s for gemv, GMAC/s for gemm, tokens/s for "
+          "decode). Each run's page: its folder's index.html; every arm side by side: <code>ternlab report</code> on the runs' "
+          "rounds folders.</p>\n<table><tr><th>machine</th><th>run</th><th>round</th><th>best candidate</th><th>rate</th>"
+          "<th>best hand-designed</th><th>rate</th><th>ratio</th></tr>\n";
+  for (const Json& row : rows)
+    for (const Json& rd : row.at("rounds")) {
+      const double rc = rd.at("rate").get<double>(), rh = rd.at("hand_rate").get<double>();
+      html << "<tr><td>" << xml_escape(row.at("machine").get<std::string>()) << "</td><td><a href=\"" << row.at("run").get<std::string>()
+           << "/index.html\">" << row.at("run").get<std::string>() << "</a></td><td>" << rd.at("round").get<std::string>() << "</td><td>"
+           << rd.at("best_candidate").get<std::string>() << "</td><td>" << fixed_text(rc, 1) << "</td><td>"
+           << rd.at("best_hand_designed").get<std::string>() << "</td><td>" << (rh > 0 ? fixed_text(rh, 1) : "-") << "</td><td>"
+           << (rh > 0 ? fixed_text(rc / rh, 2) : "-") << "</td></tr>\n";
+    }
+  html << "</table>\n</body></html>\n";
+  write_file(dir / "machines.html", html.str());
+  out << md.str() << "\nwrote " << (dir / "machines.html").string() << " and " << (dir / "machines.json").string() << "\n";
+  return int(runs.size());
 }
 
 }  // namespace ternlab::explore

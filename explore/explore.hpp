@@ -36,8 +36,26 @@ std::vector<std::string> register_planned(const std::filesystem::path& dir);
 struct RunOptions {
   bool compile_check = true;  // compile each candidate's header alone and time it
   int progress = -1;          // as the runner's: -1 when stderr is a terminal
+  std::string out;            // the run's folder, inside the plan's (a machine's, on a cluster); empty: the plan's
 };
 // Returns 0, or 1 where an arm failed verification (it leaves the search, named in the report).
 int run_command(const std::filesystem::path& dir, const RunOptions& opt, std::ostream& out);
+
+// `ternlab explore slurm DIR`: DIR/explore.sbatch, one Slurm job that runs the plan on the node it
+// gets into DIR/machines/<job id>-<host>; submitted once per CPU model (`sbatch --constraint=...`),
+// so that `explore report` gives each model's winners. The options are `sweep plan`'s.
+struct SlurmJob {
+  std::string partition, time = "01:00:00", constraint;
+  int cpus_per_task = 0;  // 0: the largest thread count the space measures
+  bool exclusive = true;
+  std::vector<std::string> extra;  // more #SBATCH lines, verbatim
+  std::string ternlab;             // the binary; empty: this executable
+};
+void slurm_command(const std::filesystem::path& dir, const SlurmJob& job, std::ostream& out);
+
+// `ternlab explore report DIR`: every run of the plan (DIR itself and DIR/machines/*), one row per
+// machine: its CPU, each round's best candidate against the best hand-designed layout, and the
+// leaders; printed, and written to DIR/machines.html and DIR/machines.json. Returns the runs found.
+int report_command(const std::filesystem::path& dir, std::ostream& out);
 
 }  // namespace ternlab::explore

@@ -47,7 +47,7 @@ const std::vector<std::pair<std::string, std::string>> kSkipped = {
     {"/tmp/ternlab-report-demo", "reads the folder written by the run command above it, which suite experiments-docs runs"},
     {"llamacpp-compare-<time>", "reads the results folders the commands above it write, named by the time they started"},
     {"explore run /tmp/ri", "measures a whole space (minutes); suite explore plans and runs a six-candidate space end to end"},
-    {"/nodeA/ri/rounds", "reads the folders of a space's run on each node of a cluster"},
+    {"explore report /tmp/sf", "reads the runs the Slurm jobs above it write; suite explore runs a plan twice and reports them"},
 };
 
 // Small sizes per command: a documented value of the option is replaced, a missing option appended.

@@ -173,6 +173,23 @@ batch = 3
     const std::string html = read(dir / "index.html");
     CHECK(html.find("<svg") != std::string::npos);
     CHECK(html.find("hand-designed") != std::string::npos);
+    // On a cluster: the Slurm job runs the plan into DIR/machines/<job>-<host>; a second machine's
+    // run (here a second run of this one) goes beside the first, and the report puts them side by
+    // side. A run's folder outside the plan's is refused.
+    std::ostringstream slurm_out;
+    explore::slurm_command(dir, {.partition = "cpu"}, slurm_out);
+    const std::string sbatch = read(dir / "explore.sbatch");
+    CHECK(sbatch.find("#SBATCH --partition=cpu") != std::string::npos);
+    CHECK(sbatch.find("#SBATCH --exclusive") != std::string::npos);
+    CHECK(sbatch.find(" explore run '" + fs::weakly_canonical(dir).string() + "' --out ") != std::string::npos);
+    test::check_error([&] { std::ostringstream o; explore::run_command(dir, {.out = (root / "elsewhere").string()}, o); },
+                      "is not inside the plan's folder");
+    std::ostringstream second;
+    CHECK(explore::run_command(dir, {.compile_check = false, .progress = 0, .out = (dir / "machines" / "node-b").string()}, second) == 0);
+    std::ostringstream report_out;
+    CHECK(explore::report_command(dir, report_out) == 2);
+    CHECK(report_out.str().find("| machines/node-b | round-3-gemm, 1 thread, 4 tokens |") != std::string::npos);
+    CHECK(read(dir / "machines.html").find("node-b/index.html") != std::string::npos);
     // Nothing written beside the folder: the root holds the space and the folder only.
     int entries = 0;
     for (const auto& e : fs::directory_iterator(root)) {
