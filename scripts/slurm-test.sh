@@ -4,9 +4,10 @@
 # folder, ports of its own), submits a three-point sweep of a tiny gemv config with the sbatch
 # script `ternlab sweep plan` wrote, waits for it (bounded), checks every point's exit status and
 # Slurm ids, resubmits a point with `ternlab sweep resubmit --submit`, merges the points with
-# `ternlab report merge` and checks the merged result; the daemons are always stopped. Installs
-# nothing (scripts/install-deps.sh installs slurm-wlm and munge); fails, never skips, when a daemon
-# does not start, printing its log. Runs as root (CI) or as a user who may start the daemons.
+# `ternlab report merge` and checks the merged result; then searches a two-candidate layout space
+# with the job `ternlab explore slurm` wrote and checks `ternlab explore report`. The daemons are
+# always stopped. Installs nothing (scripts/install-deps.sh installs slurm-wlm and munge); fails,
+# never skips, when a daemon does not start, printing its log. Runs as root (CI) or as a user who may start the daemons.
 #
 #   scripts/slurm-test.sh build/ternlab
 set -euo pipefail
@@ -159,3 +160,39 @@ done_points=$(grep -c '"state": "done"' "$work/report/merged.json")
 [ "$done_points" = 3 ] || fail "merged.json holds $done_points done points, expected 3"
 [ "$(grep -c '<article class="results">' "$work/report/index.html")" = 3 ] || fail "the merged page does not hold 3 results folders"
 echo "slurm-test: 3 points run by Slurm arrays $job and $again, merged into one report: passed"
+
+# A layout space searched by a Slurm job (`ternlab explore slurm`: one job per CPU model, each into
+# its own machines/<job>-<host> folder inside the plan), then reported per machine.
+cat > "$work/space.toml" << 'EOS'
+name = "slurm-test"
+family = "row_pairs"
+prefix = "slurm"
+compare = ["t2p"]
+[axes]
+scales = ["before", "after"]
+[measure]
+gemv = "256x1024"
+gemm = "256x1024"
+gemm_tokens = [4]
+weights = "warm"
+first_sample_ms = 1
+sample_ms = 1
+first_rounds = 1
+rounds = 1
+leaders = 1
+ceiling_mib = 4
+decode = "none"
+EOS
+"$ternlab" explore plan "$work/space.toml" -o "$work/explore" --no-configure > "$work/explore-plan.log" ||
+  fail "explore plan: $(cat "$work/explore-plan.log")"
+"$ternlab" explore slurm "$work/explore" --partition test --time 5 > "$work/explore-slurm.log" ||
+  fail "explore slurm: $(cat "$work/explore-slurm.log")"
+ejob=$(sbatch --parsable "$work/explore/explore.sbatch") || fail "sbatch refused $work/explore/explore.sbatch"
+ejob=${ejob%%;*}
+job_ids+=("$ejob")
+wait_for "$ejob"
+"$ternlab" explore report "$work/explore" > "$work/explore-report.log" ||
+  fail "explore report: $(cat "$work/explore-report.log") $(cat "$work"/explore/logs/*.log)"
+grep -q "| machines/$ejob-$host | round-3-gemm, 1 thread, 4 tokens |" "$work/explore-report.log" ||
+  fail "the report has no gemm round of job $ejob on $host: $(cat "$work/explore-report.log") $(cat "$work"/explore/logs/*.log)"
+echo "slurm-test: a layout space searched by Slurm job $ejob, reported per machine: passed"
