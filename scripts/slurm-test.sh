@@ -7,7 +7,8 @@
 # `ternlab report merge` and checks the merged result; then searches a two-candidate layout space
 # with the job `ternlab explore slurm` wrote and checks `ternlab explore report`. The daemons are
 # always stopped. Installs nothing (scripts/install-deps.sh installs slurm-wlm and munge); fails,
-# never skips, when a daemon does not start, printing its log. Runs as root (CI) or as a user who may start the daemons.
+# never skips, when a daemon does not start, printing its log. Runs as root (CI) or as a user who
+# may start the daemons.
 #
 #   scripts/slurm-test.sh build/ternlab
 set -euo pipefail
