@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/strings.hpp"
 #include "common/table.hpp"
 #include "experiments/measure.hpp"
@@ -66,18 +67,6 @@ std::vector<const LayoutInfo*> compare_layouts(const Space& s) {
   return v;
 }
 
-void write_file(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary);
-  f << text;
-  if (!f) fail("cannot write '", p.string(), "'");
-}
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) fail("cannot read '", p.string(), "'");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string quoted(const std::string& s) { return cat("'", s, "'"); }
 std::string unit_of(const std::string& kind) { return kind == "gemv" ? "Gweights/s" : kind == "gemm" ? "GMAC/s" : "tokens/s"; }
@@ -221,7 +210,7 @@ Round run_one(const fs::path& dir, const std::string& name, const std::string& k
   // The round's config stays in the folder: `ternlab run --explore DIR` on it measures the same arms.
   fs::create_directories(dir / "configs");
   const fs::path config = dir / "configs" / cat(name, ".toml");
-  write_file(config, toml);
+  write_file_atomically(config, toml);
   const experiments::RunOutcome o = experiments::run_experiment_file(config.string(), ro, out);
   return read_round(name, kind, o.folder);
 }
@@ -341,7 +330,7 @@ void plan_command(const fs::path& space_path, const fs::path& dir, const PlanOpt
   const fs::path tmp = target.parent_path() / cat(".", target.filename().string(), ".partial-", ::getpid());
   fs::remove_all(tmp);
   fs::create_directories(tmp / "layouts");
-  write_file(tmp / "space.toml", read_file(space_path));
+  write_file_atomically(tmp / "space.toml", read_text(space_path));
   Json j;
   j["space"] = space.name;
   j["family"] = space.family;
@@ -356,7 +345,7 @@ void plan_command(const fs::path& space_path, const fs::path& dir, const PlanOpt
      << est.text << ".\n\n| candidate | bits/weight | block bytes | same as |\n|---|--:|--:|---|\n";
   for (const auto& c : plan.candidates) {
     const std::string file = cat(c->name, ".hpp");
-    write_file(tmp / "layouts" / file, header_text(*c, space_path.filename().string()));
+    write_file_atomically(tmp / "layouts" / file, header_text(*c, space_path.filename().string()));
     j["candidates"].push_back({{"name", c->name},
                                {"point", point_json(c->point)},
                                {"bits_per_weight", c->facts.bits_per_weight},
@@ -375,8 +364,8 @@ void plan_command(const fs::path& space_path, const fs::path& dir, const PlanOpt
     for (const auto& [k, v] : r.point) said.push_back(cat(k, "=", value_text(v)));
     md << "- " << join(said, " ") << ": " << r.by << " " << r.reason << "\n";
   }
-  write_file(tmp / "plan.json", j.dump(2) + "\n");
-  write_file(tmp / "plan.md", md.str());
+  write_file_atomically(tmp / "plan.json", j.dump(2) + "\n");
+  write_file_atomically(tmp / "plan.md", md.str());
   fs::rename(tmp, target);
   out << "wrote " << target.string() << ": plan.json, plan.md, space.toml, " << plan.candidates.size() << " headers in layouts/\n";
 
@@ -481,7 +470,7 @@ std::string pareto_svg(const std::string& title, const std::string& ylabel, cons
 std::vector<std::string> register_planned(const fs::path& dir) {
   if (!fs::exists(dir / "plan.json") || !fs::exists(dir / "space.toml"))
     fail("'", dir.string(), "' holds no plan (plan.json and space.toml); run `ternlab explore plan` first");
-  const Json planned = Json::parse(read_file(dir / "plan.json"));
+  const Json planned = Json::parse(read_text(dir / "plan.json"));
   std::vector<std::string> names = register_candidates(enumerate(load_space(dir / "space.toml"))), planned_names;
   for (const Json& c : planned.at("candidates")) planned_names.push_back(c.at("name").get<std::string>());
   if (names != planned_names)
@@ -498,7 +487,7 @@ int run_command(const fs::path& plan_in, const RunOptions& opt, std::ostream& ou
   if (const std::string rel = fs::relative(dir, plan_dir).string(); rel.empty() || rel.starts_with(".."))
     fail("explore run: --out '", opt.out, "' is not inside the plan's folder '", plan_dir.string(), "' (a run writes only inside it)");
   fs::create_directories(dir);
-  const Json planned = Json::parse(read_file(plan_dir / "plan.json"));
+  const Json planned = Json::parse(read_text(plan_dir / "plan.json"));
   const std::vector<std::string> names = register_planned(plan_dir);
   const Space space = load_space(plan_dir / "space.toml");
   const SpacePlan plan = enumerate(space);
@@ -556,7 +545,7 @@ int run_command(const fs::path& plan_in, const RunOptions& opt, std::ostream& ou
   Json j;
   j["space"] = space.name;
   j["family"] = space.family;
-  j["machine"] = Json::parse(read_file(fs::path(rounds[0].folders.front()) / "summary.json")).at("machine");
+  j["machine"] = Json::parse(read_text(fs::path(rounds[0].folders.front()) / "summary.json")).at("machine");
   j["rounds"] = Json::array();
   for (const Round& r : rounds) {
     Json folders = Json::array();
@@ -584,7 +573,7 @@ int run_command(const fs::path& plan_in, const RunOptions& opt, std::ostream& ou
       if (const double s = score(r, c->name); s > 0) jc[r.name] = s;
     j["candidates"].push_back(jc);
   }
-  write_file(dir / "explore.json", j.dump(2) + "\n");
+  write_file_atomically(dir / "explore.json", j.dump(2) + "\n");
 
   // The page: the plots first, then each round's table.
   std::vector<const LayoutInfo*> cand_layouts, hand = compare_layouts(space);
@@ -627,7 +616,7 @@ int run_command(const fs::path& plan_in, const RunOptions& opt, std::ostream& ou
     }
   }
   html << "</body></html>\n";
-  write_file(dir / "index.html", html.str());
+  write_file_atomically(dir / "index.html", html.str());
 
   out << "\nleaders: " << (leaders.empty() ? "none" : join(leaders)) << "\nwrote " << (dir / "explore.json").string() << " and "
       << (dir / "index.html").string() << "\n";
@@ -674,7 +663,7 @@ void slurm_command(const fs::path& dir_in, const SlurmJob& job, std::ostream& ou
     << "exec " << shell_quoted(ternlab) << " explore run " << shell_quoted(dir.string()) << " --out "
     << shell_quoted(dir.string()) << "/machines/\"${SLURM_JOB_ID:-local}-$(hostname -s)\"\n";
   fs::create_directories(dir / "logs");
-  write_file(dir / "explore.sbatch", o.str());
+  write_file_atomically(dir / "explore.sbatch", o.str());
   fs::permissions(dir / "explore.sbatch", fs::perms::owner_exec, fs::perm_options::add);
   out << "wrote " << (dir / "explore.sbatch").string() << "\nslurm: sbatch --constraint=<CPU model> " << (dir / "explore.sbatch").string()
       << "   (once per model)\nthen:  ternlab explore report " << dir.string() << "\n";
@@ -683,7 +672,7 @@ void slurm_command(const fs::path& dir_in, const SlurmJob& job, std::ostream& ou
 int report_command(const fs::path& dir_in, std::ostream& out) {
   const fs::path dir = fs::weakly_canonical(fs::absolute(dir_in));
   if (!fs::exists(dir / "plan.json")) fail("explore report: '", dir.string(), "' holds no plan (plan.json); run `ternlab explore plan` first");
-  const Json plan = Json::parse(read_file(dir / "plan.json"));
+  const Json plan = Json::parse(read_text(dir / "plan.json"));
   std::set<std::string> compare;
   for (const Json& c : plan.at("compare")) compare.insert(c.get<std::string>());
   std::vector<fs::path> runs;
@@ -697,7 +686,7 @@ int report_command(const fs::path& dir_in, std::ostream& out) {
   std::ostringstream md;
   md << "| machine | run | round | best candidate | rate | best hand-designed | rate | ratio |\n|---|---|---|---|--:|---|--:|--:|\n";
   for (const fs::path& r : runs) {
-    const Json j = Json::parse(read_file(r / "explore.json"));
+    const Json j = Json::parse(read_text(r / "explore.json"));
     const std::string cpu = j.at("machine").value("cpu", std::string("?"));
     const std::string where = fs::relative(r, dir).string();
     Json row{{"machine", cpu}, {"run", where}, {"rounds", Json::array()}, {"leaders", Json::array()}};
@@ -724,7 +713,7 @@ int report_command(const fs::path& dir_in, std::ostream& out) {
       }
     rows.push_back(row);
   }
-  write_file(dir / "machines.json", rows.dump(2) + "\n");
+  write_file_atomically(dir / "machines.json", rows.dump(2) + "\n");
   std::ostringstream html;
   html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>explore " << xml_escape(plan.at("space").get<std::string>())
        << " by machine</title><style>body{font-family:sans-serif;max-width:80em;margin:2em auto}table{border-collapse:collapse}"
@@ -744,7 +733,7 @@ int report_command(const fs::path& dir_in, std::ostream& out) {
            << (rh > 0 ? fixed_text(rc / rh, 2) : "-") << "</td></tr>\n";
     }
   html << "</table>\n</body></html>\n";
-  write_file(dir / "machines.html", html.str());
+  write_file_atomically(dir / "machines.html", html.str());
   out << md.str() << "\nwrote " << (dir / "machines.html").string() << " and " << (dir / "machines.json").string() << "\n";
   return int(runs.size());
 }

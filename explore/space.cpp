@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/strings.hpp"
 #include "explore/families.hpp"
 
@@ -366,13 +367,7 @@ Space load_space_text(const std::string& text, const std::string& origin) {
   return s;
 }
 
-Space load_space(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) fail("cannot read layout space '", path.string(), "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_space_text(ss.str(), path.string());
-}
+Space load_space(const std::filesystem::path& path) { return load_space_text(read_text(path), path.string()); }
 
 namespace {
 

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/files.hpp"
 #include "experiments/results.hpp"
 #include "explore/explore.hpp"
 #include "explore/space.hpp"
@@ -22,12 +23,6 @@ namespace {
 
 constexpr char kScratchName[] = "ternlab-explore";
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 const char* kRows = R"(name = "rows"
 family = "row_interleaved"
@@ -149,7 +144,7 @@ batch = 3
     const int rc = explore::run_command(dir, {.compile_check = true, .progress = 0}, run_out);
     INFO(run_out.str());
     CHECK(rc == 0);
-    const auto j = experiments::Json::parse(read(dir / "explore.json"));
+    const auto j = experiments::Json::parse(read_text(dir / "explore.json"));
     REQUIRE(j.at("candidates").size() == 6);
     int leaders = 0;
     for (const auto& c : j.at("candidates")) {
@@ -170,7 +165,7 @@ batch = 3
         CHECK(run.at("ceiling").get<double>() > 0);
         CHECK(run.at("arms").contains("t2p"));  // the hand-designed layout in every round
       }
-    const std::string html = read(dir / "index.html");
+    const std::string html = read_text(dir / "index.html");
     CHECK(html.find("<svg") != std::string::npos);
     CHECK(html.find("hand-designed") != std::string::npos);
     // On a cluster: the Slurm job runs the plan into DIR/machines/<job>-<host>; a second machine's
@@ -178,7 +173,7 @@ batch = 3
     // side. A run's folder outside the plan's is refused.
     std::ostringstream slurm_out;
     explore::slurm_command(dir, {.partition = "cpu"}, slurm_out);
-    const std::string sbatch = read(dir / "explore.sbatch");
+    const std::string sbatch = read_text(dir / "explore.sbatch");
     CHECK(sbatch.find("#SBATCH --partition=cpu") != std::string::npos);
     CHECK(sbatch.find("#SBATCH --exclusive") != std::string::npos);
     CHECK(sbatch.find(" explore run '" + fs::weakly_canonical(dir).string() + "' --out ") != std::string::npos);
@@ -189,7 +184,7 @@ batch = 3
     std::ostringstream report_out;
     CHECK(explore::report_command(dir, report_out) == 2);
     CHECK(report_out.str().find("| machines/node-b | round-3-gemm, 1 thread, 4 tokens |") != std::string::npos);
-    CHECK(read(dir / "machines.html").find("node-b/index.html") != std::string::npos);
+    CHECK(read_text(dir / "machines.html").find("node-b/index.html") != std::string::npos);
     // Nothing written beside the folder: the root holds the space and the folder only.
     int entries = 0;
     for (const auto& e : fs::directory_iterator(root)) {
