@@ -3,6 +3,7 @@
 // disturbance (a competing busy thread, or the same niced) and pinned pool workers.
 #include <algorithm>
 #include <array>
+#include <map>
 #include <atomic>
 #include <memory>
 #include <span>
@@ -82,6 +83,73 @@ class BusyThread {
   std::atomic<bool> on_{false}, stop_{false};
   std::thread thread_;  // last: starts after the flags exist
 };
+
+// Every arm's profiled calls (one forward each), in the order made.
+std::vector<const std::vector<model::OpProfile>*> profiled_calls(const auto& profiled) {
+  std::vector<const std::vector<model::OpProfile>*> out;
+  for (const auto& p : profiled) out.push_back(&p->calls);
+  return out;
+}
+
+// The matmul line split by the tensors' role (ffn_down, ffn_gate+ffn_up, output, ...): per arm and
+// role, the median over kept rounds of the per-token time, its GB/s and fraction of that round's
+// read ceiling. A role well below the kernels' own rate is where the matmul line loses. Also
+// written to summary.json's arms[].matmul_roles.
+std::string matmul_roles_text(const ModelArms& m, const TimingResult& r,
+                              const std::vector<const std::vector<model::OpProfile>*>& calls, Json& js) {
+  Table table({{"arm"}, {"matmul role"}, {"calls/token", Align::right}, {"MB/token", Align::right}, {"ms", Align::right},
+               {"share of matmul", Align::right}, {"GB/s", Align::right}, {"of read ceiling", Align::right}});
+  for (std::size_t i = 0; i < m.arms.size(); ++i) {
+    const ArmTiming& t = r.arms[i];
+    if (!t.verified || t.reps == 0 || calls[i]->empty()) continue;
+    // Roles in the order of the first profiled call (layer 0's, then the head).
+    std::vector<std::string> roles;
+    std::map<std::string, std::pair<int, double>> per_token;  // role -> calls, bytes in one token
+    for (const auto& c : calls[i]->front().matmul_calls) {
+      auto [it, fresh] = per_token.try_emplace(c.role, 0, 0.0);
+      if (fresh) roles.push_back(c.role);
+      it->second.first += 1;
+      it->second.second += c.bytes;
+    }
+    std::map<std::string, std::vector<double>> seconds;  // role -> per kept round, mean per token
+    std::vector<double> totals;
+    for (int k = 0; k < r.rounds; ++k) {
+      const std::size_t first = 1 + std::size_t(r.warmup + k) * std::size_t(t.reps);  // after the calibration call
+      std::map<std::string, double> sum;
+      double total = 0;
+      for (std::size_t c = first; c < first + std::size_t(t.reps) && c < calls[i]->size(); ++c)
+        for (const auto& mc : (*calls[i])[c].matmul_calls) {
+          sum[mc.role] += mc.seconds / t.reps;
+          total += mc.seconds / t.reps;
+        }
+      for (const auto& role : roles) seconds[role].push_back(sum[role]);
+      totals.push_back(total);
+    }
+    const std::vector<double> ceils = r.ceiling_of(t);
+    Json arm_roles = Json::array();
+    for (const auto& role : roles) {
+      const auto [n, bytes] = per_token[role];
+      std::vector<double> gbps, frac, share;
+      const auto& sec = seconds[role];
+      for (std::size_t k = 0; k < sec.size(); ++k) {
+        if (sec[k] <= 0) continue;
+        gbps.push_back(bytes / sec[k] / 1e9);
+        share.push_back(sec[k] / totals[k]);
+        if (k < ceils.size()) frac.push_back(gbps.back() / ceils[k]);
+      }
+      const Stat ms = stat_of(sec), g = stat_of(gbps), f = stat_of(frac), sh = stat_of(share);
+      table.add({m.arms[i].name, role, std::to_string(n), sig(bytes / 1e6), with_range(ms, "", 1e3), with_range(sh, "%", 100),
+                 g.valid ? sig(g.median) : "—", with_range(f, "%", 100)});
+      arm_roles.push_back({{"role", role}, {"calls_per_token", n}, {"bytes_per_token", bytes}, {"ms", stat_json(Stat{ms.median * 1e3, ms.min * 1e3, ms.max * 1e3, ms.valid})},
+                           {"gbps", stat_json(g)}, {"fraction_of_read_ceiling", stat_json(f)}});
+    }
+    for (Json& arm : js["arms"])
+      if (arm["name"] == m.arms[i].name) arm["matmul_roles"] = std::move(arm_roles);
+  }
+  return "\nThe ternary matmul line by the tensors' role (one call of several tensors sharing an input is one role): ms per token, "
+         "median [min–max] over kept rounds; GB/s = the role's weight bytes per token / its time; of read ceiling against "
+         "that round's ceiling.\n\n" + table.markdown();
+}
 
 RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   const int prompt_len = int(profile_key::prompt_tokens(run));
@@ -240,6 +308,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     arm["speedup_vs_baseline"] = stat_json(sp);
     js["arms"].push_back(std::move(arm));
   }
+  md << table.markdown() << arms_footer(m);
   // The plot reads the arm rows just written, so it draws what summary.json says.
   std::vector<std::string> op_names;
   for (int op = 0; op < kOps; ++op) op_names.push_back(model::OpProfile::name(op));
@@ -250,12 +319,12 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     for (const std::string& op : op_names) b.parts.push_back(stat_from(arm["ms"][op]).median);
     bars.push_back(std::move(b));
   }
-  md << table.markdown() << arms_footer(m);
   md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
         "arm's thread count; state GB/s = the Gated DeltaNet state a token reads and writes back (twice its size) / the Gated "
         "DeltaNet time; token bytes of read ceiling = (weight bytes + twice the state) per token / total time, against the same "
         "ceiling: what a decode token must move, where the decode bandwidth fraction bills the weights alone; "
      << spread_note() << " of the totals; " << ratio_note(r) << ", of the totals.\n";
+  md << matmul_roles_text(m, r, profiled_calls(profiled), js);
   if (!bars.empty())
     rep.svgs.emplace_back("decode_ms.svg", svg_stacked_bars(rep.title + ": one decode token by op", "ms", op_names, bars,
                                                             "each part: that op's median over kept rounds; total: median of per-round totals"));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <ctime>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 #include "common/error.hpp"
@@ -77,14 +78,45 @@ Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tok
   return quantize_batch(x.data(), tokens, k, pool, tokens == 1 ? Q8KTiles::skip : Q8KTiles::build);
 }
 
+namespace {
+
+// "blk.12.ffn_down.weight" -> "ffn_down": the tensor's role in any layer.
+std::string_view tensor_role(std::string_view name) {
+  if (name.starts_with("blk.")) {
+    const auto dot = name.find('.', 4);
+    if (dot != std::string_view::npos) name.remove_prefix(dot + 1);
+  }
+  if (name.ends_with(".weight")) name.remove_suffix(7);
+  return name;
+}
+
+// Times `run` into profile->seconds[matmul] and, per call, into profile->matmul_calls.
+template <class Run>
+void timed_matmuls(std::span<const LinearOutput> outputs, OpProfile* profile, Run&& run) {
+  if (!profile) return run();
+  const double t0 = seconds_now(false);
+  run();
+  const double dt = seconds_now(false) - t0;
+  profile->seconds[OpProfile::matmul] += dt;
+  OpProfile::MatmulCall call{"", dt, 0};
+  for (const LinearOutput& o : outputs) {
+    if (!call.role.empty()) call.role += '+';
+    call.role += tensor_role(o.linear->name);
+    call.bytes += double(o.linear->bytes());
+  }
+  profile->matmul_calls.push_back(std::move(call));
+}
+
+}  // namespace
+
 void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& pool, OpProfile* profile) {
-  OpTimer t(profile, OpProfile::matmul);
-  w.apply(x, y, pool);
+  const LinearOutput one{&w, y};
+  timed_matmuls(std::span(&one, 1), profile, [&] { w.apply(x, y, pool); });
 }
 
 void matmuls(std::initializer_list<LinearOutput> outputs, const Q8KBatch& x, ThreadPool& pool, OpProfile* profile) {
-  OpTimer t(profile, OpProfile::matmul);
-  apply_all(std::span(outputs.begin(), outputs.size()), x, pool);
+  const std::span all(outputs.begin(), outputs.size());
+  timed_matmuls(all, profile, [&] { apply_all(all, x, pool); });
 }
 
 // --- loading ------------------------------------------------------------------------------------

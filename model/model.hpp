@@ -173,6 +173,14 @@ double seconds_now(bool cpu);
 struct OpProfile {
   enum Op { matmul, quantize, hadamard, gdn, attention, norm, other, count };
   std::array<double, count> seconds{};
+  // Each matmul call of the forward, in order: its tensors' role without the layer ("ffn_down",
+  // "ffn_gate+ffn_up" for a call of several, "output"), wall time and weight bytes. Shows which
+  // shapes keep the matmul line below the kernels' own rate.
+  struct MatmulCall {
+    std::string role;
+    double seconds = 0, bytes = 0;
+  };
+  std::vector<MatmulCall> matmul_calls;
   static const char* name(int op);
 };
 

@@ -2,6 +2,7 @@
 // 260: fast even under qemu): results written, perplexity and greedy tokens equal across layouts and
 // thread counts, an arm on different weights reported failed and never timed, and bad keys named
 // with their file and line before anything runs.
+#include <map>
 #include <unistd.h>
 
 #include <cmath>
@@ -177,7 +178,24 @@ TEST_SUITE("model-kinds") {
       const double token_bytes = matmul_gbs * matmul * 1e6 + 2 * state;  // GB/s x ms = 1e6 bytes
       CHECK(arm["token_bytes_fraction_of_read_ceiling"]["median"].get<double>() ==
             doctest::Approx(token_bytes / (total * 1e6) / ceiling_gbs).epsilon(1e-9));
+      // The matmul line by role: the roles hold every matmul call of the token once, so their
+      // bytes are the token's weight bytes and their times add up to the matmul line.
+      std::map<std::string, int> calls;
+      double role_bytes = 0, role_ms = 0;
+      for (const Json& role : arm["matmul_roles"]) {
+        calls[role["role"].get<std::string>()] = role["calls_per_token"].get<int>();
+        role_bytes += role["bytes_per_token"].get<double>();
+        role_ms += role["ms"]["median"].get<double>();
+      }
+      CHECK(calls["output"] == 1);
+      CHECK(calls["ffn_gate+ffn_up"] == c.n_layer);
+      CHECK(calls["ffn_down"] == c.n_layer);
+      CHECK(calls["ssm_out"] == recurrent);
+      CHECK(calls["attn_qkv+attn_gate"] == recurrent);
+      CHECK(role_bytes == doctest::Approx(matmul_gbs * matmul * 1e6).epsilon(1e-9));
+      CHECK(role_ms == doctest::Approx(matmul).epsilon(1e-9));
     }
+    CHECK(rep.markdown.find("| matmul role |") != std::string::npos);
     CHECK(rep.markdown.find("token bytes of read ceiling") != std::string::npos);
   }
 
