@@ -25,6 +25,7 @@
 #include "common/strings.hpp"
 #include "layouts/registry.hpp"
 #include "experiments/measure.hpp"
+#include "experiments/model_arms.hpp"
 #include "experiments/progress.hpp"
 #include "experiments/results.hpp"
 #include "experiments/runner.hpp"
@@ -101,7 +102,7 @@ struct WeightArgs {
 };
 
 struct GenerateOptions {
-  std::string path, prompt = "Hello", layout, kernel, mode = "mmap", layout_map;
+  std::string path, prompt = "Hello", layout, kernel, mode = "mmap", layout_map, measure_weights = "cold";
   std::string plan = "auto";
   bool requantise = false;
   int n = 16, threads = 1;
@@ -168,12 +169,27 @@ LayoutMap relocated_map(const std::string& text) {
   }
 }
 
+// --layout-map and --measure-weights, which the commands that load a model share (model bench's
+// --layout-map adds arms instead: add_bench_options).
+constexpr const char* kLayoutMapHelp =
+    "Mixed layouts per tensor: 'ffn_*=b3r,*=t2r' (glob patterns over matmul tensor names, first match wins; a target "
+    "'t2r|b3r' or 'measure' is timed per shape; docs/model.md)";
+void add_layout_map_options(CLI::App* c, std::string& layout_map, std::string& measure_weights) {
+  c->add_option("--layout-map", layout_map, cat(kLayoutMapHelp, "; the rest take --layout"));
+  c->add_option("--measure-weights", measure_weights,
+                "How a measured --layout-map rule times its candidates: cold (each timed call after reading twice the "
+                "last-level cache, as a model past the cache decodes) or warm (calls after calls on one copy)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cold", "warm"}));
+}
+
 // The load options the model commands share.
 LoadOptions load_options(const std::string& layout, const std::string& kernel, int threads, const std::string& mode,
-                         bool requantise, const std::string& layout_map = "") {
+                         bool requantise, const std::string& layout_map = "", const std::string& measure_weights = "cold") {
   LoadOptions lo;
   lo.layout = layout;
   if (!layout_map.empty()) lo.layout_map = relocated_map(layout_map);
+  if (lo.layout_map.measured()) lo.plan_cold_bytes = experiments::cold_measure_bytes(measure_weights, experiments::cold_set_bytes(0));
   lo.kernel = kernel;
   lo.threads = threads;
   lo.mode = gguf::parse_mode(mode);
@@ -240,7 +256,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& lo
 }
 
 void run_generate(const GenerateOptions& o) {
-  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map);
+  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map, o.measure_weights);
   lo.plan = parse_plan_mode(o.plan);
   apply_weight_options(lo, o.weights);
   show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
@@ -341,7 +357,7 @@ void run_verify_costs(const VerifyCostOptions& o) {
 }
 
 struct LogitsOptions {
-  std::string path, prompt, tokens, layout, kernel, mode = "mmap", layout_map;
+  std::string path, prompt, tokens, layout, kernel, mode = "mmap", layout_map, measure_weights = "cold";
   std::vector<std::string> out;
   int threads = 1;
   bool requantise = false;
@@ -377,7 +393,7 @@ void run_logits(const LogitsOptions& o) {
   for (const std::string& out : o.out)
     if (!out.ends_with(".npy") && !out.ends_with(".csv"))
       fail("model logits: -o/--output ", out, ": the name must end in .npy or .csv (the format written)");
-  auto m = load_model(o.path, load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map));
+  auto m = load_model(o.path, load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map, o.measure_weights));
   std::vector<std::int32_t> ids;
   if (!o.prompt.empty()) {
     ids = Tokenizer::from_gguf(m->file()).encode(o.prompt);
@@ -401,7 +417,7 @@ void run_logits(const LogitsOptions& o) {
 }
 
 struct PerplexityOptions {
-  std::string path, text, layout, kernel, mode = "mmap", save_logits, kl_base, layout_map;
+  std::string path, text, layout, kernel, mode = "mmap", save_logits, kl_base, layout_map, measure_weights = "cold";
   int tokens = 0, chunk = 64, stride = 0, threads = 1;
   bool json = false;
   bool requantise = false;
@@ -421,7 +437,7 @@ nlohmann::json logits_record(const PerplexityOptions& o, const Model& m, const s
 void run_perplexity(const PerplexityOptions& o) {
   const std::string text = read_text(o.text);
   if (o.stride >= o.chunk) fail("model perplexity: --stride ", o.stride, " must be below --ctx ", o.chunk);
-  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map);
+  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map, o.measure_weights);
   apply_weight_options(lo, o.weights);
   auto m = load_model(o.path, lo);
   std::vector<std::int32_t> ids = Tokenizer::from_gguf(m->file()).encode(text);
@@ -516,6 +532,8 @@ void run_perplexity(const PerplexityOptions& o) {
 struct BenchOptions {
   std::string path, layouts = "pq2_0,ptq1_0,t2x4,t2p,t2r", mode = "mmap", plan = "auto", format = "md", output, results = "results";
   std::vector<int> prompt{64}, gen{32}, threads{1};
+  std::vector<std::string> layout_maps;  // each an arm beside the layouts
+  std::string measure_weights = "cold";
   int repetitions = 5, warmup = 1;
   bool requantise = false;
 };
@@ -541,12 +559,17 @@ void run_bench(const BenchOptions& o) {
   for (std::string name; std::getline(names, name, ',');) layouts.push_back(name);
   if (layouts.empty()) fail("model bench: no layout named (--layouts)");
   for (int t : o.threads) threads.push_back(t);
-  toml::table arm{{"layout", layouts}, {"threads", threads}};
+  toml::array arms{toml::table{{"layout", layouts}, {"threads", threads}}};
+  // Each map an arm named by its text; the tensors it leaves take the first layout.
+  for (const std::string& map : o.layout_maps) {
+    relocated_map(map);  // its errors name the flag before anything loads
+    arms.push_back(toml::table{{"name", map}, {"layout", *layouts.front().value<std::string>()}, {"layout_map", map}, {"threads", threads}});
+  }
   // The baseline is the first layout at each arm's thread count: its ratios compare like with like.
   toml::table config{{"kind", "model-bench"}, {"name", "model-bench"}, {"model", o.path}, {"output", o.results},
                      {"tests", join(tests, ",")}, {"rounds", o.repetitions}, {"warmup", o.warmup}, {"sample_ms", 0.001},
-                     {"load", o.mode}, {"plan", o.plan}, {"requantise_scales", o.requantise},
-                     {"baseline", *layouts.front().value<std::string>()}, {"arm", toml::array{arm}}};
+                     {"load", o.mode}, {"plan", o.plan}, {"requantise_scales", o.requantise}, {"measure_weights", o.measure_weights},
+                     {"baseline", *layouts.front().value<std::string>()}, {"arm", std::move(arms)}};
   const experiments::RunOutcome outcome =
       experiments::run_experiment_text(cat("# ternlab model bench ", o.path, "\n", config, "\n"), "model-bench", {}, std::cerr);
   std::ifstream in(std::filesystem::path(outcome.folder) / "summary.json");
@@ -758,7 +781,7 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("-p,--prompt", g.prompt, "Prompt text")->capture_default_str();
   gen->add_option("-n", g.n, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--layout", g.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
-  gen->add_option("--layout-map", g.layout_map, "Mixed layouts per tensor: 'ffn_*=b3r,*=t2r' (glob patterns over matmul tensor names, first match wins; a target 't2r|b3r' or 'measure' is timed per shape; the rest take --layout; docs/model.md)");
+  add_layout_map_options(gen, g.layout_map, g.measure_weights);
   gen->add_option("--kernel", g.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   gen->add_option("--threads", g.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--temperature", g.temperature, "0 = greedy")->capture_default_str();
@@ -794,7 +817,7 @@ void add_model_commands(CLI::App& app) {
   logits->add_option("-p,--prompt", lg.prompt, "Prompt text (tokenised with the file's tokenizer)");
   logits->add_option("--tokens", lg.tokens, "Token ids, separated by commas or spaces");
   logits->add_option("--layout", lg.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
-  logits->add_option("--layout-map", lg.layout_map, "Mixed layouts per tensor: 'ffn_*=b3r,*=t2r' (glob patterns over matmul tensor names, first match wins; a target 't2r|b3r' or 'measure' is timed per shape; the rest take --layout; docs/model.md)");
+  add_layout_map_options(logits, lg.layout_map, lg.measure_weights);
   logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   logits->add_option("--threads", lg.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   logits->add_option("--load", lg.mode, "Load mode: mmap or memory")->capture_default_str();
@@ -816,7 +839,7 @@ void add_model_commands(CLI::App& app) {
   ppl->add_option("--kl-base", px.kl_base, "Compare with logits a --save-logits run wrote: KL divergence, top-1 agreement, "
                                            "perplexity ratio with its error");
   ppl->add_option("--layout", px.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
-  ppl->add_option("--layout-map", px.layout_map, "Mixed layouts per tensor: 'ffn_*=b3r,*=t2r' (glob patterns over matmul tensor names, first match wins; a target 't2r|b3r' or 'measure' is timed per shape; the rest take --layout; docs/model.md)");
+  add_layout_map_options(ppl, px.layout_map, px.measure_weights);
   ppl->add_option("--kernel", px.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   ppl->add_option("--threads", px.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   ppl->add_option("--load", px.mode, "Load mode: mmap or memory")->capture_default_str();
@@ -829,6 +852,13 @@ void add_model_commands(CLI::App& app) {
   auto* bench = model->add_subcommand("bench", "Prefill (pp) and decode (tg) tok/s per layout and thread count, as llama-bench measures them");
   bench->add_option("file", b.path, "GGUF file")->required();
   bench->add_option("--layouts", b.layouts, "Comma-separated layouts")->capture_default_str()->check(known_layouts());
+  bench->add_option("--layout-map", b.layout_maps,
+                    cat(kLayoutMapHelp, "; each an arm beside the layouts, its rest in the first of --layouts; repeatable"));
+  bench->add_option("--measure-weights", b.measure_weights,
+                    "How a measured --layout-map rule times its candidates: cold (each timed call after reading twice the "
+                    "last-level cache) or warm (calls after calls on one copy)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cold", "warm"}));
   bench->add_option("-p,--n-prompt", b.prompt, "Prompt lengths of the pp tests, comma-separated (0: none)")
       ->delimiter(',')->capture_default_str()->check(CLI::NonNegativeNumber);
   bench->add_option("-n,--n-gen", b.gen, "Lengths of the tg tests, comma-separated (0: none)")

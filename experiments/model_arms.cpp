@@ -183,11 +183,9 @@ std::string model_arm_kernel(const ArmSpec& a, const LayoutInfo& L) {
 
 // `measure_weights`: the bytes a cold measurement reads before each call (0: warm). The set is the
 // kernel kinds' cold set (twice the last-level cache), or TERNLAB_COLD_WEIGHTS_MIB where set.
-std::int64_t measure_cold_bytes(const RunSpec& run) {
-  const Located at = run.at("measure_weights");
-  const std::string mode = at ? as_string(at) : "cold";
-  if (mode != "cold" && mode != "warm") fail_at(at, "'", mode, "' is not a measurement (cold: weights from memory, warm: one copy)");
+std::int64_t cold_measure_bytes(const std::string& mode, std::int64_t fallback_bytes) {
   if (mode == "warm") return 0;
+  if (mode != "cold") fail("'", mode, "' is not a measurement (cold: weights from memory, warm: one copy)");
   if (const char* env = std::getenv("TERNLAB_COLD_WEIGHTS_MIB")) {
     char* end = nullptr;
     const long long mib = std::strtoll(env, &end, 10);
@@ -196,7 +194,14 @@ std::int64_t measure_cold_bytes(const RunSpec& run) {
     return std::int64_t(mib) << 20;
   }
   const std::int64_t llc = last_level_cache_bytes();
-  return llc > 0 ? cold_set_bytes(llc) : key::ceiling_mib(run) << 20;
+  return llc > 0 ? cold_set_bytes(llc) : fallback_bytes;
+}
+
+std::int64_t measure_cold_bytes(const RunSpec& run) {
+  const Located at = run.at("measure_weights");
+  const std::string mode = at ? as_string(at) : "cold";
+  if (mode != "cold" && mode != "warm") fail_at(at, "'", mode, "' is not a measurement (cold: weights from memory, warm: one copy)");
+  return cold_measure_bytes(mode, key::ceiling_mib(run) << 20);
 }
 
 model::LayoutMap arm_layout_map(const ArmSpec& arm) {

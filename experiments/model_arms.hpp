@@ -100,7 +100,11 @@ model::SynthPreset preset_of(const ModelSource& src);
 // An arm's load mode (its `load`, else the run's, else mmap) and model file (its `model`, else the run's).
 gguf::LoadMode arm_load(const RunSpec& run, const ArmSpec& arm);
 std::string arm_model_path(const ArmSpec& arm, const ModelSource& src);
-// `measure_weights`: the bytes a cold measured layout choice reads before each timed call, 0 warm.
+// The bytes a measured layout choice reads before each timed call: `mode` cold (twice the last-level
+// cache, TERNLAB_COLD_WEIGHTS_MIB where set, `fallback_bytes` where the cache size is unknown) or
+// warm (0). The CLI's --measure-weights and the experiments' `measure_weights` key both read it.
+std::int64_t cold_measure_bytes(const std::string& mode, std::int64_t fallback_bytes);
+// `measure_weights` (cold_measure_bytes), its errors naming the key.
 std::int64_t measure_cold_bytes(const RunSpec& run);
 // An arm's layout map (`layout_map`, parsed; empty when absent), errors naming the key.
 model::LayoutMap arm_layout_map(const ArmSpec& arm);

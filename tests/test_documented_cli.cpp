@@ -340,6 +340,24 @@ TEST_SUITE("docs-cli") {
       CHECK(r["samples_ts"].size() == 3);
       CHECK(r["avg_ts"].get<double>() > 0);
     }
+    // A layout map is an arm beside the layouts, named by its text, its rest in the first layout;
+    // its greedy tokens equal the first layout's (exact layouts), and a bad map names the flag.
+    const std::vector<std::string> mapped = {TERNLAB_CLI, "model", "bench", model, "--layouts", "t2r", "--layout-map", "ffn_*=b3r",
+                                             "-p", "0", "-n", "2", "-r", "1", "--warmup", "0", "--format", "json",
+                                             "-o", (tmp / "map.json").string(), "--results", (tmp / "map").string()};
+    REQUIRE(run_in(tmp, mapped, log, tmp / "wisdom.toml") == 0);
+    std::ifstream map_in(tmp / "map.json");
+    const auto map_records = nlohmann::json::parse(map_in);
+    REQUIRE(map_records.size() == 2);
+    CHECK(map_records[0]["layout"] == "t2r");
+    CHECK(map_records[1]["arm"].get<std::string>().starts_with("ffn_*=b3r"));
+    CHECK(map_records[1]["layout"].get<std::string>().find("ffn_*: b3r") == 0);
+    CHECK(map_records[1]["layout"].get<std::string>().find("rest: t2r") != std::string::npos);
+    CHECK(map_records[1]["greedy_check"].get<std::string>().starts_with("equal"));
+    CHECK(map_records[1]["ternary_bytes_per_token"].get<double>() < map_records[0]["ternary_bytes_per_token"].get<double>());  // b3r: 1.75 bits
+    const std::vector<std::string> bad_map = {TERNLAB_CLI, "model", "bench", model, "--layouts", "t2r", "--layout-map", "ffn_*=t2q"};
+    CHECK(run_in(tmp, bad_map, log, tmp / "wisdom.toml") == 2);
+    CHECK(tail_of(log).find("ternlab: error: --layout-map: layout map item 'ffn_*=t2q': unknown layout 't2q'") != std::string::npos);
     const std::vector<std::string> bad = {TERNLAB_CLI, "model", "bench", model, "--layouts", "pq2_0,t2q"};
     CHECK(run_in(tmp, bad, log, tmp / "wisdom.toml") == 2);
     const std::string said = tail_of(log);
