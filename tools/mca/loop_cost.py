@@ -63,7 +63,9 @@ def demangle(names):
 
 def short(name):
     """ternlab::strategies::SlotMask<ternlab::isa::Avx2, 2, 2, 4>::gemv(...) -> SlotMask<Avx2,2,2,4>::gemv"""
-    name = name.split("(")[0]
+    # An enum template argument demangles as a cast, "(ternlab::strategies::Streaming)1": drop the
+    # cast so that the first "(" left opens the parameter list.
+    name = re.sub(r"\([\w:]+\)(?=-?\d)", "", name).split("(")[0]
     if " ternlab::" in name:  # a function template's demangled name starts with its return type
         name = name[name.index(" ternlab::") + 1:]
     for junk in ("ternlab::strategies::", "ternlab::isa::", "ternlab::detail::", "(anonymous namespace)::", " "):
@@ -108,8 +110,8 @@ def innermost_dot_loops(body):
             for s, e in sorted(inner)]
 
 
-def mca_cycles(loop, mcpu, iterations=200):
-    r = subprocess.run(["llvm-mca", f"-mcpu={mcpu}", f"-iterations={iterations}"], input="\n".join(loop) + "\n",
+def mca_cycles(loop, mca, mcpu, iterations=200):
+    r = subprocess.run([mca, f"-mcpu={mcpu}", f"-iterations={iterations}"], input="\n".join(loop) + "\n",
                        capture_output=True, text=True)
     m = re.search(r"Total Cycles:\s+(\d+)", r.stdout)
     if not m:
@@ -124,13 +126,15 @@ def main():
     ap.add_argument("--mcpu", default="znver3", help="llvm-mca CPU model (znver3, skylake, icelake-server, ...)")
     ap.add_argument("--filter", default="", help="only functions whose short name contains this")
     ap.add_argument("--show", default="", help="print the loop of the function with this short name")
+    ap.add_argument("--mca", default="llvm-mca",
+                    help="the llvm-mca to run: a newer one knows newer cores (llvm-mca-16: -mcpu=znver4, Debian's llvm-16)")
     a = ap.parse_args()
-    if subprocess.run(["which", "llvm-mca"], capture_output=True).returncode != 0:
-        sys.exit("loop_cost: llvm-mca not found (Debian: apt install llvm)")
+    if subprocess.run(["which", a.mca], capture_output=True).returncode != 0:
+        sys.exit(f"loop_cost: {a.mca} not found (Debian: apt install llvm, or llvm-16 for llvm-mca-16)")
 
     fns = functions(compile_to_asm(a.build, a.source))
     names = demangle([n for n, _ in fns])
-    print(f"{os.path.relpath(a.source, ROOT)}, llvm-mca -mcpu={a.mcpu}; one row per innermost loop with int8 dots")
+    print(f"{os.path.relpath(a.source, ROOT)}, {a.mca} -mcpu={a.mcpu}; one row per innermost loop with int8 dots")
     print(f"{'function (#k: its k-th loop)':48} {'instrs':>6} {'dots':>5} {'stack':>5} {'cycles/iter':>11} {'MAC/cycle':>9}")
     for (mangled, body), full in zip(fns, names):
         s = short(full)
@@ -143,7 +147,7 @@ def main():
                 print("\n".join(loop))
             stack = sum(bool(re.search(r"\((%rsp|%rbp)\)|\(%r[sb]p,", x)) for x in loop)
             dots = sum(bool(DOT.search(x)) for x in loop)
-            cycles = mca_cycles(loop, a.mcpu)
+            cycles = mca_cycles(loop, a.mca, a.mcpu)
             print(f"{label:48} {len(loop):6} {dots:5} {stack:5} {cycles:11.1f} {sum(map(macs, loop)) / cycles:9.1f}")
 
 
