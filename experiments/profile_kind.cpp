@@ -35,6 +35,7 @@ using model::Model;
 // The kind's own keys, each with its default and bounds.
 namespace profile_key {
 constexpr IntegerKey prompt_tokens{"prompt_tokens", 16, 1, 1 << 20};
+constexpr IntegerKey tokens{"tokens", 1, 1, 1 << 16};
 }
 
 // The profile kind's barrier detour: a competing busy thread (or none), and pinned pool workers.
@@ -92,26 +93,32 @@ std::vector<const std::vector<model::OpProfile>*> profiled_calls(const auto& pro
 }
 
 // The matmul line split by the tensors' role (ffn_down, ffn_gate+ffn_up, output, ...): per arm and
-// role, the median over kept rounds of the per-token time, its GB/s and fraction of that round's
-// read ceiling. A role well below the kernels' own rate is where the matmul line loses. Also
-// written to summary.json's arms[].matmul_roles.
+// role, the median over kept rounds of the per-call time, its GB/s (decode) or GMAC/s (a batch) and
+// its fraction of that round's read or int8 ceiling. A role well below the kernels' own rate is
+// where the matmul line loses. Also written to summary.json's arms[].matmul_roles.
 std::string matmul_roles_text(const ModelArms& m, const TimingResult& r,
-                              const std::vector<const std::vector<model::OpProfile>*>& calls, Json& js) {
-  Table table({{"arm"}, {"matmul role"}, {"calls/token", Align::right}, {"MB/token", Align::right}, {"ms", Align::right},
-               {"share of matmul", Align::right}, {"GB/s", Align::right}, {"of read ceiling", Align::right}});
+                              const std::vector<const std::vector<model::OpProfile>*>& calls, bool decode, Json& js) {
+  Table table({{"arm"}, {"matmul role"}, {"calls", Align::right}, {"MB", Align::right}, {"ms", Align::right},
+               {"share of matmul", Align::right}, {decode ? "GB/s" : "GMAC/s", Align::right},
+               {decode ? "of read ceiling" : "of int8 ceiling", Align::right}});
   for (std::size_t i = 0; i < m.arms.size(); ++i) {
     const ArmTiming& t = r.arms[i];
     if (!t.verified || t.reps == 0 || calls[i]->empty()) continue;
     // Roles in the order of the first profiled call (layer 0's, then the head).
+    struct PerCall {
+      int calls = 0;
+      double bytes = 0, macs = 0;
+    };
     std::vector<std::string> roles;
-    std::map<std::string, std::pair<int, double>> per_token;  // role -> calls, bytes in one token
+    std::map<std::string, PerCall> per_call;
     for (const auto& c : calls[i]->front().matmul_calls) {
-      auto [it, fresh] = per_token.try_emplace(c.role, 0, 0.0);
+      auto [it, fresh] = per_call.try_emplace(c.role);
       if (fresh) roles.push_back(c.role);
-      it->second.first += 1;
-      it->second.second += c.bytes;
+      it->second.calls += 1;
+      it->second.bytes += c.bytes;
+      it->second.macs += c.macs;
     }
-    std::map<std::string, std::vector<double>> seconds;  // role -> per kept round, mean per token
+    std::map<std::string, std::vector<double>> seconds;  // role -> per kept round, mean per profiled call
     std::vector<double> totals;
     for (int k = 0; k < r.rounds; ++k) {
       const std::size_t first = 1 + std::size_t(r.warmup + k) * std::size_t(t.reps);  // after the calibration call
@@ -125,34 +132,42 @@ std::string matmul_roles_text(const ModelArms& m, const TimingResult& r,
       for (const auto& role : roles) seconds[role].push_back(sum[role]);
       totals.push_back(total);
     }
-    const std::vector<double> ceils = r.ceiling_of(t);
+    const std::vector<double> ceils = decode ? r.ceiling_of(t) : r.compute_of(t);
     Json arm_roles = Json::array();
     for (const auto& role : roles) {
-      const auto [n, bytes] = per_token[role];
-      std::vector<double> gbps, frac, share;
+      const PerCall& pc = per_call[role];
+      std::vector<double> rate, frac, share;
       const auto& sec = seconds[role];
       for (std::size_t k = 0; k < sec.size(); ++k) {
         if (sec[k] <= 0) continue;
-        gbps.push_back(bytes / sec[k] / 1e9);
+        rate.push_back((decode ? pc.bytes : pc.macs) / sec[k] / 1e9);
         share.push_back(sec[k] / totals[k]);
-        if (k < ceils.size()) frac.push_back(gbps.back() / ceils[k]);
+        if (k < ceils.size()) frac.push_back(rate.back() / ceils[k]);
       }
-      const Stat ms = stat_of(sec), g = stat_of(gbps), f = stat_of(frac), sh = stat_of(share);
-      table.add({m.arms[i].name, role, std::to_string(n), sig(bytes / 1e6), with_range(ms, "", 1e3), with_range(sh, "%", 100),
+      const Stat ms = stat_of(sec), g = stat_of(rate), f = stat_of(frac), sh = stat_of(share);
+      table.add({m.arms[i].name, role, std::to_string(pc.calls), sig(pc.bytes / 1e6), with_range(ms, "", 1e3), with_range(sh, "%", 100),
                  g.valid ? sig(g.median) : "—", with_range(f, "%", 100)});
-      arm_roles.push_back({{"role", role}, {"calls_per_token", n}, {"bytes_per_token", bytes}, {"ms", stat_json(Stat{ms.median * 1e3, ms.min * 1e3, ms.max * 1e3, ms.valid})},
-                           {"gbps", stat_json(g)}, {"fraction_of_read_ceiling", stat_json(f)}});
+      Json j = {{"role", role}, {"calls", pc.calls}, {"bytes", pc.bytes}, {"macs", pc.macs},
+                {"ms", stat_json(Stat{ms.median * 1e3, ms.min * 1e3, ms.max * 1e3, ms.valid})}};
+      j[decode ? "gbps" : "gmacs"] = stat_json(g);
+      j[decode ? "fraction_of_read_ceiling" : "fraction_of_int8_ceiling"] = stat_json(f);
+      arm_roles.push_back(std::move(j));
     }
     for (Json& arm : js["arms"])
       if (arm["name"] == m.arms[i].name) arm["matmul_roles"] = std::move(arm_roles);
   }
-  return "\nThe ternary matmul line by the tensors' role (one call of several tensors sharing an input is one role): ms per token, "
-         "median [min–max] over kept rounds; GB/s = the role's weight bytes per token / its time; of read ceiling against "
-         "that round's ceiling.\n\n" + table.markdown();
+  return std::string("\nThe ternary matmul line by the tensors' role (one call of several tensors sharing an input is one role): "
+                     "calls and MB of weights in the profiled forward call, ms in it, median [min–max] over kept rounds; ") +
+         (decode ? "GB/s = the role's weight bytes / its time; of read ceiling against that round's ceiling.\n\n"
+                 : "GMAC/s = the role's weights x tokens / its time; of int8 ceiling against that round's ceiling.\n\n") +
+         table.markdown();
 }
 
 RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   const int prompt_len = int(profile_key::prompt_tokens(run));
+  // 1: one decode token (gemv), rated against the read ceiling; more: one prompt batch of that many
+  // tokens (gemm, in the model's prefill_chunk batches), rated against the int8 compute ceiling.
+  const int batch = int(profile_key::tokens(run));
   const int verify_n = int(key::verify_tokens(run));
   ModelArms m = plan_arms(run, ctx, 8, verify_n);
   std::vector<std::int32_t> prompt;  // drawn once the baseline has told the vocabulary
@@ -165,7 +180,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   };
   std::vector<std::shared_ptr<Profiled>> profiled(m.arms.size());
   const auto prepare = [&](std::size_t i, ModelArm& a) {
-    if (prompt.empty()) prompt = model::random_tokens(prompt_len + 1, std::max(m.vocab, 1), run_seed(run) + 3);
+    if (prompt.empty()) prompt = model::random_tokens(prompt_len + batch, std::max(m.vocab, 1), run_seed(run) + 3);
     ArmSetup s = setup_of(a);
     auto p = std::make_shared<Profiled>();
     if (a.model && a.failure.empty()) {
@@ -177,8 +192,19 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       const std::string disturb = arm_disturbance(run.arms[i]);
       p->snapshot = model->new_session();
       model->forward(p->snapshot, std::span(prompt.data(), std::size_t(prompt_len)));
-      const std::int32_t next = prompt.back();
+      const std::span<const std::int32_t> next(prompt.data() + prompt_len, std::size_t(batch));
       s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token());
+      // Every matmul runs each token of the batch but the head, which runs the last token alone.
+      // A peer's matrices are not in tensor_layouts(): one untimed profiled call counts them.
+      s.macs = 0;
+      for (const model::TensorLayout& tl : model->tensor_layouts())
+        s.macs += double(tl.rows) * double(tl.cols) * (tl.tensor == "output.weight" ? 1 : batch);
+      if (model->tensor_layouts().empty()) {
+        model::Session probe = p->snapshot;
+        model::OpProfile prof;
+        model->forward(probe, next, false, &prof);
+        for (const auto& c : prof.matmul_calls) s.macs += c.macs;
+      }
       p->state_bytes = double(model->config().recurrent_state_bytes());
       s.call = [model, p, next] {
         // Assigned into the last call's session, whose caches keep the capacity that call grew:
@@ -186,7 +212,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
         // them all (megabytes at a long context), and the attention line measured that.
         p->session = p->snapshot;
         model::OpProfile prof;
-        model->forward(p->session, std::span(&next, 1), false, &prof);
+        model->forward(p->session, next, false, &prof);
         p->calls.push_back(prof);
       };
       if (disturb != "none") {
@@ -209,15 +235,20 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   constexpr int kOps = model::OpProfile::count;
   std::ostringstream md;
   md << "### " << rep.title << "\n\n" << model_line(m);
-  md << "kind profile: wall time per op of one decode token after a " << prompt_len << "-token context, from model::OpProfile; "
+  const std::string profiled_call = batch == 1 ? "one decode token" : cat("one ", batch, "-token prompt batch");
+  md << "kind profile: wall time per op of " << profiled_call << " after a " << prompt_len << "-token context, from model::OpProfile; "
      << r.rounds << " rounds kept after " << r.warmup << " warm-up; " << arms_order_text(r) << "; every arm's greedy tokens checked against the baseline "
      << "'" << m.arms[m.baseline].name << "' before timing (ratios against " << r.baseline_label
      << "). Cells: ms, median over rounds of the per-round mean.\n\n";
   md << ceilings_text(r);
   std::vector<Column> columns = {{"arm"}, {"layout"}, {"kernel"}, {"thr", Align::right}, {"greedy check"}};
   for (int op = 0; op < kOps; ++op) columns.push_back({model::OpProfile::name(op), Align::right});
-  for (const char* c : {"total ms", "tok/s", "matmul share", "spread", "matmul GB/s", "matmul of read ceiling", "state GB/s",
-                        "token bytes of read ceiling"})
+  // A decode token is rated by its bytes against the read ceiling, a prompt batch by its
+  // multiply-accumulates against the int8 compute ceiling.
+  const bool decode = batch == 1;
+  for (const char* c : {"total ms", "tok/s", "matmul share", "spread"}) columns.push_back({c, Align::right});
+  for (const char* c : decode ? std::vector<const char*>{"matmul GB/s", "matmul of read ceiling", "state GB/s", "token bytes of read ceiling"}
+                              : std::vector<const char*>{"matmul GMAC/s", "matmul of int8 ceiling", "state GB/s", "batch of int8 ceiling"})
     columns.push_back({c, Align::right});
   columns.push_back({ratio_header(r), Align::right});
   Table table(std::move(columns));
@@ -227,6 +258,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   rep.rows.columns = {"run", "round", "arm", "layout", "kernel", "threads", "op", "seconds"};
   Json js = run_json_head(run, rep.title, m);
   js["prompt_tokens"] = prompt_len;
+  js["tokens"] = batch;
   js["rounds"] = r.rounds;
   js["arms"] = Json::array();
   // Per arm, per kept round: mean seconds per op, and the total.
@@ -269,27 +301,30 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       arm["ms"][model::OpProfile::name(op)] = stat_json(s);
     }
     const std::vector<double> tot = totals(i), base_totals = totals(m.ratios.of[i]);
-    std::vector<double> gbps, frac, speed, toks, share, state_gbps, token_frac;
-    const std::vector<double> ceils = r.ceiling_of(t);
+    // rate: matmul GB/s (decode) or GMAC/s (batch); frac: of that round's read or int8 ceiling;
+    // whole: the token's bytes (weights + state both ways) of the read ceiling, or the batch's
+    // multiply-accumulates over its whole time of the int8 ceiling.
+    std::vector<double> rate, frac, speed, toks, share, state_gbps, whole;
+    const std::vector<double> ceils = decode ? r.ceiling_of(t) : r.compute_of(t);
     const double state_bytes = profiled[i]->state_bytes;
     for (std::size_t k = 0; k < per_round[i].size(); ++k) {
       const double mm = per_round[i][k][model::OpProfile::matmul], gdn = per_round[i][k][model::OpProfile::gdn];
-      toks.push_back(1 / tot[k]);
+      toks.push_back(batch / tot[k]);
       share.push_back(mm / tot[k]);
-      gbps.push_back(t.setup.weight_bytes / mm / 1e9);
-      if (state_bytes > 0 && gdn > 0) state_gbps.push_back(2 * state_bytes / gdn / 1e9);
+      rate.push_back((decode ? t.setup.weight_bytes : t.setup.macs) / mm / 1e9);
+      if (state_bytes > 0 && gdn > 0) state_gbps.push_back(2 * state_bytes * batch / gdn / 1e9);
       if (k < ceils.size()) {
-        frac.push_back(gbps.back() / ceils[k]);
-        token_frac.push_back((t.setup.weight_bytes + 2 * state_bytes) / tot[k] / 1e9 / ceils[k]);
+        frac.push_back(rate.back() / ceils[k]);
+        whole.push_back((decode ? t.setup.weight_bytes + 2 * state_bytes : t.setup.macs) / tot[k] / 1e9 / ceils[k]);
       }
       if (k < base_totals.size()) speed.push_back(base_totals[k] / tot[k]);
       for (int op = 0; op < kOps; ++op)
         rep.rows.add({run.index, k, a.name, a.layout, a.kernel, a.threads, model::OpProfile::name(op), per_round[i][k][std::size_t(op)]});
     }
-    const Stat total = stat_of(tot), g = stat_of(gbps), f = stat_of(frac), sp = stat_of(speed), ts = stat_of(toks),
-               sh = stat_of(share), sg = stat_of(state_gbps), tf = stat_of(token_frac);
+    const Stat total = stat_of(tot), g = stat_of(rate), f = stat_of(frac), sp = stat_of(speed), ts = stat_of(toks),
+               sh = stat_of(share), sg = stat_of(state_gbps), tf = stat_of(whole);
     if (t.verified && m.ratios.of[i] != i) noise.ratio(a.name, speed);
-    noise.fraction(a.name, "its matmul fraction of the read ceiling", frac);
+    noise.fraction(a.name, decode ? "its matmul fraction of the read ceiling" : "its matmul fraction of the int8 ceiling", frac);
     for (std::string c : {with_range(total, "", 1e3), ts.valid ? sig(ts.median) : "—", with_range(sh, "%", 100), spread_cell(tot), g.valid ? sig(g.median) : "—", with_range(f, "%", 100),
                           sg.valid ? sig(sg.median) : "—", with_range(tf, "%", 100), with_range(sp, "×")})
       cells.push_back(std::move(c));
@@ -300,11 +335,17 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     arm["matmul_share"] = stat_json(sh);
     arm["disturb"] = arm_disturbance(run.arms[i]);
     arm["pin_workers"] = arm_pins_workers(run.arms[i]);
-    arm["matmul_gbps"] = stat_json(g);
-    arm["matmul_fraction_of_read_ceiling"] = stat_json(f);
     arm["state_bytes_per_token"] = json_number(state_bytes);
     arm["state_gbps"] = stat_json(sg);
-    arm["token_bytes_fraction_of_read_ceiling"] = stat_json(tf);
+    if (decode) {
+      arm["matmul_gbps"] = stat_json(g);
+      arm["matmul_fraction_of_read_ceiling"] = stat_json(f);
+      arm["token_bytes_fraction_of_read_ceiling"] = stat_json(tf);
+    } else {
+      arm["matmul_gmacs"] = stat_json(g);
+      arm["matmul_fraction_of_int8_ceiling"] = stat_json(f);
+      arm["batch_fraction_of_int8_ceiling"] = stat_json(tf);
+    }
     arm["speedup_vs_baseline"] = stat_json(sp);
     js["arms"].push_back(std::move(arm));
   }
@@ -319,12 +360,18 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     for (const std::string& op : op_names) b.parts.push_back(stat_from(arm["ms"][op]).median);
     bars.push_back(std::move(b));
   }
-  md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
-        "arm's thread count; state GB/s = the Gated DeltaNet state a token reads and writes back (twice its size) / the Gated "
-        "DeltaNet time; token bytes of read ceiling = (weight bytes + twice the state) per token / total time, against the same "
-        "ceiling: what a decode token must move, where the decode bandwidth fraction bills the weights alone; "
-     << spread_note() << " of the totals; " << ratio_note(r) << ", of the totals.\n";
-  md << matmul_roles_text(m, r, profiled_calls(profiled), js);
+  if (decode)
+    md << "\nmatmul GB/s = ternary weight bytes per token / matmul time; of read ceiling: against that round's memory read ceiling on the "
+          "arm's thread count; state GB/s = the Gated DeltaNet state a token reads and writes back (twice its size) / the Gated "
+          "DeltaNet time; token bytes of read ceiling = (weight bytes + twice the state) per token / total time, against the same "
+          "ceiling: what a decode token must move, where the decode bandwidth fraction bills the weights alone; ";
+  else
+    md << "\nmatmul GMAC/s = ternary weights x " << batch << " tokens / matmul time; of int8 ceiling: against that round's int8 "
+          "compute ceiling (a register-only dot loop) on the arm's thread count; state GB/s = the Gated DeltaNet state each token "
+          "reads and writes back (twice its size, from cache where it fits) x tokens / the Gated DeltaNet time; batch of int8 "
+          "ceiling = the batch's multiply-accumulates / total time, against the same ceiling; ";
+  md << spread_note() << " of the totals; " << ratio_note(r) << ", of the totals.\n";
+  md << matmul_roles_text(m, r, profiled_calls(profiled), decode, js);
   if (!bars.empty())
     rep.svgs.emplace_back("decode_ms.svg", svg_stacked_bars(rep.title + ": one decode token by op", "ms", op_names, bars,
                                                             "each part: that op's median over kept rounds; total: median of per-round totals"));
@@ -344,9 +391,12 @@ void register_profile_kind() {
        {"arm.disturb", Type::string, true,
         "none (default), busy (a competing busy thread on the last pool thread's CPU while the arm runs) "
         "or busy-niced (the same at nice 19)"},
-       {"arm.pin_workers", Type::boolean, true, "pin the model's pool worker t to CPU t (default false)"}},
+       {"arm.pin_workers", Type::boolean, true, "pin the model's pool worker t to CPU t (default false)"},
+       profile_key::tokens.spec("tokens in the profiled forward call: 1 a decode token (gemv, against the read ceiling), "
+                                "more a prompt batch (gemm in prefill_chunk batches, against the int8 compute ceiling)")},
       [](const RunSpec& r) {
         profile_key::prompt_tokens(r);
+        profile_key::tokens(r);
         for (const ArmSpec& a : r.arms) {
           if (arm_disturbance(a) != "none" && arm_threads(r, a) < 2)
             fail_at(a.at("disturb"), "a disturbance needs at least 2 threads (it competes with the last pool thread)");
@@ -354,7 +404,7 @@ void register_profile_kind() {
         }
       },
       run_profile, [](const RunSpec& r) { return model_units(r, 5, 1); });
-  profile.model.context_tokens = [](const RunSpec& r) { return profile_key::prompt_tokens(r) + 1; };
+  profile.model.context_tokens = [](const RunSpec& r) { return profile_key::prompt_tokens(r) + profile_key::tokens(r); };
   profile.small_overrides = timed_small_overrides({"preset=tiny", "verify_tokens=2", "prompt_tokens=4"});
   register_kind(std::move(profile));
 }

@@ -92,7 +92,7 @@ std::string_view tensor_role(std::string_view name) {
 
 // Times `run` into profile->seconds[matmul] and, per call, into profile->matmul_calls.
 template <class Run>
-void timed_matmuls(std::span<const LinearOutput> outputs, OpProfile* profile, Run&& run) {
+void timed_matmuls(std::span<const LinearOutput> outputs, std::int64_t tokens, OpProfile* profile, Run&& run) {
   if (!profile) return run();
   const double t0 = seconds_now(false);
   run();
@@ -103,6 +103,7 @@ void timed_matmuls(std::span<const LinearOutput> outputs, OpProfile* profile, Ru
     if (!call.role.empty()) call.role += '+';
     call.role += tensor_role(o.linear->name);
     call.bytes += double(o.linear->bytes());
+    call.macs += double(o.linear->in()) * double(o.linear->out()) * double(tokens);
   }
   profile->matmul_calls.push_back(std::move(call));
 }
@@ -111,12 +112,12 @@ void timed_matmuls(std::span<const LinearOutput> outputs, OpProfile* profile, Ru
 
 void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& pool, OpProfile* profile) {
   const LinearOutput one{&w, y};
-  timed_matmuls(std::span(&one, 1), profile, [&] { w.apply(x, y, pool); });
+  timed_matmuls(std::span(&one, 1), x.tokens, profile, [&] { w.apply(x, y, pool); });
 }
 
 void matmuls(std::initializer_list<LinearOutput> outputs, const Q8KBatch& x, ThreadPool& pool, OpProfile* profile) {
   const std::span all(outputs.begin(), outputs.size());
-  timed_matmuls(all, profile, [&] { apply_all(all, x, pool); });
+  timed_matmuls(all, x.tokens, profile, [&] { apply_all(all, x, pool); });
 }
 
 // --- loading ------------------------------------------------------------------------------------
@@ -616,8 +617,10 @@ std::vector<float> Model::forward(Session& s, std::span<const std::int32_t> toke
     const auto n = std::min(tokens.size() - i, std::size_t(chunk_));
     const bool last = i + n == tokens.size();
     if (!all_logits && !last) {
-      std::vector<float> ignored;
-      forward_chunk(s, tokens.subspan(i, n), false, ignored, profile, ring);
+      // An earlier chunk's logits are never read: its last norm and the head (the largest matrix)
+      // are skipped.
+      std::vector<float> none;
+      forward_chunk(s, tokens.subspan(i, n), false, none, profile, ring, false);
     } else {
       forward_chunk(s, tokens.subspan(i, n), all_logits, logits, profile, ring);
     }
@@ -626,7 +629,7 @@ std::vector<float> Model::forward(Session& s, std::span<const std::int32_t> toke
 }
 
 void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool all_logits,
-                          std::vector<float>& logits, OpProfile* profile, StateRing* ring) {
+                          std::vector<float>& logits, OpProfile* profile, StateRing* ring, bool head) {
   const ModelConfig& c = cfg_;
   const int T = int(tokens.size());
   const std::int64_t d = c.n_embd;
@@ -662,6 +665,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
     for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
   }
   s.pos += T;
+  if (!head) return;
   const int first = all_logits ? 0 : T - 1;
   const int rows = T - first;
   std::vector<float> o(static_cast<std::size_t>(rows * d));

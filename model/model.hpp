@@ -174,11 +174,12 @@ struct OpProfile {
   enum Op { matmul, quantize, hadamard, gdn, attention, norm, other, count };
   std::array<double, count> seconds{};
   // Each matmul call of the forward, in order: its tensors' role without the layer ("ffn_down",
-  // "ffn_gate+ffn_up" for a call of several, "output"), wall time and weight bytes. Shows which
+  // "ffn_gate+ffn_up" for a call of several, "output"), wall time, weight bytes and multiply-
+  // accumulates. Shows which
   // shapes keep the matmul line below the kernels' own rate.
   struct MatmulCall {
     std::string role;
-    double seconds = 0, bytes = 0;
+    double seconds = 0, bytes = 0, macs = 0;  // macs: weights x tokens
   };
   std::vector<MatmulCall> matmul_calls;
   static const char* name(int op);
@@ -241,8 +242,9 @@ class Model {
   ThreadPool& pool() { return *pool_; }
 
  private:
+  // Runs one gemm batch of tokens; with `head` false the final norm and the head are skipped (no logits).
   void forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool all_logits, std::vector<float>& logits,
-                     OpProfile* profile, StateRing* ring);
+                     OpProfile* profile, StateRing* ring, bool head = true);
   ModelConfig cfg_;
   gguf::File file_;
   const LayoutInfo* layout_ = nullptr;

@@ -183,8 +183,8 @@ TEST_SUITE("model-kinds") {
       std::map<std::string, int> calls;
       double role_bytes = 0, role_ms = 0;
       for (const Json& role : arm["matmul_roles"]) {
-        calls[role["role"].get<std::string>()] = role["calls_per_token"].get<int>();
-        role_bytes += role["bytes_per_token"].get<double>();
+        calls[role["role"].get<std::string>()] = role["calls"].get<int>();
+        role_bytes += role["bytes"].get<double>();
         role_ms += role["ms"]["median"].get<double>();
       }
       CHECK(calls["output"] == 1);
@@ -197,6 +197,35 @@ TEST_SUITE("model-kinds") {
     }
     CHECK(rep.markdown.find("| matmul role |") != std::string::npos);
     CHECK(rep.markdown.find("token bytes of read ceiling") != std::string::npos);
+  }
+
+  TEST_CASE("profile of a prompt batch: matmul GMAC/s against the int8 ceiling, by role") {
+    const int batch = 6;
+    const RunReport rep = run_text(head("profile") + cat("prompt_tokens = 4\ntokens = ", batch, "\n[[arm]]\nlayout = \"t2p\"\n"));
+    CHECK(rep.ok);
+    CHECK(rep.json["tokens"] == batch);
+    CHECK(rep.markdown.find("one 6-token prompt batch") != std::string::npos);
+    CHECK(rep.markdown.find("| matmul of int8 ceiling |") != std::string::npos);
+    REQUIRE(rep.json["arms"].size() == 1);
+    const Json& arm = rep.json["arms"][0];
+    CHECK_FALSE(arm.contains("matmul_gbps"));
+    const double matmul_ms = arm["ms"]["ternary matmul"]["median"], total_ms = arm["total_ms"]["median"];
+    const double gmacs = arm["matmul_gmacs"]["median"];
+    const double ceiling = gmacs / arm["matmul_fraction_of_int8_ceiling"]["median"].get<double>();
+    // The roles hold every matmul call: their multiply-accumulates are the weights times the
+    // tokens each call ran (the head one token, the last), and they add up to the matmul line's.
+    const model::ModelConfig& c = model::find_preset("micro").config;
+    double role_macs = 0, head_macs = 0;
+    for (const Json& role : arm["matmul_roles"]) {
+      role_macs += role["macs"].get<double>();
+      if (role["role"] == "output") head_macs = role["macs"].get<double>();
+    }
+    CHECK(head_macs == double(c.n_vocab) * double(c.n_embd));
+    CHECK(gmacs * matmul_ms * 1e6 == doctest::Approx(role_macs).epsilon(1e-9));  // GMAC/s x ms = 1e6 MACs
+    // One round: the batch's whole fraction is its MACs over the total time against the same ceiling.
+    CHECK(arm["batch_fraction_of_int8_ceiling"]["median"].get<double>() ==
+          doctest::Approx(role_macs / (total_ms * 1e6) / ceiling).epsilon(1e-9));
+    CHECK(arm["tok_s"]["median"].get<double>() == doctest::Approx(batch / (total_ms * 1e-3)).epsilon(1e-9));
   }
 
   TEST_CASE("configs/model-*.toml validate, and model-tiny.toml runs on the micro preset") {
