@@ -475,9 +475,12 @@ std::string arms_footer(const ModelArms& m) {
 std::string ceilings_text(const TimingResult& r) {
   std::vector<std::string> t;
   for (const auto& [n, v] : r.ceiling_gbps) t.push_back(ceiling_text(r, n, v));
+  std::vector<std::string> c;
+  for (const auto& [n, v] : r.compute_gmacs) c.push_back(cat(n, " thr ", with_range(stat_of(v), " GMAC/s")));
   return cat("memory read ceiling (streaming sum over ", sig(r.ceiling_bytes / (1 << 20)), " MiB, ",
              r.interleaved ? "each round beside the arms" : "each round of every arm's own pass, all passes together", "): ",
-             join(t, "; "), "\n\n");
+             join(t, "; "),
+             c.empty() ? std::string() : cat("  \nint8 compute ceiling (register-only loop, the same rounds): ", join(c, "; ")), "\n\n");
 }
 
 Json arm_json_head(const ModelArm& a) {
