@@ -64,60 +64,57 @@ __attribute__((noinline)) double t2r_strip(long long& sink) { DECL8 __m512i x0 =
     a7 = _mm512_dpbusd_epi32(a7, _mm512_and_si512(x1, _mm512_set1_epi8((char)192)), t0);
     asm volatile("" : "+v"(x0), "+v"(x1)); KEEP8 }
   t = now() - t; sink += SUM8; (void)k; (void)m; return t / (2.0 * N); }
-// b3r's strip: shift, vpermb (digit 0), movb2m, masked vpermi2b, vpermi2b (digits 1-4), 4 ands, 5 dots.
+// A b3r strip's five dots: digit 0 (`top`, whole codes) and digits 1-4, the four 2-bit slots of `low`.
+[[gnu::always_inline]] inline void b3r_dots(__m512i& c, __m512i& b0, __m512i& b1, __m512i& b2, __m512i& b3, __m512i top,
+                                            __m512i low, __m512i x) {
+  c = _mm512_dpbusd_epi32(c, top, x);
+  b0 = _mm512_dpbusd_epi32(b0, _mm512_and_si512(low, _mm512_set1_epi8(3)), x);
+  b1 = _mm512_dpbusd_epi32(b1, _mm512_and_si512(low, _mm512_set1_epi8(12)), x);
+  b2 = _mm512_dpbusd_epi32(b2, _mm512_and_si512(low, _mm512_set1_epi8(48)), x);
+  b3 = _mm512_dpbusd_epi32(b3, _mm512_and_si512(low, _mm512_set1_epi8((char)192)), x);
+}
+// Digits 1-4 as the kernel reads them: a byte above 127 first sent below 128 by a lookup merged
+// under its top bit, then one 128-entry lookup.
+[[gnu::always_inline]] inline __m512i b3r_low(__m512i x, __m512i t0, __m512i t1) {
+  const __m512i below = _mm512_mask2_permutex2var_epi8(t0, x, _mm512_movepi8_mask(x), t1);
+  return _mm512_permutex2var_epi8(t1, below, t0);
+}
+// The kernel's decode: digit 0 by vpermb of byte >> 2.
+struct TableDecode {
+  static void run(__m512i x, __m512i t0, __m512i t1, __m512i& top, __m512i& low) {
+    top = _mm512_permutexvar_epi8(_mm512_srli_epi16(x, 2), t0);
+    low = b3r_low(x, t0, t1);
+  }
+};
+// The banded byte split by compares: digit 0 = [x >= 84] + [x >= 168], r = x - 84 digit 0, digits
+// 1-4 = one 128-entry lookup of r (r < 84).
+struct CompareDecode {
+  static void run(__m512i x, __m512i t0, __m512i t1, __m512i& top, __m512i& low) {
+    const __m512i c84 = _mm512_set1_epi8(84);
+    const __mmask64 k1 = _mm512_cmpge_epu8_mask(x, c84), k2 = _mm512_cmpge_epu8_mask(x, _mm512_set1_epi8((char)168));
+    top = _mm512_mask_mov_epi8(_mm512_maskz_mov_epi8(k1, _mm512_set1_epi8(1)), k2, _mm512_set1_epi8(2));
+    const __m512i r1 = _mm512_mask_sub_epi8(x, k1, x, c84);
+    low = _mm512_permutex2var_epi8(t1, _mm512_mask_sub_epi8(r1, k2, r1, c84), t0);
+  }
+};
+// Digit 0 by saturating byte arithmetic, no lookup: min(x -sat 83, 1) + min(x -sat 167, 1).
+struct SaturatingDecode {
+  static void run(__m512i x, __m512i t0, __m512i t1, __m512i& top, __m512i& low) {
+    const __m512i one = _mm512_set1_epi8(1);
+    top = _mm512_add_epi8(_mm512_min_epu8(_mm512_subs_epu8(x, _mm512_set1_epi8(83)), one),
+                          _mm512_min_epu8(_mm512_subs_epu8(x, _mm512_set1_epi8((char)167)), one));
+    low = b3r_low(x, t0, t1);
+  }
+};
+// Two b3r strips a trip (each from its own weight vector, ten accumulators), decoded by Decode.
+template <class Decode>
 __attribute__((noinline)) double b3r_strip(long long& sink) { DECL8 __m512i x0 = w, x1 = t1, c0 = a0, c1 = a1; double t = now();
   for (long n = 0; n < N; ++n) {
-    { const __m512i top = _mm512_permutexvar_epi8(_mm512_srli_epi16(x0, 2), t0);
-      const __m512i below = _mm512_mask2_permutex2var_epi8(t0, x0, _mm512_movepi8_mask(x0), t1);
-      const __m512i low = _mm512_permutex2var_epi8(t1, below, t0);
-      c0 = _mm512_dpbusd_epi32(c0, top, t0);
-      a0 = _mm512_dpbusd_epi32(a0, _mm512_and_si512(low, _mm512_set1_epi8(3)), t0);
-      a1 = _mm512_dpbusd_epi32(a1, _mm512_and_si512(low, _mm512_set1_epi8(12)), t0);
-      a2 = _mm512_dpbusd_epi32(a2, _mm512_and_si512(low, _mm512_set1_epi8(48)), t0);
-      a3 = _mm512_dpbusd_epi32(a3, _mm512_and_si512(low, _mm512_set1_epi8((char)192)), t0); }
-    { const __m512i top = _mm512_permutexvar_epi8(_mm512_srli_epi16(x1, 2), t0);
-      const __m512i below = _mm512_mask2_permutex2var_epi8(t0, x1, _mm512_movepi8_mask(x1), t1);
-      const __m512i low = _mm512_permutex2var_epi8(t1, below, t0);
-      c1 = _mm512_dpbusd_epi32(c1, top, t0);
-      a4 = _mm512_dpbusd_epi32(a4, _mm512_and_si512(low, _mm512_set1_epi8(3)), t0);
-      a5 = _mm512_dpbusd_epi32(a5, _mm512_and_si512(low, _mm512_set1_epi8(12)), t0);
-      a6 = _mm512_dpbusd_epi32(a6, _mm512_and_si512(low, _mm512_set1_epi8(48)), t0);
-      a7 = _mm512_dpbusd_epi32(a7, _mm512_and_si512(low, _mm512_set1_epi8((char)192)), t0); }
-    asm volatile("" : "+v"(x0), "+v"(x1), "+v"(c0), "+v"(c1)); KEEP8 }
-  t = now() - t; sink += SUM8 + hsum(_mm512_add_epi32(c0, c1)); (void)k; (void)m; return t / (2.0 * N); }
-
-// b3r's strip with the banded byte split by compares: t0 = [x >= 84] + [x >= 168], r = x - 84 t0,
-// digits 1-4 = one 128-entry lookup of r (r < 84).
-__attribute__((noinline)) double b3r_cmp_strip(long long& sink) { DECL8 __m512i x0 = w, x1 = t1, c0 = a0, c1 = a1; double t = now();
-  const __m512i c84 = _mm512_set1_epi8(84), c168 = _mm512_set1_epi8((char)168), one = _mm512_set1_epi8(1), two = _mm512_set1_epi8(2);
-  for (long n = 0; n < N; ++n) {
-#define CMP_STRIP(x, c, b0, b1, b2, b3) { const __mmask64 k1 = _mm512_cmpge_epu8_mask(x, c84), k2 = _mm512_cmpge_epu8_mask(x, c168); \
-      const __m512i top = _mm512_mask_mov_epi8(_mm512_maskz_mov_epi8(k1, one), k2, two); \
-      const __m512i r = _mm512_mask_sub_epi8(_mm512_mask_sub_epi8(x, k1, x, c84), k2, _mm512_mask_sub_epi8(x, k1, x, c84), c84); \
-      const __m512i low = _mm512_permutex2var_epi8(t1, r, t0); \
-      c = _mm512_dpbusd_epi32(c, top, t0); \
-      b0 = _mm512_dpbusd_epi32(b0, _mm512_and_si512(low, _mm512_set1_epi8(3)), t0); \
-      b1 = _mm512_dpbusd_epi32(b1, _mm512_and_si512(low, _mm512_set1_epi8(12)), t0); \
-      b2 = _mm512_dpbusd_epi32(b2, _mm512_and_si512(low, _mm512_set1_epi8(48)), t0); \
-      b3 = _mm512_dpbusd_epi32(b3, _mm512_and_si512(low, _mm512_set1_epi8((char)192)), t0); }
-    CMP_STRIP(x0, c0, a0, a1, a2, a3) CMP_STRIP(x1, c1, a4, a5, a6, a7)
-    asm volatile("" : "+v"(x0), "+v"(x1), "+v"(c0), "+v"(c1)); KEEP8 }
-  t = now() - t; sink += SUM8 + hsum(_mm512_add_epi32(c0, c1)); (void)k; (void)m; return t / (2.0 * N); }
-
-// b3r's strip with digit 0 from saturating byte arithmetic (no lookup): t0 = min(x -sat 83, 1) + min(x -sat 167, 1).
-__attribute__((noinline)) double b3r_sat_strip(long long& sink) { DECL8 __m512i x0 = w, x1 = t1, c0 = a0, c1 = a1; double t = now();
-  const __m512i c83 = _mm512_set1_epi8(83), c167 = _mm512_set1_epi8((char)167), one = _mm512_set1_epi8(1);
-  for (long n = 0; n < N; ++n) {
-#define SAT_STRIP(x, c, b0, b1, b2, b3) { \
-      const __m512i top = _mm512_add_epi8(_mm512_min_epu8(_mm512_subs_epu8(x, c83), one), _mm512_min_epu8(_mm512_subs_epu8(x, c167), one)); \
-      const __m512i below = _mm512_mask2_permutex2var_epi8(t0, x, _mm512_movepi8_mask(x), t1); \
-      const __m512i low = _mm512_permutex2var_epi8(t1, below, t0); \
-      c = _mm512_dpbusd_epi32(c, top, t0); \
-      b0 = _mm512_dpbusd_epi32(b0, _mm512_and_si512(low, _mm512_set1_epi8(3)), t0); \
-      b1 = _mm512_dpbusd_epi32(b1, _mm512_and_si512(low, _mm512_set1_epi8(12)), t0); \
-      b2 = _mm512_dpbusd_epi32(b2, _mm512_and_si512(low, _mm512_set1_epi8(48)), t0); \
-      b3 = _mm512_dpbusd_epi32(b3, _mm512_and_si512(low, _mm512_set1_epi8((char)192)), t0); }
-    SAT_STRIP(x0, c0, a0, a1, a2, a3) SAT_STRIP(x1, c1, a4, a5, a6, a7)
+    __m512i top, low;
+    Decode::run(x0, t0, t1, top, low);
+    b3r_dots(c0, a0, a1, a2, a3, top, low, t0);
+    Decode::run(x1, t0, t1, top, low);
+    b3r_dots(c1, a4, a5, a6, a7, top, low, t0);
     asm volatile("" : "+v"(x0), "+v"(x1), "+v"(c0), "+v"(c1)); KEEP8 }
   t = now() - t; sink += SUM8 + hsum(_mm512_add_epi32(c0, c1)); (void)k; (void)m; return t / (2.0 * N); }
 #define SUBS(x) _mm512_subs_epu8(x, m)
@@ -131,7 +128,7 @@ int main() {
     std::printf("core clock %.2f GHz\n", 1e-9 / cyc);
     struct { const char* name; double (*f)(long long&); } tests[] = {
         {"vpdpbusd zmm", dp}, {"vpermb zmm", pb}, {"vpermi2b zmm", p2}, {"vpermi2b zmm {k}", p2k}, {"vpandd zmm", an},
-        {"vpsrlw zmm", sr}, {"pair vpdpbusd + vpermb", dp_pb}, {"pair vpdpbusd + vpermi2b", dp_p2}, {"pair vpdpbusd + vpsrlw", dp_sr}, {"pair vpdpbusd + vpandd", dp_an}, {"pair vpermb + vpsrlw", pb_sr}, {"t2r strip (4 and, 4 dots; 256 weights)", t2r_strip}, {"b3r strip (decode, 4 and, 5 dots; 320 weights)", b3r_strip}, {"b3r strip, compare split (320 weights)", b3r_cmp_strip}, {"b3r strip, saturating digit 0 (320 weights)", b3r_sat_strip}, {"pair vpdpbusd + vpsubusb", dp_subs}, {"pair vpdpbusd + vpminub", dp_min}, {"pair vpdpbusd + vpaddb", dp_addb}};
+        {"vpsrlw zmm", sr}, {"pair vpdpbusd + vpermb", dp_pb}, {"pair vpdpbusd + vpermi2b", dp_p2}, {"pair vpdpbusd + vpsrlw", dp_sr}, {"pair vpdpbusd + vpandd", dp_an}, {"pair vpermb + vpsrlw", pb_sr}, {"t2r strip (4 and, 4 dots; 256 weights)", t2r_strip}, {"b3r strip (decode, 4 and, 5 dots; 320 weights)", b3r_strip<TableDecode>}, {"b3r strip, compare split (320 weights)", b3r_strip<CompareDecode>}, {"b3r strip, saturating digit 0 (320 weights)", b3r_strip<SaturatingDecode>}, {"pair vpdpbusd + vpsubusb", dp_subs}, {"pair vpdpbusd + vpminub", dp_min}, {"pair vpdpbusd + vpaddb", dp_addb}};
     for (auto& t : tests) std::printf("  %-48s %.2f cycles\n", t.name, t.f(sink) / cyc);
   }
   std::printf("(sink %lld)\n", sink);
