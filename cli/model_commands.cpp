@@ -174,13 +174,16 @@ LayoutMap relocated_map(const std::string& text) {
 constexpr const char* kLayoutMapHelp =
     "Mixed layouts per tensor: 'ffn_*=b3r,*=t2r' (glob patterns over matmul tensor names, first match wins; a target "
     "'t2r|b3r' or 'measure' is timed per shape; docs/model.md)";
-void add_layout_map_options(CLI::App* c, std::string& layout_map, std::string& measure_weights) {
-  c->add_option("--layout-map", layout_map, cat(kLayoutMapHelp, "; the rest take --layout"));
+void add_measure_weights_option(CLI::App* c, std::string& measure_weights) {
   c->add_option("--measure-weights", measure_weights,
                 "How a measured --layout-map rule times its candidates: cold (each timed call after reading twice the "
                 "last-level cache, as a model past the cache decodes) or warm (calls after calls on one copy)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cold", "warm"}));
+}
+void add_layout_map_options(CLI::App* c, std::string& layout_map, std::string& measure_weights) {
+  c->add_option("--layout-map", layout_map, cat(kLayoutMapHelp, "; the rest take --layout"));
+  add_measure_weights_option(c, measure_weights);
 }
 
 // The load options the model commands share.
@@ -854,11 +857,7 @@ void add_model_commands(CLI::App& app) {
   bench->add_option("--layouts", b.layouts, "Comma-separated layouts")->capture_default_str()->check(known_layouts());
   bench->add_option("--layout-map", b.layout_maps,
                     cat(kLayoutMapHelp, "; each an arm beside the layouts, its rest in the first of --layouts; repeatable"));
-  bench->add_option("--measure-weights", b.measure_weights,
-                    "How a measured --layout-map rule times its candidates: cold (each timed call after reading twice the "
-                    "last-level cache) or warm (calls after calls on one copy)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cold", "warm"}));
+  add_measure_weights_option(bench, b.measure_weights);
   bench->add_option("-p,--n-prompt", b.prompt, "Prompt lengths of the pp tests, comma-separated (0: none)")
       ->delimiter(',')->capture_default_str()->check(CLI::NonNegativeNumber);
   bench->add_option("-n,--n-gen", b.gen, "Lengths of the tg tests, comma-separated (0: none)")

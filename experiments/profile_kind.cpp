@@ -194,17 +194,6 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       model->forward(p->snapshot, std::span(prompt.data(), std::size_t(prompt_len)));
       const std::span<const std::int32_t> next(prompt.data() + prompt_len, std::size_t(batch));
       s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token());
-      // Every matmul runs each token of the batch but the head, which runs the last token alone.
-      // A peer's matrices are not in tensor_layouts(): one untimed profiled call counts them.
-      s.macs = 0;
-      for (const model::TensorLayout& tl : model->tensor_layouts())
-        s.macs += double(tl.rows) * double(tl.cols) * (tl.tensor == "output.weight" ? 1 : batch);
-      if (model->tensor_layouts().empty()) {
-        model::Session probe = p->snapshot;
-        model::OpProfile prof;
-        model->forward(probe, next, false, &prof);
-        for (const auto& c : prof.matmul_calls) s.macs += c.macs;
-      }
       p->state_bytes = double(model->config().recurrent_state_bytes());
       s.call = [model, p, next] {
         // Assigned into the last call's session, whose caches keep the capacity that call grew:
@@ -307,15 +296,20 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     std::vector<double> rate, frac, speed, toks, share, state_gbps, whole;
     const std::vector<double> ceils = decode ? r.ceiling_of(t) : r.compute_of(t);
     const double state_bytes = profiled[i]->state_bytes;
+    // A call's multiply-accumulates as its matmuls counted them (every token of the batch, the
+    // head the last alone), from the calibration call: every call runs the same matmuls.
+    double macs = 0;
+    if (!profiled[i]->calls.empty())
+      for (const auto& c : profiled[i]->calls.front().matmul_calls) macs += c.macs;
     for (std::size_t k = 0; k < per_round[i].size(); ++k) {
       const double mm = per_round[i][k][model::OpProfile::matmul], gdn = per_round[i][k][model::OpProfile::gdn];
       toks.push_back(batch / tot[k]);
       share.push_back(mm / tot[k]);
-      rate.push_back((decode ? t.setup.weight_bytes : t.setup.macs) / mm / 1e9);
+      rate.push_back((decode ? t.setup.weight_bytes : macs) / mm / 1e9);
       if (state_bytes > 0 && gdn > 0) state_gbps.push_back(2 * state_bytes * batch / gdn / 1e9);
       if (k < ceils.size()) {
         frac.push_back(rate.back() / ceils[k]);
-        whole.push_back((decode ? t.setup.weight_bytes + 2 * state_bytes : t.setup.macs) / tot[k] / 1e9 / ceils[k]);
+        whole.push_back((decode ? t.setup.weight_bytes + 2 * state_bytes : macs) / tot[k] / 1e9 / ceils[k]);
       }
       if (k < base_totals.size()) speed.push_back(base_totals[k] / tot[k]);
       for (int op = 0; op < kOps; ++op)
