@@ -166,7 +166,7 @@ std::vector<std::vector<std::pair<std::string, const toml::node*>>> product(cons
 std::string default_arm_name(const Entries& arm) {
   std::vector<std::string> parts;
   if (auto it = arm.find("layout"); it != arm.end()) parts.push_back(plain_text(*it->second.node));
-  for (const char* k : {"layout_map", "kernel", "threads", "spawn", "acts", "leftover", "load", "model"})
+  for (const char* k : {"layout_map", "kernel", "threads", "gdn_chunk", "spawn", "acts", "leftover", "load", "model"})
     if (auto it = arm.find(k); it != arm.end()) parts.push_back(cat(k, "=", plain_text(*it->second.node)));
   return parts.empty() ? "arm" : join(parts, " ");
 }

@@ -46,6 +46,13 @@ std::string preset_names() {
 
 // --- keys and validation ------------------------------------------------------------------------
 
+namespace {
+int arm_gdn_chunk(const RunSpec& run, const ArmSpec& a) {
+  const Located at = a.at("gdn_chunk");
+  return at ? int(as_integer(at, key::gdn_chunk.lo, key::gdn_chunk.hi)) : int(key::gdn_chunk(run));
+}
+}  // namespace
+
 std::vector<KeySpec> model_keys() {
   std::vector<KeySpec> k = common_keys();
   const std::vector<KeySpec> more = {
@@ -65,6 +72,9 @@ std::vector<KeySpec> model_keys() {
       {"pin", Type::boolean, true, "pin the ceiling's pool threads to CPUs (default false)"},
       key::verify_tokens.spec("greedy tokens every arm must share with the baseline before timing"),
       key::prefill_chunk.spec("prompt tokens per gemm batch"),
+      key::gdn_chunk.spec("tokens a chunk of the Gated DeltaNet's chunked form (spec §7.4.7; 64 in HF and llama.cpp), which then runs "
+                          "every forward call of more than one token; 0 (default): token by token, bit-exact against decoding"),
+      {"arm.gdn_chunk", Type::integer, true, "the arm's gdn_chunk (default: the top-level one)"},
       {"arms", Type::string, false,
        "interleaved (default: every arm loaded, then timed round by round) or one-at-a-time (each arm loaded, timed beside its own "
        "ceilings and freed: for arms that cannot fit together; ratios then compare separate passes)"},
@@ -258,6 +268,7 @@ void validate_model_kind(const RunSpec& run, const std::function<void(const RunS
     check_arm_layout_map(run, a, src);
     model_arm_kernel(a, model_arm_layout(a, src));
     arm_threads(run, a);
+    arm_gdn_chunk(run, a);
     arm_load(run, a);
     arm_model_path(a, src);
   }
@@ -305,6 +316,7 @@ ModelArms plan_arms(const RunSpec& run, RunContext& ctx, int prompt_len, int n) 
     arm.kernel = model_arm_kernel(a, L);
     arm.kernel_named = a.at("kernel") && as_string(a.at("kernel")) != "best";
     arm.threads = arm_threads(run, a);
+    arm.gdn_chunk = arm_gdn_chunk(run, a);
     arm.bits_per_weight = L.bits_per_weight();
     arm.load = gguf::mode_name(arm_load(run, a));
     arm.path = arm_model_path(a, m.source);
@@ -333,6 +345,7 @@ model::LoadOptions load_options(const RunSpec& run, const ModelArm& arm) {
     o.plan = arm.plan;
   }
   o.prefill_chunk = int(key::prefill_chunk(run));
+  o.gdn_chunk = arm.gdn_chunk;
   return o;
 }
 
@@ -356,7 +369,10 @@ void load_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i) 
 }
 
 // The greedy check of arm i: `check_tokens` tokens after a `prompt_len`-token prompt, against the
-// baseline arm, which must be checked first (its tokens and logits are kept for the others).
+// baseline arm, which must be checked first (its tokens and logits are kept for the others). The
+// prompt's Gated DeltaNet runs token by token in every arm: the check is of the weights and
+// kernels, bit for bit, and arms that differ in gdn_chunk alone would otherwise differ by the
+// chunked form's rounding (bounded by its own tests), enough to flip a near-tie of a synthetic model.
 void check_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i) {
   ModelArm& a = m.arms[i];
   const ModelArm& base = m.arms[m.baseline];
@@ -367,7 +383,7 @@ void check_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i)
       m.config = a.model->config();
     }
     m.prompt = model::random_tokens(m.prompt_len, std::max(m.vocab, 1), run_seed(run));
-    if (a.model) a.tokens = model::greedy(*a.model, m.prompt, m.check_tokens, &m.base_logits);
+    if (a.model) a.tokens = model::greedy(*a.model, m.prompt, m.check_tokens, &m.base_logits, true);
   } else if (a.failure.empty()) {
     if (!m.config) {
       a.failure = "the baseline arm '" + base.name + "' did not load";
@@ -375,7 +391,7 @@ void check_arm(const RunSpec& run, RunContext& ctx, ModelArms& m, std::size_t i)
       a.failure = cat("vocabulary ", a.model->config().n_vocab, " != baseline's ", m.vocab);
     } else {
       std::vector<std::vector<float>> logits;
-      a.tokens = model::greedy(*a.model, m.prompt, m.check_tokens, &logits);
+      a.tokens = model::greedy(*a.model, m.prompt, m.check_tokens, &logits, true);
       for (std::size_t t = 0; t < a.tokens.size(); ++t) {
         for (int v = 0; v < m.vocab; ++v)
           a.max_logit_diff = std::max(a.max_logit_diff, double(std::fabs(logits[t][std::size_t(v)] - m.base_logits[t][std::size_t(v)])));
@@ -485,7 +501,7 @@ std::string ceilings_text(const TimingResult& r) {
 
 Json arm_json_head(const ModelArm& a) {
   Json j{{"name", a.name}, {"layout", a.layout}, {"kernel", a.kernel}, {"threads", a.threads},
-         {"oversubscribed", oversubscribed(a.threads)}, {"baseline", a.baseline}, {"load", a.load}, {"model", a.path},
+         {"gdn_chunk", a.gdn_chunk}, {"oversubscribed", oversubscribed(a.threads)}, {"baseline", a.baseline}, {"load", a.load}, {"model", a.path},
          {"verified", a.failure.empty()}, {"failure", a.failure}, {"max_logit_diff", json_number(a.max_logit_diff)}};
   if (a.layout_map.empty()) return j;
   j["layout_map"] = a.layout_map.text();
@@ -512,7 +528,7 @@ ArmSetup setup_of(const ModelArm& a) {
   s.layout = a.layout;
   s.kernel = a.kernel;
   s.threads = a.threads;
-  s.options = "load=" + a.load;
+  s.options = "load=" + a.load + (a.gdn_chunk != key::gdn_chunk.fallback ? cat(", gdn_chunk=", a.gdn_chunk) : std::string());
   s.bits_per_weight = a.bits_per_weight;
   s.baseline = a.baseline;
   const std::string failure = a.failure;

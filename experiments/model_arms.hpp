@@ -56,6 +56,7 @@ struct ModelArm {
   std::vector<model::TensorLayout> tensor_layouts;  // after load: every matmul's layout and kernel
   std::string baseline;  // the arm its ratios are taken against
   int threads = 1;
+  int gdn_chunk = 0;  // model::LoadOptions::gdn_chunk
   double bits_per_weight = 0;
   bool requantise_scales = false;  // LOSSY load (model::LoadOptions::requantise_scales), by name only
   bool kernel_named = false;       // the arm's kernel key names one ("best" and none do not)
@@ -87,6 +88,7 @@ struct ModelArms {
 namespace key {
 inline constexpr IntegerKey verify_tokens{"verify_tokens", 4, 1, 4096};
 inline constexpr IntegerKey prefill_chunk{"prefill_chunk", 64, 1, 1 << 16};
+inline constexpr IntegerKey gdn_chunk{"gdn_chunk", 0, 0, 1 << 16};
 inline constexpr BooleanKey requantise_scales{"requantise_scales", false, false};  // model-bench, tradeoff
 }  // namespace key
 

@@ -176,7 +176,8 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
   struct Profiled {
     model::Session snapshot, session;
     std::vector<model::OpProfile> calls;
-    double state_bytes = 0;  // the recurrent state a token reads, and again writes back
+    double state_bytes = 0;  // the recurrent state, read and written back once a pass
+    double state_passes = 0;  // passes over it in one profiled call: a token each, or a chunk each (chunked form)
   };
   std::vector<std::shared_ptr<Profiled>> profiled(m.arms.size());
   const auto prepare = [&](std::size_t i, ModelArm& a) {
@@ -195,6 +196,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       const std::span<const std::int32_t> next(prompt.data() + prompt_len, std::size_t(batch));
       s.weight_bytes = s.bytes = double(model->ternary_bytes_per_token());
       p->state_bytes = double(model->config().recurrent_state_bytes());
+      p->state_passes = model->gdn_state_passes(batch);
       s.call = [model, p, next] {
         // Assigned into the last call's session, whose caches keep the capacity that call grew:
         // a fresh copy holds exactly its keys and values, so each call's first append moved
@@ -306,7 +308,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       toks.push_back(batch / tot[k]);
       share.push_back(mm / tot[k]);
       rate.push_back((decode ? t.setup.weight_bytes : macs) / mm / 1e9);
-      if (state_bytes > 0 && gdn > 0) state_gbps.push_back(2 * state_bytes * batch / gdn / 1e9);
+      if (state_bytes > 0 && gdn > 0) state_gbps.push_back(2 * state_bytes * profiled[i]->state_passes / gdn / 1e9);
       if (k < ceils.size()) {
         frac.push_back(rate.back() / ceils[k]);
         whole.push_back((decode ? t.setup.weight_bytes + 2 * state_bytes : macs) / tot[k] / 1e9 / ceils[k]);
@@ -330,6 +332,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     arm["disturb"] = arm_disturbance(run.arms[i]);
     arm["pin_workers"] = arm_pins_workers(run.arms[i]);
     arm["state_bytes_per_token"] = json_number(state_bytes);
+    arm["state_passes"] = json_number(profiled[i]->state_passes);
     arm["state_gbps"] = stat_json(sg);
     if (decode) {
       arm["matmul_gbps"] = stat_json(g);
@@ -361,8 +364,9 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
           "ceiling: what a decode token must move, where the decode bandwidth fraction bills the weights alone; ";
   else
     md << "\nmatmul GMAC/s = ternary weights x " << batch << " tokens / matmul time; of int8 ceiling: against that round's int8 "
-          "compute ceiling (a register-only dot loop) on the arm's thread count; state GB/s = the Gated DeltaNet state each token "
-          "reads and writes back (twice its size, from cache where it fits) x tokens / the Gated DeltaNet time; batch of int8 "
+          "compute ceiling (a register-only dot loop) on the arm's thread count; state GB/s = the Gated DeltaNet state read and "
+          "written back (twice its size, from cache where it fits) once a token, or once a chunk where the chunked form runs "
+          "(gdn_chunk), over the batch / the Gated DeltaNet time; batch of int8 "
           "ceiling = the batch's multiply-accumulates / total time, against the same ceiling; ";
   md << spread_note() << " of the totals; " << ratio_note(r) << ", of the totals.\n";
   md << matmul_roles_text(m, r, profiled_calls(profiled), decode, js);

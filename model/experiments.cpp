@@ -31,8 +31,9 @@ Speed measure_speed(Model& m, std::span<const std::int32_t> prompt, int n) {
 }
 
 std::vector<std::int32_t> greedy(Model& m, std::span<const std::int32_t> prompt, int n,
-                                 std::vector<std::vector<float>>* logits) {
+                                 std::vector<std::vector<float>>* logits, bool gdn_steps) {
   Session s = m.new_session();
+  s.gdn_steps = gdn_steps;
   std::vector<std::int32_t> out;
   auto l = m.forward(s, prompt);
   for (int i = 0; i < n; ++i) {

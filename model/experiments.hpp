@@ -22,9 +22,11 @@ struct Speed {
 Speed measure_speed(Model& m, std::span<const std::int32_t> prompt, int n);
 
 // Greedy continuation of `prompt`: prefill, then n - 1 decode steps. Also returns the logits of
-// every step (for max |logit difference| reports) when `logits` is given.
+// every step (for max |logit difference| reports) when `logits` is given. With `gdn_steps` the
+// prompt's Gated DeltaNet runs token by token too (Session::gdn_steps), so the tokens do not
+// depend on the chunked form's rounding: models that differ only in LoadOptions::gdn_chunk agree.
 std::vector<std::int32_t> greedy(Model& m, std::span<const std::int32_t> prompt, int n,
-                                 std::vector<std::vector<float>>* logits = nullptr);
+                                 std::vector<std::vector<float>>* logits = nullptr, bool gdn_steps = false);
 
 struct Perplexity {
   double nll_sum = 0, nll_sq_sum = 0;  // over predicted tokens (natural log)

@@ -8,9 +8,49 @@
 
 namespace ternlab::model {
 
+namespace {
+
+// The conv (with SiLU and the q/k norms) of channels [j0, j1) for every token of the call at once,
+// each token's window the raw inputs before it ([state (oldest first), mixed...]), then the
+// state's shift to the last K - 1 raw inputs. Per element the steps of the token-by-token loop.
+void conv_all_tokens(const ModelConfig& c, const GdnWeights& w, const float* mixed, int tokens,
+                     std::vector<float>& conv_state, float* u, std::int64_t j0, std::int64_t j1) {
+  const std::int64_t ch = c.conv_channels();
+  const int K = c.ssm_conv, Dk = c.ssm_state, Hk = c.ssm_k_heads;
+  const VectorOps& ops = vector_ops();
+  const float q_scale = 1.0f / std::sqrt(float(Dk));
+  const auto raw = [&](int index) {  // index < 0: the state's row K - 1 + index
+    return index < 0 ? conv_state.data() + (K - 1 + index) * ch : mixed + std::int64_t(index) * ch;
+  };
+  for (int t = 0; t < tokens; ++t) {
+    float* __restrict ut = u + t * ch;
+    for (std::int64_t j = j0; j < j1; ++j) ut[j] = 0.0f;
+    for (int tau = 0; tau < K; ++tau) {
+      const float* __restrict xs = raw(t - (K - 1) + tau);
+      const float* __restrict wt = w.conv.data() + tau * ch;
+      for (std::int64_t j = j0; j < j1; ++j) ut[j] += xs[j] * wt[j];
+    }
+    ops.silu(ut + j0, ut + j0, j1 - j0);
+    for (std::int64_t r = j0 / Dk; r < std::min<std::int64_t>(j1 / Dk, 2 * Hk); ++r) {
+      float* head = ut + r * Dk;
+      l2_norm(head, Dk, c.eps);
+      if (r < Hk)
+        for (int i = 0; i < Dk; ++i) head[i] *= q_scale;
+    }
+  }
+  // Row r of the new state is input tokens + r of [state, mixed]: ascending r reads a row at or
+  // after the one it writes, so no row is overwritten before it is read.
+  for (int r = 0; r < K - 1; ++r) {
+    const float* from = raw(tokens + r - (K - 1));
+    std::copy(from + j0, from + j1, conv_state.data() + r * ch + j0);
+  }
+}
+
+}  // namespace
+
 void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x, const Q8KBatch& xr,
                     int tokens, std::vector<float>& conv_state, GdnState& state, float* out,
-                    ThreadPool& pool, OpProfile* profile, StateRing* ring, int layer) {
+                    ThreadPool& pool, OpProfile* profile, StateRing* ring, int layer, int chunk) {
   const std::int64_t d = c.n_embd, ch = c.conv_channels(), vdim = c.ssm_value_dim();
   const int Dk = c.ssm_state, Dv = c.ssm_state, Hk = c.ssm_k_heads, Hv = c.ssm_v_heads, K = c.ssm_conv;
   const std::int64_t key_dim = c.ssm_key_dim();
@@ -42,6 +82,61 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
     }
   };
 
+  const auto gates = [&](int t, std::int64_t e, float& beta, float& g) {
+    beta = 1.0f / (1.0f + std::exp(-beta_alpha[std::size_t(t * lanes + e)]));
+    g = w.ssm_a[std::size_t(e)] * softplus(beta_alpha[std::size_t(t * lanes + Hv + e)] + w.dt_bias[std::size_t(e)]);
+  };
+  const auto permute = [&](const float* tiled_t, float* yt) {
+    if (c.gdn_v_grouped)
+      tiled_to_grouped(tiled_t, yt, Dv, Hk, Hv / Hk);
+    else
+      std::copy(tiled_t, tiled_t + vdim, yt);
+  };
+
+  if (chunk > 0 && tokens > 1 && !ring) {
+    // The chunked form (spec §7.4.7): every token's conv in one job; then each thread takes whole
+    // key heads, and for each chunk of `chunk` tokens runs the value heads that read that key head
+    // (VectorOps::gdn_chunk), each state read and written once a chunk; then the gated norms.
+    std::vector<float> u(static_cast<std::size_t>(tokens * ch)), tiled(static_cast<std::size_t>(tokens * vdim));
+    const std::int64_t runs = ch / Dk;
+    pool.run([&](int th) {
+      beta_alpha_part(th);
+      const auto [r0, r1] = ThreadPool::split(runs, th, pool.size());
+      if (r0 < r1) conv_all_tokens(c, w, mixed.data(), tokens, conv_state, u.data(), r0 * Dk, r1 * Dk);
+    });
+    const int rep = Hv / Hk;
+    pool.run([&](int th) {
+      const auto [k0, k1] = ThreadPool::split(Hk, th, pool.size());
+      if (k0 == k1) return;
+      const int longest = std::min(chunk, tokens);
+      std::vector<float> scratch(gdn_chunk_scratch(longest, Dk, Dv));
+      std::vector<float> g(static_cast<std::size_t>(rep * tokens)), beta(g.size()), n(static_cast<std::size_t>(Dv));
+      std::vector<GdnChunkHead> heads(static_cast<std::size_t>(rep));
+      for (std::int64_t kh = k0; kh < k1; ++kh) {
+        for (int j = 0; j < rep; ++j)  // tiled order: value head kh + j * Hk reads key head kh
+          for (int t = 0; t < tokens; ++t)
+            gates(t, kh + j * Hk, beta[std::size_t(j * tokens + t)], g[std::size_t(j * tokens + t)]);
+        for (int c0 = 0; c0 < tokens; c0 += chunk) {
+          const int len = std::min(chunk, tokens - c0);
+          const float* row = u.data() + c0 * ch;
+          for (int j = 0; j < rep; ++j) {
+            const std::int64_t e = kh + j * Hk;
+            heads[std::size_t(j)] = {state.data() + e * Dk * Dv, row + 2 * key_dim + e * Dv, ch,
+                                     g.data() + j * tokens + c0, beta.data() + j * tokens + c0,
+                                     tiled.data() + c0 * vdim + e * Dv, vdim};
+          }
+          ops.gdn_chunk({row + kh * Dk, row + key_dim + kh * Dk, ch, len}, heads.data(), rep, Dk, Dv, scratch.data());
+        }
+        for (int j = 0; j < rep; ++j)
+          for (int t = 0; t < tokens; ++t) {  // gated RMSNorm: norm, weight, x SiLU(z), in place
+            float* o = tiled.data() + t * vdim + (kh + j * Hk) * Dv;
+            rms_norm(o, w.norm.data(), n.data(), Dv, c.eps);
+            ops.silu_mul(z.data() + t * vdim + (kh + j * Hk) * Dv, n.data(), o, Dv);
+          }
+      }
+    });
+    for (int t = 0; t < tokens; ++t) permute(tiled.data() + t * vdim, y.data() + t * vdim);
+  } else {
   std::vector<float> u(static_cast<std::size_t>(ch)), tiled(static_cast<std::size_t>(vdim));
   const float q_scale = 1.0f / std::sqrt(float(Dk));
   // The conv's channels in head-sized runs (q heads, k heads, v heads; every run Dk = Dv wide), so
@@ -88,8 +183,8 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
       std::vector<float> scratch(static_cast<std::size_t>((e1 - e0) * 2 * Dv)), n(static_cast<std::size_t>(Dv));
       std::vector<GdnHead> heads;
       for (std::int64_t e = e0; e < e1; ++e) {
-        const float beta = 1.0f / (1.0f + std::exp(-beta_alpha[std::size_t(t * lanes + e)]));
-        const float g = w.ssm_a[std::size_t(e)] * softplus(beta_alpha[std::size_t(t * lanes + Hv + e)] + w.dt_bias[std::size_t(e)]);
+        float beta, g;
+        gates(t, e, beta, g);
         float* mem = scratch.data() + (e - e0) * 2 * Dv;
         heads.push_back({state.data() + e * Dk * Dv, u.data() + (e % Hk) * Dk, u.data() + key_dim + (e % Hk) * Dk,
                          u.data() + 2 * key_dim + e * Dv, std::exp(g), beta, mem, mem + Dv});
@@ -101,11 +196,8 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
       }
     });
     if (ring && t < ring->slots) ring->record(layer, t, conv_state, state);
-    float* yt = y.data() + t * vdim;
-    if (c.gdn_v_grouped)
-      tiled_to_grouped(tiled.data(), yt, Dv, Hk, Hv / Hk);
-    else
-      std::copy(tiled.begin(), tiled.end(), yt);
+    permute(tiled.data(), y.data() + t * vdim);
+  }
   }
   }
   const Q8KBatch yr = rotate_and_quantize(c, std::move(y), tokens, vdim, pool, profile);  // site 2 (after the permute)

@@ -222,6 +222,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   if (peer && o.weights != WeightCode::ternary)
     fail(peer->label, "'s kernel multiplies ternary weights; float or Λ24 weights run ternlab's (give --kernel with a ternlab kernel)");
   m->chunk_ = std::max(1, o.prefill_chunk);
+  if (o.gdn_chunk < 0) fail("gdn_chunk must be 0 (token by token) or a chunk length, got ", o.gdn_chunk);
+  m->gdn_chunk_ = o.gdn_chunk;
   if (o.threads < 1) fail("threads must be at least 1");
   m->pool_ = std::make_unique<ThreadPool>(o.threads);
   // The kernel is chosen once per layout, on the first matrix read in it (the output head for a
@@ -628,6 +630,15 @@ std::vector<float> Model::forward(Session& s, std::span<const std::int32_t> toke
   return logits;
 }
 
+int Model::gdn_state_passes(int tokens) const {
+  int passes = 0;
+  for (int i = 0; i < tokens; i += chunk_) {  // the gemm batches forward() splits a call into
+    const int n = std::min(tokens - i, chunk_);
+    passes += gdn_chunk_ > 0 && n > 1 ? (n + gdn_chunk_ - 1) / gdn_chunk_ : n;
+  }
+  return passes;
+}
+
 void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool all_logits,
                           std::vector<float>& logits, OpProfile* profile, StateRing* ring, bool head) {
   const ModelConfig& c = cfg_;
@@ -652,7 +663,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
     const Q8KBatch ar = rotate_and_quantize(c, a, T, d, *pool_, profile);  // site 1, shared by the projections
     if (w.gdn)
       gated_deltanet(c, w.linear, a, ar, T, s.conv[std::size_t(l)], s.state[std::size_t(l)], m.data(), *pool_,
-                     profile, ring, l);
+                     profile, ring, l, s.gdn_steps ? 0 : gdn_chunk_);
     else
       attention(c, w.attn, ar, T, s.pos, s.k_cache[std::size_t(l)], s.v_cache[std::size_t(l)], m.data(), *pool_,
                 profile);

@@ -59,6 +59,12 @@ struct LoadOptions {
   gguf::LoadMode mode = gguf::LoadMode::mmap;
   int threads = 1;
   int prefill_chunk = 64;  // tokens per gemm batch
+  // Tokens a chunk of the Gated DeltaNet's chunked form (spec §7.4.7; HF and llama.cpp use 64),
+  // which then runs a forward call of more than one token (a prompt's gemm batches) unless the
+  // call records a StateRing or the session asks for steps (Session::gdn_steps). 0 (the default):
+  // token by token always, bit-exact against decoding. The chunked form is the same recurrence
+  // with its sums in another order: a prompt's logits then differ from decoding's by rounding.
+  int gdn_chunk = 0;
   // Called as each layer's weights are read and repacked with (layers done, layer count): a progress
   // bar for the minutes a full-size model takes.
   std::function<void(int, int)> progress;
@@ -144,6 +150,9 @@ struct KeyCache {
 // Per-sequence state: GDN conv windows and recurrent states, attention KV cache.
 struct Session {
   int pos = 0;
+  // Every forward call runs the Gated DeltaNet token by token, whatever LoadOptions::gdn_chunk says
+  // (speculative verification: a verify pass must give plain decoding's bits).
+  bool gdn_steps = false;
   std::vector<std::vector<float>> conv;  // per layer: [kernel-1][channels], oldest first
   std::vector<GdnState> state;           // per layer
   std::vector<KeyCache> k_cache;                     // per layer
@@ -234,6 +243,10 @@ class Model {
   // Tokens per gemm batch: a prompt runs in chunks of this many, and a forward call recording a
   // StateRing must fit one.
   int max_batch() const { return chunk_; }
+  // LoadOptions::gdn_chunk, and how many passes a fresh forward call of `tokens` makes over each
+  // Gated DeltaNet state: one a token, or one a chunk where the chunked form runs.
+  int gdn_chunk() const { return gdn_chunk_; }
+  int gdn_state_passes(int tokens) const;
 
   // Bytes of ternary weights streamed per decoded token (every ternary matrix but the embedding).
   std::uint64_t ternary_bytes_per_token() const;
@@ -249,6 +262,7 @@ class Model {
   gguf::File file_;
   const LayoutInfo* layout_ = nullptr;
   int chunk_ = 64;
+  int gdn_chunk_ = 0;
   PackedMatrix embd_;
   std::vector<float> embd_f32_;  // vocab x d, rotated rows, when the weights are not the ternary ones
   WeightCode weight_code_ = WeightCode::ternary;
@@ -267,11 +281,13 @@ class Model {
 
 // Layer kinds, one file each. `x` holds T tokens x d (the normed input), `xr` the same rotated.
 // gated_deltanet records its states after each of the first ring->slots tokens into `ring` (layer
-// `layer`) when one is given.
+// `layer`) when one is given; otherwise a call of more than one token runs the recurrence in its
+// chunked form, `chunk` tokens a chunk, where `chunk` is above 0 (LoadOptions::gdn_chunk).
 struct Scratch;
 void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x,
                     const Q8KBatch& xr, int tokens, std::vector<float>& conv_state, GdnState& state,
-                    float* out, ThreadPool& pool, OpProfile* profile, StateRing* ring = nullptr, int layer = 0);
+                    float* out, ThreadPool& pool, OpProfile* profile, StateRing* ring = nullptr, int layer = 0,
+                    int chunk = 0);
 void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,
                KeyCache& k_cache, std::vector<float>& v_cache, float* out, ThreadPool& pool,
                OpProfile* profile);

@@ -165,6 +165,9 @@ std::vector<std::int32_t> generate_speculative(Model& m, std::span<const std::in
   double t0 = now();
   out.push_back(argmax(m.forward(s, prompt)));
   st.prefill_seconds = now() - t0;
+  // A verify pass is several tokens in one call; its recurrence runs token by token, as plain
+  // decoding's does, so that its logits are plain decoding's bits.
+  s.gdn_steps = true;
   context.push_back(out.back());
 
   while (int(out.size()) < n && out.back() != o.eos) {
@@ -241,6 +244,7 @@ VerifyCosts measure_verify_costs(Model& m, std::span<const std::int32_t> prompt,
   if (prompt.empty()) fail("measure_verify_costs: empty prompt");
   Session base = m.new_session();
   m.forward(base, prompt);
+  base.gdn_steps = true;  // as generate_speculative's verify passes
   const auto vocab = std::uint64_t(m.config().n_vocab);
   std::vector<std::int32_t> batch;
   for (int t = 0; t < max_batch; ++t) batch.push_back(std::int32_t((std::uint64_t(prompt[0]) + 7919u * std::uint64_t(t)) % vocab));

@@ -199,33 +199,47 @@ TEST_SUITE("model-kinds") {
     CHECK(rep.markdown.find("token bytes of read ceiling") != std::string::npos);
   }
 
-  TEST_CASE("profile of a prompt batch: matmul GMAC/s against the int8 ceiling, by role") {
+  TEST_CASE("profile of a prompt batch: matmul GMAC/s against the int8 ceiling, by role; the Gated DeltaNet in either form") {
     const int batch = 6;
-    const RunReport rep = run_text(head("profile") + cat("prompt_tokens = 4\ntokens = ", batch, "\n[[arm]]\nlayout = \"t2p\"\n"));
+    // gdn_chunk 0 runs the batch's recurrence token by token (6 passes over each state), 4 the
+    // chunked form (chunks of 4 and 2: 2 passes); both pass the greedy check against each other.
+    const RunReport rep = run_text(head("profile") + cat("prompt_tokens = 4\ntokens = ", batch,
+                                                         "\n[[arm]]\nlayout = \"t2p\"\ngdn_chunk = [0, 4]\n"));
     CHECK(rep.ok);
     CHECK(rep.json["tokens"] == batch);
     CHECK(rep.markdown.find("one 6-token prompt batch") != std::string::npos);
     CHECK(rep.markdown.find("| matmul of int8 ceiling |") != std::string::npos);
-    REQUIRE(rep.json["arms"].size() == 1);
-    const Json& arm = rep.json["arms"][0];
-    CHECK_FALSE(arm.contains("matmul_gbps"));
-    const double matmul_ms = arm["ms"]["ternary matmul"]["median"], total_ms = arm["total_ms"]["median"];
-    const double gmacs = arm["matmul_gmacs"]["median"];
-    const double ceiling = gmacs / arm["matmul_fraction_of_int8_ceiling"]["median"].get<double>();
-    // The roles hold every matmul call: their multiply-accumulates are the weights times the
-    // tokens each call ran (the head one token, the last), and they add up to the matmul line's.
+    REQUIRE(rep.json["arms"].size() == 2);
     const model::ModelConfig& c = model::find_preset("micro").config;
-    double role_macs = 0, head_macs = 0;
-    for (const Json& role : arm["matmul_roles"]) {
-      role_macs += role["macs"].get<double>();
-      if (role["role"] == "output") head_macs = role["macs"].get<double>();
+    for (const Json& arm : rep.json["arms"]) {
+      CAPTURE(arm["name"].get<std::string>());
+      CHECK(arm["verified"] == true);
+      CHECK_FALSE(arm.contains("matmul_gbps"));
+      const double matmul_ms = arm["ms"]["ternary matmul"]["median"], total_ms = arm["total_ms"]["median"];
+      const double gmacs = arm["matmul_gmacs"]["median"];
+      const double ceiling = gmacs / arm["matmul_fraction_of_int8_ceiling"]["median"].get<double>();
+      // The roles hold every matmul call: their multiply-accumulates are the weights times the
+      // tokens each call ran (the head one token, the last), and they add up to the matmul line's.
+      double role_macs = 0, head_macs = 0;
+      for (const Json& role : arm["matmul_roles"]) {
+        role_macs += role["macs"].get<double>();
+        if (role["role"] == "output") head_macs = role["macs"].get<double>();
+      }
+      CHECK(head_macs == double(c.n_vocab) * double(c.n_embd));
+      CHECK(gmacs * matmul_ms * 1e6 == doctest::Approx(role_macs).epsilon(1e-9));  // GMAC/s x ms = 1e6 MACs
+      // One round: the batch's whole fraction is its MACs over the total time against the same ceiling.
+      CHECK(arm["batch_fraction_of_int8_ceiling"]["median"].get<double>() ==
+            doctest::Approx(role_macs / (total_ms * 1e6) / ceiling).epsilon(1e-9));
+      CHECK(arm["tok_s"]["median"].get<double>() == doctest::Approx(batch / (total_ms * 1e-3)).epsilon(1e-9));
+      const int chunk = arm["gdn_chunk"].get<int>();
+      const double passes = chunk == 0 ? batch : 2;
+      CHECK(arm["state_passes"].get<double>() == passes);
+      const double gdn_ms = arm["ms"]["Gated DeltaNet"]["median"];
+      CHECK(arm["state_gbps"]["median"].get<double>() ==
+            doctest::Approx(2 * arm["state_bytes_per_token"].get<double>() * passes / gdn_ms / 1e6).epsilon(1e-9));
     }
-    CHECK(head_macs == double(c.n_vocab) * double(c.n_embd));
-    CHECK(gmacs * matmul_ms * 1e6 == doctest::Approx(role_macs).epsilon(1e-9));  // GMAC/s x ms = 1e6 MACs
-    // One round: the batch's whole fraction is its MACs over the total time against the same ceiling.
-    CHECK(arm["batch_fraction_of_int8_ceiling"]["median"].get<double>() ==
-          doctest::Approx(role_macs / (total_ms * 1e6) / ceiling).epsilon(1e-9));
-    CHECK(arm["tok_s"]["median"].get<double>() == doctest::Approx(batch / (total_ms * 1e-3)).epsilon(1e-9));
+    CHECK(rep.json["arms"][0]["gdn_chunk"] == 0);
+    CHECK(rep.json["arms"][1]["gdn_chunk"] == 4);
   }
 
   TEST_CASE("configs/model-*.toml validate, and model-tiny.toml runs on the micro preset") {

@@ -94,6 +94,7 @@ TEST_SUITE("speculative") {
           Session batched = m->new_session(), serial = m->new_session();
           m->forward(batched, std::span(kPrompt).first(4));
           m->forward(serial, std::span(kPrompt).first(4));
+          batched.gdn_steps = true;  // as generate_speculative's verify passes
           const auto all = m->forward(batched, std::span(next).first(std::size_t(T)), true);
           const auto vocab = std::size_t(m->config().n_vocab);
           REQUIRE(all.size() == std::size_t(T) * vocab);
@@ -113,6 +114,7 @@ TEST_SUITE("speculative") {
     const std::vector<std::int32_t> batch = {9, 200, 13, 77, 141};
     Session base = m->new_session();
     m->forward(base, kPrompt);
+    base.gdn_steps = true;  // the prefix alone runs token by token, as the ring's recorded pass does
     for (int keep = 1; keep <= int(batch.size()); ++keep) {
       INFO("keep ", keep);
       Session s = base, expect = base;

@@ -1,7 +1,9 @@
 // Every build of VectorOps (kernels/vector/) returns the bits of the scalar steps it replaces:
 // quantize_row_q8k, model::fwht, the Gated DeltaNet head update as model/gated_deltanet.cpp
 // specifies it, and in-order dot products. No tolerance: the builds only vectorise across
-// independent elements, so any difference is a defect.
+// independent elements, so any difference is a defect. The chunked Gated DeltaNet form is the one
+// exception against its reference (its sums run in another order than the token-by-token steps'):
+// it is held to a stated tolerance of an f64 recurrence, and its builds to one another's bits.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -40,6 +42,29 @@ void gdn_head_steps(float* S, const float* q, const float* k, const float* v, fl
       S[i * Dv + j] = S[i * Dv + j] * decay + k[i] * mem[std::size_t(j)];
       o[j] += S[i * Dv + j] * q[i];
     }
+}
+
+// The spec's recurrence (§7.4.6) in f64, token by token, for one value head.
+void gdn_steps_f64(std::vector<double>& S, const float* q, const float* k, const float* v, std::int64_t stride, const float* g,
+                   const float* beta, int tokens, std::vector<double>& o, int Dk, int Dv) {
+  std::vector<double> mem(static_cast<std::size_t>(Dv));
+  for (int t = 0; t < tokens; ++t) {
+    const float *qt = q + t * stride, *kt = k + t * stride, *vt = v + t * stride;
+    const double decay = std::exp(double(g[t]));
+    for (double& s : S) s *= decay;
+    for (int j = 0; j < Dv; ++j) {
+      double m = 0;
+      for (int i = 0; i < Dk; ++i) m += S[std::size_t(i * Dv + j)] * kt[i];
+      mem[std::size_t(j)] = beta[t] * (vt[j] - m);
+    }
+    for (int i = 0; i < Dk; ++i)
+      for (int j = 0; j < Dv; ++j) S[std::size_t(i * Dv + j)] += kt[i] * mem[std::size_t(j)];
+    for (int j = 0; j < Dv; ++j) {
+      double r = 0;
+      for (int i = 0; i < Dk; ++i) r += S[std::size_t(i * Dv + j)] * qt[i];
+      o[std::size_t(t * Dv + j)] = r;
+    }
+  }
 }
 
 }  // namespace
@@ -161,6 +186,111 @@ TEST_SUITE("vector-ops") {
         }
       }
     }
+  }
+
+  TEST_CASE("the chunked Gated DeltaNet: the recurrence's result within its tolerance, and one set of bits in every build") {
+    // Keys and queries as the model feeds them: unit length, the query scaled by 1/sqrt(Dk). The
+    // decays run from none (g = 0) to strong (g = -40: e^-40 underflows the chunk's longer spans),
+    // and the `aligned` keys share one direction (k.k near 1), which makes the triangular solve's
+    // coefficients large.
+    for (const auto& [Dk, Dv] : {std::pair{128, 128}, std::pair{16, 40}, std::pair{5, 3}})
+      for (int tokens : {1, 7, 37, 64})
+        for (bool aligned : {false, true}) {
+          CAPTURE(Dk);
+          CAPTURE(Dv);
+          CAPTURE(tokens);
+          CAPTURE(aligned);
+          const int n = 3;  // value heads reading one key head
+          const auto size = [](std::int64_t a) { return static_cast<std::size_t>(a); };
+          const std::int64_t stride = 2 * Dk + n * Dv;  // one token's row: q | k | every head's v
+          std::vector<float> rows = normal_floats(size(tokens * stride), 41);
+          const std::vector<float> base = normal_floats(size(Dk), 42);
+          for (int t = 0; t < tokens; ++t)
+            for (int part = 0; part < 2; ++part) {
+              float* x = rows.data() + t * stride + part * Dk;
+              if (aligned && part == 1)
+                for (int i = 0; i < Dk; ++i) x[i] = base[size(i)] + 0.2f * x[i];
+              double sq = 0;
+              for (int i = 0; i < Dk; ++i) sq += double(x[i]) * x[i];
+              const float scale = float(1.0 / std::sqrt(sq)) * (part == 0 ? 1.0f / std::sqrt(float(Dk)) : 1.0f);
+              for (int i = 0; i < Dk; ++i) x[i] *= scale;
+            }
+          std::vector<float> g(size(n * tokens)), beta(size(n * tokens));
+          for (int h = 0; h < n; ++h)
+            for (int t = 0; t < tokens; ++t) {
+              g[size(h * tokens + t)] = h == 0 ? 0.0f : (h == 1 ? -0.05f * float(t % 5) : (t % 9 == 4 ? -40.0f : -0.7f));
+              beta[size(h * tokens + t)] = 0.05f + 0.9f * float((t * 7 + h * 3) % 11) / 10.0f;
+            }
+          const std::vector<float> S0 = normal_floats(size(n * Dk * Dv), 43, 0.3f);
+          const float *q = rows.data(), *k = rows.data() + Dk;
+          const auto v = [&](int h) { return rows.data() + 2 * Dk + h * Dv; };
+          // The reference, and the f32 token-by-token steps (gdn_head_steps), whose distance from
+          // it calibrates the tolerance.
+          std::vector<std::vector<double>> S_ref, o_ref;
+          double o_scale = 0, s_scale = 0, steps_err = 0;
+          for (int h = 0; h < n; ++h) {
+            S_ref.emplace_back(S0.begin() + h * Dk * Dv, S0.begin() + (h + 1) * Dk * Dv);
+            o_ref.emplace_back(size(tokens * Dv));
+            gdn_steps_f64(S_ref[size(h)], q, k, v(h), stride, g.data() + h * tokens, beta.data() + h * tokens, tokens,
+                          o_ref[size(h)], Dk, Dv);
+            for (double x : o_ref[size(h)]) o_scale = std::max(o_scale, std::fabs(x));
+            for (double x : S_ref[size(h)]) s_scale = std::max(s_scale, std::fabs(x));
+            std::vector<float> S(S0.begin() + h * Dk * Dv, S0.begin() + (h + 1) * Dk * Dv), o(size(Dv));
+            for (int t = 0; t < tokens; ++t) {
+              gdn_head_steps(S.data(), q + t * stride, k + t * stride, v(h) + t * stride, std::exp(g[size(h * tokens + t)]),
+                             beta[size(h * tokens + t)], o.data(), Dk, Dv);
+              for (int j = 0; j < Dv; ++j)
+                steps_err = std::max(steps_err, std::fabs(o[size(j)] - o_ref[size(h)][size(t * Dv + j)]));
+            }
+          }
+          // The check can fail: the last token's rate 1% higher moves its read-out past the bound.
+          {
+            std::vector<float> S = S0, out(size(tokens * n * Dv)), scratch(gdn_chunk_scratch(tokens, Dk, Dv));
+            std::vector<float> wrong_beta = beta;
+            wrong_beta[size(tokens - 1)] *= 1.01f;
+            const GdnChunkHead head{S.data(), v(0), stride, g.data(), wrong_beta.data(), out.data(), n * Dv};
+            vector_ops().gdn_chunk({q, k, stride, tokens}, &head, 1, Dk, Dv, scratch.data());
+            double moved = 0;
+            for (int j = 0; j < Dv; ++j)
+              moved = std::max(moved, std::fabs(out[size((tokens - 1) * n * Dv + j)] - o_ref[0][size((tokens - 1) * Dv + j)]));
+            CHECK(moved > 2e-5 * o_scale);
+          }
+          std::vector<float> first_S, first_o;
+          for (const VectorOps* ops : vector_ops_variants()) {
+            CAPTURE(ops->name);
+            std::vector<float> S = S0, out(size(tokens * n * Dv), -1.0f);
+            std::vector<float> scratch(gdn_chunk_scratch(tokens, Dk, Dv), std::numeric_limits<float>::quiet_NaN());
+            std::vector<GdnChunkHead> heads;
+            for (int h = 0; h < n; ++h)
+              heads.push_back({S.data() + h * Dk * Dv, v(h), stride, g.data() + h * tokens, beta.data() + h * tokens,
+                               out.data() + h * Dv, n * Dv});
+            ops->gdn_chunk({q, k, stride, tokens}, heads.data(), n, Dk, Dv, scratch.data());
+            double o_err = 0, s_err = 0;
+            for (int h = 0; h < n; ++h) {
+              for (int t = 0; t < tokens; ++t)
+                for (int j = 0; j < Dv; ++j)
+                  o_err = std::max(o_err, std::fabs(out[size(t * n * Dv + h * Dv + j)] - o_ref[size(h)][size(t * Dv + j)]));
+              for (int e = 0; e < Dk * Dv; ++e)
+                s_err = std::max(s_err, std::fabs(S[size(h * Dk * Dv + e)] - S_ref[size(h)][size(e)]));
+            }
+            if (first_S.empty())
+              MESSAGE(std::string(aligned ? "aligned keys" : "random keys"), ", Dk ", Dk, " Dv ", Dv, " tokens ", tokens,
+                      ": chunked |o err| ", o_err / o_scale, ", |S err| ", s_err / s_scale,
+                      " of their largest; token by token in f32 ", steps_err / o_scale);
+            // f32 rounding, ~6e-8 a step, grows with the sums' lengths (Dk + tokens terms) and
+            // through the triangular solve; 2e-5 of the largest value bounds it with headroom
+            // (the messages show the measured errors beside the f32 steps' own).
+            CHECK(o_err <= 2e-5 * o_scale);
+            CHECK(s_err <= 2e-5 * s_scale);
+            if (first_S.empty()) {
+              first_S = S;
+              first_o = out;
+            } else {
+              CHECK(same_bits(S.data(), first_S.data(), 4 * S.size()));
+              CHECK(same_bits(out.data(), first_o.data(), 4 * out.size()));
+            }
+          }
+        }
   }
 
   TEST_CASE("tiles_dot: each lane the in-order sum of its column, in f32 and in BF16") {

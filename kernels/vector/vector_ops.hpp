@@ -6,6 +6,7 @@
 // variant returns the same bits: tests/test_vector_ops.cpp checks each one against the baseline.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -19,6 +20,26 @@ struct GdnHead {
   const float *q, *k, *v;
   float decay, beta;
   float *mem, *o;
+};
+
+// The key head of a chunk of tokens in the chunked Gated DeltaNet (VectorOps::gdn_chunk), shared
+// by the value heads that read it: token t's query and key (normalised, the query scaled) at
+// q + t * stride and k + t * stride.
+struct GdnChunkKeys {
+  const float *q, *k;
+  std::int64_t stride;
+  int tokens;
+};
+// One value head over the same chunk: its state S (Dk x Dv, key-major) is read, and left as the
+// state after the chunk; token t's value at v + t * stride, its log decay g[t] (<= 0) and rate
+// beta[t]; its read-out is written to o + t * o_stride.
+struct GdnChunkHead {
+  float* S;
+  const float* v;
+  std::int64_t stride;
+  const float *g, *beta;
+  float* o;
+  std::int64_t o_stride;
 };
 
 struct VectorOps {
@@ -35,6 +56,13 @@ struct VectorOps {
   // mem is Dv floats of scratch a head. The steps and their order are those of
   // model/gated_deltanet.cpp, per head; heads may not share S, mem or o.
   void (*gdn_heads)(const GdnHead* heads, int n, int Dk, int Dv);
+  // The same recurrence over a chunk of tokens at once, in its chunked form (spec §7.4.7): each
+  // head's state is read and written once a chunk, and the work is products of small matrices
+  // (the chunk's keys, queries, values and deltas against the state), not two passes over the
+  // state a token. Mathematically the token-by-token result; the sums run in another order, so the
+  // floats differ by rounding (tests/test_vector_ops.cpp bounds by how much). Every variant returns
+  // the same bits. `scratch` holds gdn_chunk_scratch(tokens, Dk, Dv) floats.
+  void (*gdn_chunk)(const GdnChunkKeys& keys, const GdnChunkHead* heads, int n, int Dk, int Dv, float* scratch);
   // Dense dot products kLaneTile at a time, the weights transposed in tiles so that the products
   // sharing an x[i] are adjacent: out[j * kLaneTile + l] = the in-order sum over i < n of
   // w[(j * n + i) * kLaneTile + l] * x[i], for tiles j < tiles. Each lane is its own sequential
@@ -63,6 +91,14 @@ struct VectorOps {
   // y[i] *= 1 / (1 + e^-g[i]) (attention's output gate), with the same exponential.
   void (*sigmoid_mul)(const float* g, float* y, std::int64_t n);
 };
+
+// Columns of gdn_chunk's token x token tables: the tokens rounded up to a whole 16-float register.
+constexpr std::int64_t gdn_chunk_columns(int tokens) { return (std::int64_t(tokens) + 15) / 16 * 16; }
+// Floats of scratch VectorOps::gdn_chunk needs for a chunk of `tokens`.
+constexpr std::size_t gdn_chunk_scratch(int tokens, int Dk, int Dv) {
+  const std::int64_t c = gdn_chunk_columns(tokens);
+  return std::size_t(2 * Dk * c + 4 * c * c + c + 2 * c * Dv);
+}
 
 // The variants this build has and this CPU runs, baseline first.
 std::span<const VectorOps* const> vector_ops_variants();

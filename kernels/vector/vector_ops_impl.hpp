@@ -261,6 +261,150 @@ struct Impl {
     gdn_heads_any(heads, n, Dk, Dv);
   }
 
+  // ---- The chunked form (gdn_chunk, spec §7.4.7) ----
+  // c[r][j] = c[r][j] + the sum over k < inner of a[r][k] * b[k][j], in order of k, for R rows and
+  // W registers of columns: the R x W sums stay in registers while each b row is loaded once for
+  // all R rows. Every element is the same sequential sum whatever the blocking, so every build's
+  // blocks give the baseline's bits.
+  template <int R, int W>
+  static void rows_block(const float* __restrict a, std::int64_t as, const float* __restrict b, std::int64_t bs,
+                         int inner, float* __restrict c, std::int64_t cs) {
+    // Fully unrolled, so that the sums live in registers rather than in a stack array.
+    Register acc[R][W];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int w = 0; w < W; ++w) acc[r][w] = load(c + r * cs + w * kRegisterFloats);
+    for (int k = 0; k < inner; ++k) {
+      Register bk[W];
+#pragma GCC unroll 8
+      for (int w = 0; w < W; ++w) bk[w] = load(b + k * bs + w * kRegisterFloats);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const float ark = a[r * as + k];
+#pragma GCC unroll 8
+        for (int w = 0; w < W; ++w) acc[r][w] = acc[r][w] + ark * bk[w];
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int w = 0; w < W; ++w) std::memcpy(c + r * cs + w * kRegisterFloats, &acc[r][w], sizeof(Register));
+  }
+
+  // rows_block over `rows` rows of one column block, in blocks of R rows then one at a time.
+  template <int R, int W>
+  static void rows_column_block(const float* a, std::int64_t as, int rows, const float* b, std::int64_t bs, int inner,
+                                float* c, std::int64_t cs) {
+    int r = 0;
+    for (; r + R <= rows; r += R) rows_block<R, W>(a + r * as, as, b, bs, inner, c + r * cs, cs);
+    for (; r < rows; ++r) rows_block<1, W>(a + r * as, as, b, bs, inner, c + r * cs, cs);
+  }
+  // c += a b for a (rows x inner, row stride as), b (inner x cols, row stride bs), c (rows x cols,
+  // row stride cs). Six rows of four registers where the register file holds their sums (32
+  // registers), two rows where it does not.
+  static constexpr int kBlockRows = Tag::kRegisters >= 32 ? 6 : 2, kBlockRegisters = 4;
+  static void rows_times(const float* a, std::int64_t as, int rows, const float* b, std::int64_t bs, int inner, float* c,
+                         std::int64_t cs, int cols) {
+    if (rows <= 0 || inner <= 0) return;
+    constexpr int RF = kRegisterFloats, W = kBlockRegisters;
+    int j = 0;
+    for (; j + W * RF <= cols; j += W * RF) rows_column_block<kBlockRows, W>(a, as, rows, b + j, bs, inner, c + j, cs);
+    for (; j + RF <= cols; j += RF) rows_column_block<kBlockRows, 1>(a, as, rows, b + j, bs, inner, c + j, cs);
+    for (; j < cols; ++j)
+      for (int r = 0; r < rows; ++r) {
+        float sum = c[r * cs + j];
+        for (int k = 0; k < inner; ++k) sum = sum + a[r * as + k] * b[k * bs + j];
+        c[r * cs + j] = sum;
+      }
+  }
+  // Rows [t0, t1) of x take the terms of the earlier rows of the same block in order:
+  // x[t] = x[t] + w[t][s] * y[s] for s in [t0, t + diagonal) (the in-block part of a lower-
+  // triangular product whose rows before t0 rows_times already added).
+  static void triangle_rows(const float* __restrict w, std::int64_t ws, const float* y, float* x, std::int64_t xs,
+                            int t0, int t1, int n, bool diagonal, std::int64_t ys) {
+    for (int t = t0; t < t1; ++t)
+      for (int s = t0; s < t + int(diagonal); ++s) {
+        const float wts = w[t * ws + s];
+        const float* __restrict ys_row = y + s * ys;
+        float* __restrict xt = x + t * xs;
+        for (int j = 0; j < n; ++j) xt[j] = xt[j] + wts * ys_row[j];
+      }
+  }
+  static constexpr int kSolveBlock = 8;  // rows a block of the triangular solve and read-out
+  static void gdn_chunk(const GdnChunkKeys& keys, const GdnChunkHead* heads, int n, int Dk, int Dv, float* scratch) {
+    const int T = keys.tokens;
+    if (T <= 0 || n <= 0) return;
+    const std::int64_t Tp = gdn_chunk_columns(T), ks = keys.stride;
+    // Shared by the key head's value heads: the keys transposed (Dk x Tp, zero past T), and the
+    // T x Tp tables of key-key and query-key dot products.
+    float* kt = scratch;
+    float* gram = kt + Dk * Tp;
+    float* qk = gram + Tp * Tp;
+    // Per value head: the cumulative log decays, the solve's coefficients -A, the decayed
+    // query-key table, K S (then the right-hand sides, then the deltas), Q S, and the keys
+    // transposed, each decayed to the chunk's end.
+    float* gamma = qk + Tp * Tp;
+    float* neg_a = gamma + Tp;
+    float* mask = neg_a + Tp * Tp;
+    float* delta = mask + Tp * Tp;
+    float* qs = delta + Tp * Dv;
+    float* kw = qs + Tp * Dv;
+    for (int i = 0; i < Dk; ++i)
+      for (std::int64_t t = 0; t < Tp; ++t) kt[i * Tp + t] = t < T ? keys.k[t * ks + i] : 0.0f;
+    std::fill(gram, gram + T * Tp, 0.0f);
+    std::fill(qk, qk + T * Tp, 0.0f);
+    rows_times(keys.k, ks, T, kt, Tp, Dk, gram, Tp, int(Tp));
+    rows_times(keys.q, ks, T, kt, Tp, Dk, qk, Tp, int(Tp));
+    for (int h = 0; h < n; ++h) {
+      const GdnChunkHead& hd = heads[h];
+      float sum = 0.0f;
+      for (int t = 0; t < T; ++t) gamma[t] = sum = sum + hd.g[t];
+      // The products with the incoming state.
+      std::fill(delta, delta + T * Dv, 0.0f);
+      std::fill(qs, qs + T * Dv, 0.0f);
+      rows_times(keys.k, ks, T, hd.S, Dv, Dk, delta, Dv, Dv);
+      rows_times(keys.q, ks, T, hd.S, Dv, Dk, qs, Dv, Dv);
+      // Right-hand sides beta_t (v_t - e^gamma_t k_t S) and the decayed tables. e^(gamma_t -
+      // gamma_s) for s <= t is at most 1 (the decays are), so no term overflows.
+      for (int t = 0; t < T; ++t) {
+        const float beta = hd.beta[t], decay = exp_f32(gamma[t]);
+        const float* __restrict v = hd.v + t * hd.stride;
+        float* __restrict d = delta + t * Dv;
+        for (int j = 0; j < Dv; ++j) d[j] = beta * (v[j] - decay * d[j]);
+        for (int s = 0; s <= t; ++s) {
+          const float between = exp_f32(gamma[t] - gamma[s]);
+          neg_a[t * Tp + s] = -(beta * gram[t * Tp + s] * between);
+          mask[t * Tp + s] = qk[t * Tp + s] * between;
+        }
+        float* __restrict o = hd.o + t * hd.o_stride;
+        const float* __restrict qst = qs + t * Dv;
+        for (int j = 0; j < Dv; ++j) o[j] = decay * qst[j];
+      }
+      // (I + A) deltas = right-hand sides, A strictly lower triangular: forward substitution, a
+      // block of rows at a time (the earlier blocks' deltas as one product, then within the block).
+      for (int t0 = 0; t0 < T; t0 += kSolveBlock) {
+        const int t1 = std::min(T, t0 + kSolveBlock);
+        rows_times(neg_a + t0 * Tp, Tp, t1 - t0, delta, Dv, t0, delta + t0 * Dv, Dv, Dv);
+        triangle_rows(neg_a, Tp, delta, delta, Dv, t0, t1, Dv, false, Dv);
+      }
+      // Read-out: o_t = e^gamma_t q_t S + the sum over s <= t of mask[t][s] delta_s.
+      for (int t0 = 0; t0 < T; t0 += kSolveBlock) {
+        const int t1 = std::min(T, t0 + kSolveBlock);
+        rows_times(mask + t0 * Tp, Tp, t1 - t0, delta, Dv, t0, hd.o + t0 * hd.o_stride, hd.o_stride, Dv);
+        triangle_rows(mask, Tp, delta, hd.o, hd.o_stride, t0, t1, Dv, true, Dv);
+      }
+      // The state after the chunk: e^gamma_end S + the sum over s of e^(gamma_end - gamma_s) k_s delta_s.
+      const float end = gamma[T - 1], end_decay = exp_f32(end);
+      for (int s = 0; s < T; ++s) {
+        const float to_end = exp_f32(end - gamma[s]);
+        for (int i = 0; i < Dk; ++i) kw[i * Tp + s] = kt[i * Tp + s] * to_end;
+      }
+      for (std::int64_t e = 0; e < std::int64_t(Dk) * Dv; ++e) hd.S[e] = end_decay * hd.S[e];
+      rows_times(kw, Tp, Dk, delta, Dv, T, hd.S, Dv, Dv);
+    }
+  }
+
   static float widen(float w) { return w; }
   static float widen(std::uint16_t w) { return from_bits(std::uint32_t(w) << 16); }  // BF16: the top half
   // NT tiles side by side: NT independent sums a lane, so the adds do not wait on one another.
@@ -448,7 +592,7 @@ struct Impl {
   }
 
   static constexpr VectorOps ops(const char* name) {
-    return {name,  &quantize_q8k, &fwht,     &multiply,   &gdn_heads, &tiles_dot<float>, &tiles_dot<std::uint16_t>,
+    return {name,  &quantize_q8k, &fwht,     &multiply,   &gdn_heads, &gdn_chunk, &tiles_dot<float>, &tiles_dot<std::uint16_t>,
             &tiles_dot_queries, &weighted_sums, &silu, &silu_mul,     &sigmoid_mul};
   }
 };
