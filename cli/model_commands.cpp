@@ -105,7 +105,7 @@ struct GenerateOptions {
   std::string path, prompt = "Hello", layout, kernel, mode = "mmap", layout_map, measure_weights = "cold";
   std::string plan = "auto";
   bool requantise = false;
-  int n = 16, threads = 1;
+  int n = 16, threads = 1, gdn_chunk = 0;
   float temperature = 0, top_p = 1;
   std::uint64_t seed = 1;
   // Speculative decoding (model/speculative.hpp); empty draft: none.
@@ -186,10 +186,25 @@ void add_layout_map_options(CLI::App* c, std::string& layout_map, std::string& m
   add_measure_weights_option(c, measure_weights);
 }
 
+// ", Gated DeltaNet chunked (64 tokens a chunk)" where a prompt runs the chunked form, else "".
+std::string gdn_form_text(const Model& m) {
+  return m.gdn_chunk() > 0 ? cat(", Gated DeltaNet chunked (", m.gdn_chunk(), " tokens a chunk)") : std::string();
+}
+
+void add_gdn_chunk_option(CLI::App* c, int& gdn_chunk) {
+  c->add_option("--gdn-chunk", gdn_chunk,
+                "Tokens a chunk of the Gated DeltaNet's chunked form (spec 7.4.7; HF and llama.cpp use 64) for a prompt's "
+                "batches; 0: token by token, a prompt's logits then decoding's bits")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+}
+
 // The load options the model commands share.
 LoadOptions load_options(const std::string& layout, const std::string& kernel, int threads, const std::string& mode,
-                         bool requantise, const std::string& layout_map = "", const std::string& measure_weights = "cold") {
+                         bool requantise, const std::string& layout_map = "", const std::string& measure_weights = "cold",
+                         int gdn_chunk = 0) {
   LoadOptions lo;
+  lo.gdn_chunk = gdn_chunk;
   lo.layout = layout;
   if (!layout_map.empty()) lo.layout_map = relocated_map(layout_map);
   if (lo.layout_map.measured()) lo.plan_cold_bytes = experiments::cold_measure_bytes(measure_weights, experiments::cold_set_bytes(0));
@@ -259,7 +274,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& lo
 }
 
 void run_generate(const GenerateOptions& o) {
-  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map, o.measure_weights);
+  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map, o.measure_weights, o.gdn_chunk);
   lo.plan = parse_plan_mode(o.plan);
   apply_weight_options(lo, o.weights);
   show_load_progress(lo, o.layout.empty() ? "model" : o.layout);
@@ -282,7 +297,7 @@ void run_generate(const GenerateOptions& o) {
     if (i + 1 < o.n) logits = m->forward(s, std::span(&next, 1));
   }
   const double plain_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "layout " << m->layout_text() << ", kernel " << m->kernel_name() << "\n";
+  std::cout << "layout " << m->layout_text() << ", kernel " << m->kernel_name() << gdn_form_text(*m) << "\n";
   if (m->mixed()) std::cout << "  " << fixed_text(m->bits_per_weight(), 4) << " bits/weight over the matmuls\n";
   for (const std::string& n : m->layout_notes()) std::cout << "  " << n << "\n";
   if (lo.plan == PlanMode::measure)
@@ -362,7 +377,7 @@ void run_verify_costs(const VerifyCostOptions& o) {
 struct LogitsOptions {
   std::string path, prompt, tokens, layout, kernel, mode = "mmap", layout_map, measure_weights = "cold";
   std::vector<std::string> out;
-  int threads = 1;
+  int threads = 1, gdn_chunk = 0;
   bool requantise = false;
 };
 
@@ -396,7 +411,7 @@ void run_logits(const LogitsOptions& o) {
   for (const std::string& out : o.out)
     if (!out.ends_with(".npy") && !out.ends_with(".csv"))
       fail("model logits: -o/--output ", out, ": the name must end in .npy or .csv (the format written)");
-  auto m = load_model(o.path, load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map, o.measure_weights));
+  auto m = load_model(o.path, load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map, o.measure_weights, o.gdn_chunk));
   std::vector<std::int32_t> ids;
   if (!o.prompt.empty()) {
     ids = Tokenizer::from_gguf(m->file()).encode(o.prompt);
@@ -411,7 +426,7 @@ void run_logits(const LogitsOptions& o) {
     if (out.ends_with(".npy")) write_npy_f32(out, logits, rows, cols);
     else write_csv_f32(out, logits, rows, cols);
   }
-  std::cout << "layout " << m->layout_text() << ", kernel " << m->kernel_name() << "\n";
+  std::cout << "layout " << m->layout_text() << ", kernel " << m->kernel_name() << gdn_form_text(*m) << "\n";
   std::cout << "tokens:";
   for (auto t : ids) std::cout << " " << t;
   std::cout << "\nlogits: " << rows << " positions x " << cols << " vocab (float32; row t scores the token after token t)";
@@ -421,7 +436,7 @@ void run_logits(const LogitsOptions& o) {
 
 struct PerplexityOptions {
   std::string path, text, layout, kernel, mode = "mmap", save_logits, kl_base, layout_map, measure_weights = "cold";
-  int tokens = 0, chunk = 64, stride = 0, threads = 1;
+  int tokens = 0, chunk = 64, stride = 0, threads = 1, gdn_chunk = 0;
   bool json = false;
   bool requantise = false;
   WeightArgs weights;
@@ -440,7 +455,7 @@ nlohmann::json logits_record(const PerplexityOptions& o, const Model& m, const s
 void run_perplexity(const PerplexityOptions& o) {
   const std::string text = read_text(o.text);
   if (o.stride >= o.chunk) fail("model perplexity: --stride ", o.stride, " must be below --ctx ", o.chunk);
-  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map, o.measure_weights);
+  LoadOptions lo = load_options(o.layout, o.kernel, o.threads, o.mode, o.requantise, o.layout_map, o.measure_weights, o.gdn_chunk);
   apply_weight_options(lo, o.weights);
   auto m = load_model(o.path, lo);
   std::vector<std::int32_t> ids = Tokenizer::from_gguf(m->file()).encode(text);
@@ -505,7 +520,7 @@ void run_perplexity(const PerplexityOptions& o) {
     return;
   }
   std::cout << "layout " << m->layout_text() << " (" << fixed_text(m->bits_per_weight(), 4) << " bits/weight), kernel "
-            << m->kernel_name() << (m->weight_code() == WeightCode::ternary ? "" : " (shapes only)") << "\n";
+            << m->kernel_name() << (m->weight_code() == WeightCode::ternary ? "" : " (shapes only)") << gdn_form_text(*m) << "\n";
   print_weights(*m);
   std::cout << "windows:";
   for (std::size_t i = 0; i < p.chunk_values.size(); ++i) std::cout << " [" << i + 1 << "]" << fixed_text(p.chunk_values[i], 4);
@@ -526,7 +541,7 @@ void run_perplexity(const PerplexityOptions& o) {
   const ScaleRequantisation& r = m->scale_requantisation();
   if (!o.requantise || (r.changed == 0 && r.weights_changed == 0) || kl) return;
   // The loss in the units that matter for a model: its logits against the file's exact weights, on the same text.
-  auto ref = Model::load(o.path, load_options("", "", o.threads, o.mode, false));
+  auto ref = Model::load(o.path, load_options("", "", o.threads, o.mode, false, "", "cold", o.gdn_chunk));
   const LogitDivergence d = logit_divergence(*ref, *m, ids, o.chunk);
   std::cout << "loss against the file's exact weights (" << ref->layout().name << ", same text and chunks): "
             << divergence_text(d, " exact") << "\n";
@@ -537,7 +552,7 @@ struct BenchOptions {
   std::vector<int> prompt{64}, gen{32}, threads{1};
   std::vector<std::string> layout_maps;  // each an arm beside the layouts
   std::string measure_weights = "cold";
-  int repetitions = 5, warmup = 1;
+  int repetitions = 5, warmup = 1, gdn_chunk = 0;
   bool requantise = false;
 };
 
@@ -572,7 +587,7 @@ void run_bench(const BenchOptions& o) {
   toml::table config{{"kind", "model-bench"}, {"name", "model-bench"}, {"model", o.path}, {"output", o.results},
                      {"tests", join(tests, ",")}, {"rounds", o.repetitions}, {"warmup", o.warmup}, {"sample_ms", 0.001},
                      {"load", o.mode}, {"plan", o.plan}, {"requantise_scales", o.requantise}, {"measure_weights", o.measure_weights},
-                     {"baseline", *layouts.front().value<std::string>()}, {"arm", std::move(arms)}};
+                     {"gdn_chunk", o.gdn_chunk}, {"baseline", *layouts.front().value<std::string>()}, {"arm", std::move(arms)}};
   const experiments::RunOutcome outcome =
       experiments::run_experiment_text(cat("# ternlab model bench ", o.path, "\n", config, "\n"), "model-bench", {}, std::cerr);
   std::ifstream in(std::filesystem::path(outcome.folder) / "summary.json");
@@ -785,6 +800,7 @@ void add_model_commands(CLI::App& app) {
   gen->add_option("-n", g.n, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--layout", g.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
   add_layout_map_options(gen, g.layout_map, g.measure_weights);
+  add_gdn_chunk_option(gen, g.gdn_chunk);
   gen->add_option("--kernel", g.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   gen->add_option("--threads", g.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--temperature", g.temperature, "0 = greedy")->capture_default_str();
@@ -821,6 +837,7 @@ void add_model_commands(CLI::App& app) {
   logits->add_option("--tokens", lg.tokens, "Token ids, separated by commas or spaces");
   logits->add_option("--layout", lg.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
   add_layout_map_options(logits, lg.layout_map, lg.measure_weights);
+  add_gdn_chunk_option(logits, lg.gdn_chunk);
   logits->add_option("--kernel", lg.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   logits->add_option("--threads", lg.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   logits->add_option("--load", lg.mode, "Load mode: mmap or memory")->capture_default_str();
@@ -843,6 +860,7 @@ void add_model_commands(CLI::App& app) {
                                            "perplexity ratio with its error");
   ppl->add_option("--layout", px.layout, "Repack every ternary tensor into this layout: " + layout_names())->check(known_layouts());
   add_layout_map_options(ppl, px.layout_map, px.measure_weights);
+  add_gdn_chunk_option(ppl, px.gdn_chunk);
   ppl->add_option("--kernel", px.kernel, "Kernel (strategy or strategy/isa, or a peer's own: bitnet-i2s, ggml-tq2_0, ggml-tq1_0); default: the best listed, a peer format's own");
   ppl->add_option("--threads", px.threads, "Threads")->capture_default_str()->check(CLI::PositiveNumber);
   ppl->add_option("--load", px.mode, "Load mode: mmap or memory")->capture_default_str();
@@ -858,6 +876,7 @@ void add_model_commands(CLI::App& app) {
   bench->add_option("--layout-map", b.layout_maps,
                     cat(kLayoutMapHelp, "; each an arm beside the layouts, its rest in the first of --layouts; repeatable"));
   add_measure_weights_option(bench, b.measure_weights);
+  add_gdn_chunk_option(bench, b.gdn_chunk);
   bench->add_option("-p,--n-prompt", b.prompt, "Prompt lengths of the pp tests, comma-separated (0: none)")
       ->delimiter(',')->capture_default_str()->check(CLI::NonNegativeNumber);
   bench->add_option("-n,--n-gen", b.gen, "Lengths of the tg tests, comma-separated (0: none)")

@@ -4,6 +4,7 @@
 // (the compiler vectorises its loops for each target). Every loop does the same float operations
 // per element in the same order as the scalar reference, and no loop reassociates a sum, so every
 // variant returns the same bits: tests/test_vector_ops.cpp checks each one against the baseline.
+// gdn_chunk alone fuses its multiply-adds (one rounding each, in every build).
 #pragma once
 
 #include <cstddef>
@@ -60,8 +61,9 @@ struct VectorOps {
   // head's state is read and written once a chunk, and the work is products of small matrices
   // (the chunk's keys, queries, values and deltas against the state), not two passes over the
   // state a token. Mathematically the token-by-token result; the sums run in another order, so the
-  // floats differ by rounding (tests/test_vector_ops.cpp bounds by how much). Every variant returns
-  // the same bits. `scratch` holds gdn_chunk_scratch(tokens, Dk, Dv) floats.
+  // floats differ by rounding (tests/test_vector_ops.cpp bounds by how much). Every term is a fused
+  // multiply-add, in every variant, so every variant returns the same bits. `scratch` holds
+  // gdn_chunk_scratch(tokens, Dk, Dv) floats.
   void (*gdn_chunk)(const GdnChunkKeys& keys, const GdnChunkHead* heads, int n, int Dk, int Dv, float* scratch);
   // Dense dot products kLaneTile at a time, the weights transposed in tiles so that the products
   // sharing an x[i] are adjacent: out[j * kLaneTile + l] = the in-order sum over i < n of

@@ -262,10 +262,15 @@ struct Impl {
   }
 
   // ---- The chunked form (gdn_chunk, spec §7.4.7) ----
-  // c[r][j] = c[r][j] + the sum over k < inner of a[r][k] * b[k][j], in order of k, for R rows and
-  // W registers of columns: the R x W sums stay in registers while each b row is loaded once for
-  // all R rows. Every element is the same sequential sum whatever the blocking, so every build's
-  // blocks give the baseline's bits.
+  // a * b + c rounded once: the build's fused multiply-add (Tag::mul_add; the baseline's is
+  // __builtin_fmaf a lane), so every build returns the same bits. The products below are the one
+  // place VectorOps fuses: the chunked form's sums differ from the token-by-token steps' anyway,
+  // and a multiply and an add each take one of the two FMA ports of an AVX-512 core.
+  static Register mul_add(Register a, Register b, Register c) { return Tag::mul_add(a, b, c); }
+  // c[r][j] = c[r][j] + the sum over k < inner of a[r][k] * b[k][j], in order of k, each term
+  // fused, for R rows and W registers of columns: the R x W sums stay in registers while each b
+  // row is loaded once for all R rows. Every element is the same sequential sum whatever the
+  // blocking, so every build's blocks give the baseline's bits.
   template <int R, int W>
   static void rows_block(const float* __restrict a, std::int64_t as, const float* __restrict b, std::int64_t bs,
                          int inner, float* __restrict c, std::int64_t cs) {
@@ -281,9 +286,9 @@ struct Impl {
       for (int w = 0; w < W; ++w) bk[w] = load(b + k * bs + w * kRegisterFloats);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const float ark = a[r * as + k];
+        const Register ark = Tag::template broadcast<Register>(a + r * as + k);
 #pragma GCC unroll 8
-        for (int w = 0; w < W; ++w) acc[r][w] = acc[r][w] + ark * bk[w];
+        for (int w = 0; w < W; ++w) acc[r][w] = mul_add(ark, bk[w], acc[r][w]);
       }
     }
 #pragma GCC unroll 8
@@ -292,13 +297,15 @@ struct Impl {
       for (int w = 0; w < W; ++w) std::memcpy(c + r * cs + w * kRegisterFloats, &acc[r][w], sizeof(Register));
   }
 
-  // rows_block over `rows` rows of one column block, in blocks of R rows then one at a time.
+  // rows_block over `rows` rows of one column block, in blocks of R rows, the rest in blocks of
+  // about half as many (6, then 3, 2, 1), so a remainder still shares its b loads.
   template <int R, int W>
   static void rows_column_block(const float* a, std::int64_t as, int rows, const float* b, std::int64_t bs, int inner,
                                 float* c, std::int64_t cs) {
     int r = 0;
     for (; r + R <= rows; r += R) rows_block<R, W>(a + r * as, as, b, bs, inner, c + r * cs, cs);
-    for (; r < rows; ++r) rows_block<1, W>(a + r * as, as, b, bs, inner, c + r * cs, cs);
+    if constexpr (R > 1)
+      if (r < rows) rows_column_block<R / 2, W>(a + r * as, as, rows - r, b, bs, inner, c + r * cs, cs);
   }
   // c += a b for a (rows x inner, row stride as), b (inner x cols, row stride bs), c (rows x cols,
   // row stride cs). Six rows of four registers where the register file holds their sums (32
@@ -314,7 +321,7 @@ struct Impl {
     for (; j < cols; ++j)
       for (int r = 0; r < rows; ++r) {
         float sum = c[r * cs + j];
-        for (int k = 0; k < inner; ++k) sum = sum + a[r * as + k] * b[k * bs + j];
+        for (int k = 0; k < inner; ++k) sum = __builtin_fmaf(a[r * as + k], b[k * bs + j], sum);
         c[r * cs + j] = sum;
       }
   }
@@ -328,10 +335,12 @@ struct Impl {
         const float wts = w[t * ws + s];
         const float* __restrict ys_row = y + s * ys;
         float* __restrict xt = x + t * xs;
-        for (int j = 0; j < n; ++j) xt[j] = xt[j] + wts * ys_row[j];
+        for (int j = 0; j < n; ++j) xt[j] = __builtin_fmaf(wts, ys_row[j], xt[j]);  // fused, as rows_times
       }
   }
-  static constexpr int kSolveBlock = 8;  // rows a block of the triangular solve and read-out
+  // Rows a block of the triangular solve and read-out: one rows_block of the earlier rows' terms,
+  // then the block's own triangle row by row.
+  static constexpr int kSolveBlock = kBlockRows;
   static void gdn_chunk(const GdnChunkKeys& keys, const GdnChunkHead* heads, int n, int Dk, int Dv, float* scratch) {
     const int T = keys.tokens;
     if (T <= 0 || n <= 0) return;
