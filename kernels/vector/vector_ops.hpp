@@ -99,7 +99,7 @@ constexpr std::int64_t gdn_chunk_columns(int tokens) { return (std::int64_t(toke
 // Floats of scratch VectorOps::gdn_chunk needs for a chunk of `tokens`.
 constexpr std::size_t gdn_chunk_scratch(int tokens, int Dk, int Dv) {
   const std::int64_t c = gdn_chunk_columns(tokens);
-  return std::size_t(2 * Dk * c + 4 * c * c + c + 2 * c * Dv);
+  return std::size_t(2 * Dk * c + 4 * c * c + 2 * c + 2 * c * Dv);
 }
 
 // The variants this build has and this CPU runs, baseline first.

@@ -351,14 +351,15 @@ struct Impl {
     float* gram = kt + Dk * Tp;
     float* qk = gram + Tp * Tp;
     // Per value head: the cumulative log decays, the solve's coefficients -A, the decayed
-    // query-key table, K S (then the right-hand sides, then the deltas), Q S, and the keys
-    // transposed, each decayed to the chunk's end.
+    // query-key table, K S (then the right-hand sides, then the deltas), Q S, the keys
+    // transposed, each decayed to the chunk's end, and those decays.
     float* gamma = qk + Tp * Tp;
     float* neg_a = gamma + Tp;
     float* mask = neg_a + Tp * Tp;
     float* delta = mask + Tp * Tp;
     float* qs = delta + Tp * Dv;
     float* kw = qs + Tp * Dv;
+    float* __restrict to_end = kw + Dk * Tp;
     for (int i = 0; i < Dk; ++i)
       for (std::int64_t t = 0; t < Tp; ++t) kt[i * Tp + t] = t < T ? keys.k[t * ks + i] : 0.0f;
     std::fill(gram, gram + T * Tp, 0.0f);
@@ -381,10 +382,17 @@ struct Impl {
         const float* __restrict v = hd.v + t * hd.stride;
         float* __restrict d = delta + t * Dv;
         for (int j = 0; j < Dv; ++j) d[j] = beta * (v[j] - decay * d[j]);
+        // Restrict-qualified rows of distinct tables, so the loop (its exponential included) vectorises.
+        const float* __restrict gram_t = gram + t * Tp;
+        const float* __restrict qk_t = qk + t * Tp;
+        const float* __restrict gam = gamma;
+        float* __restrict neg_a_t = neg_a + t * Tp;
+        float* __restrict mask_t = mask + t * Tp;
+        const float gamma_t = gamma[t];
         for (int s = 0; s <= t; ++s) {
-          const float between = exp_f32(gamma[t] - gamma[s]);
-          neg_a[t * Tp + s] = -(beta * gram[t * Tp + s] * between);
-          mask[t * Tp + s] = qk[t * Tp + s] * between;
+          const float between = exp_f32(gamma_t - gam[s]);
+          neg_a_t[s] = -(beta * gram_t[s] * between);
+          mask_t[s] = qk_t[s] * between;
         }
         float* __restrict o = hd.o + t * hd.o_stride;
         const float* __restrict qst = qs + t * Dv;
@@ -404,10 +412,13 @@ struct Impl {
         triangle_rows(mask, Tp, delta, hd.o, hd.o_stride, t0, t1, Dv, true, Dv);
       }
       // The state after the chunk: e^gamma_end S + the sum over s of e^(gamma_end - gamma_s) k_s delta_s.
+      // The decays to the chunk's end first, then kw row by row (contiguous, vectorised).
       const float end = gamma[T - 1], end_decay = exp_f32(end);
-      for (int s = 0; s < T; ++s) {
-        const float to_end = exp_f32(end - gamma[s]);
-        for (int i = 0; i < Dk; ++i) kw[i * Tp + s] = kt[i * Tp + s] * to_end;
+      for (int s = 0; s < T; ++s) to_end[s] = exp_f32(end - gamma[s]);
+      for (int i = 0; i < Dk; ++i) {
+        const float* __restrict kt_i = kt + i * Tp;
+        float* __restrict kw_i = kw + i * Tp;
+        for (int s = 0; s < T; ++s) kw_i[s] = kt_i[s] * to_end[s];
       }
       for (std::int64_t e = 0; e < std::int64_t(Dk) * Dv; ++e) hd.S[e] = end_decay * hd.S[e];
       rows_times(kw, Tp, Dk, delta, Dv, T, hd.S, Dv, Dv);
