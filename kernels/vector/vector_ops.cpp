@@ -16,19 +16,6 @@ struct BaselineTag {
 #else
   static constexpr int kRegisters = 16;
 #endif
-  // One fused multiply-add a lane (the baseline may lack the instruction; the builtin still
-  // rounds once, as the wider builds' instruction does).
-  // Every lane *p (from memory where the build can: no shuffle port taken).
-  template <class V>
-  static V broadcast(const float* p) {
-    return V{} + *p;
-  }
-  template <class V>
-  static V mul_add(V a, V b, V c) {
-    V r;
-    for (int i = 0; i < kRegisterFloats; ++i) r[i] = __builtin_fmaf(a[i], b[i], c[i]);
-    return r;
-  }
 };
 constexpr VectorOps kBaseline = vector_ops_detail::Impl<BaselineTag>::ops("baseline");
 

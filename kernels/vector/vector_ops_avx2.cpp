@@ -20,7 +20,8 @@ namespace {
 struct Tag {
   static constexpr int kRegisterFloats = 8;  // floats in one of this build's vector registers
   static constexpr int kRegisters = 16;      // vector registers
-  // Every lane *p (from memory where the build can: no shuffle port taken).
+#if !defined(__clang__)  // GCC honours the target pragma; clang ignores it and takes Impl's lane-wise forms
+  // Every lane *p, from memory (no shuffle port taken).
   template <class V>
   static V broadcast(const float* p) {
     return V(_mm256_set1_ps(*p));
@@ -29,6 +30,7 @@ struct Tag {
   static V mul_add(V a, V b, V c) {
     return V(_mm256_fmadd_ps(__m256(a), __m256(b), __m256(c)));
   }
+#endif
 };
 constexpr VectorOps kOps = vector_ops_detail::Impl<Tag>::ops("avx2");
 }  // namespace

@@ -20,7 +20,8 @@ namespace {
 struct Tag {
   static constexpr int kRegisterFloats = 16;  // floats in one of this build's vector registers
   static constexpr int kRegisters = 32;       // vector registers
-  // Every lane *p (from memory where the build can: no shuffle port taken).
+#if !defined(__clang__)  // GCC honours the target pragma; clang ignores it and takes Impl's lane-wise forms
+  // Every lane *p, from memory (no shuffle port taken).
   template <class V>
   static V broadcast(const float* p) {
     return V(_mm512_set1_ps(*p));
@@ -29,6 +30,7 @@ struct Tag {
   static V mul_add(V a, V b, V c) {
     return V(_mm512_fmadd_ps(__m512(a), __m512(b), __m512(c)));
   }
+#endif
 };
 constexpr VectorOps kOps = vector_ops_detail::Impl<Tag>::ops("avx512");
 }  // namespace

@@ -266,7 +266,29 @@ struct Impl {
   // __builtin_fmaf a lane), so every build returns the same bits. The products below are the one
   // place VectorOps fuses: the chunked form's sums differ from the token-by-token steps' anyway,
   // and a multiply and an add each take one of the two FMA ports of an AVX-512 core.
-  static Register mul_add(Register a, Register b, Register c) { return Tag::mul_add(a, b, c); }
+  // A Tag that has the instructions gives mul_add and broadcast; without them (the baseline, or a
+  // compiler that ignores the unit's target pragma: the fuzz build's clang) they run a lane at a
+  // time, with the same values and bits.
+  static Register mul_add(Register a, Register b, Register c) {
+    if constexpr (requires { Tag::mul_add(a, b, c); }) {
+      return Tag::mul_add(a, b, c);
+    } else {
+      float x[kRegisterFloats], y[kRegisterFloats], z[kRegisterFloats];
+      std::memcpy(x, &a, sizeof x);
+      std::memcpy(y, &b, sizeof y);
+      std::memcpy(z, &c, sizeof z);
+      for (int i = 0; i < kRegisterFloats; ++i) x[i] = __builtin_fmaf(x[i], y[i], z[i]);
+      Register r;
+      std::memcpy(&r, x, sizeof r);
+      return r;
+    }
+  }
+  static Register broadcast(const float* p) {
+    if constexpr (requires { Tag::template broadcast<Register>(p); })
+      return Tag::template broadcast<Register>(p);
+    else
+      return Register{} + *p;
+  }
   // c[r][j] = c[r][j] + the sum over k < inner of a[r][k] * b[k][j], in order of k, each term
   // fused, for R rows and W registers of columns: the R x W sums stay in registers while each b
   // row is loaded once for all R rows. Every element is the same sequential sum whatever the
@@ -286,7 +308,7 @@ struct Impl {
       for (int w = 0; w < W; ++w) bk[w] = load(b + k * bs + w * kRegisterFloats);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const Register ark = Tag::template broadcast<Register>(a + r * as + k);
+        const Register ark = broadcast(a + r * as + k);
 #pragma GCC unroll 8
         for (int w = 0; w < W; ++w) acc[r][w] = mul_add(ark, bk[w], acc[r][w]);
       }
