@@ -10,10 +10,11 @@ namespace ternlab::model {
 
 namespace {
 
-// The conv (with SiLU and the q/k norms) of channels [j0, j1) for every token of the call at once,
-// each token's window the raw inputs before it ([state (oldest first), mixed...]), then the
-// state's shift to the last K - 1 raw inputs. Per element the steps of the token-by-token loop.
-void conv_all_tokens(const ModelConfig& c, const GdnWeights& w, const float* mixed, int tokens,
+// The causal depthwise conv (no bias, then SiLU, then the l2 norms of the q and k heads, the q
+// heads scaled) of channels [j0, j1) for `tokens` tokens, each token's window the raw inputs
+// before it ([state (oldest first), mixed...]), then the state's shift to the last K - 1 raw
+// (pre-SiLU) inputs. Decoding calls it a token at a time, a chunked prompt once for all tokens.
+void conv_tokens(const ModelConfig& c, const GdnWeights& w, const float* mixed, int tokens,
                      std::vector<float>& conv_state, float* u, std::int64_t j0, std::int64_t j1) {
   const std::int64_t ch = c.conv_channels();
   const int K = c.ssm_conv, Dk = c.ssm_state, Hk = c.ssm_k_heads;
@@ -23,6 +24,8 @@ void conv_all_tokens(const ModelConfig& c, const GdnWeights& w, const float* mix
     return index < 0 ? conv_state.data() + (K - 1 + index) * ch : mixed + std::int64_t(index) * ch;
   };
   for (int t = 0; t < tokens; ++t) {
+    // Tap by tap (weights and state both tap-major, so each pass is contiguous): every channel
+    // still sums its taps oldest first from zero.
     float* __restrict ut = u + t * ch;
     for (std::int64_t j = j0; j < j1; ++j) ut[j] = 0.0f;
     for (int tau = 0; tau < K; ++tau) {
@@ -52,7 +55,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
                     int tokens, std::vector<float>& conv_state, GdnState& state, float* out,
                     ThreadPool& pool, OpProfile* profile, StateRing* ring, int layer, int chunk) {
   const std::int64_t d = c.n_embd, ch = c.conv_channels(), vdim = c.ssm_value_dim();
-  const int Dk = c.ssm_state, Dv = c.ssm_state, Hk = c.ssm_k_heads, Hv = c.ssm_v_heads, K = c.ssm_conv;
+  const int Dk = c.ssm_state, Dv = c.ssm_state, Hk = c.ssm_k_heads, Hv = c.ssm_v_heads;
   const std::int64_t key_dim = c.ssm_key_dim();
 
   std::vector<float> mixed(static_cast<std::size_t>(tokens * ch)), z(static_cast<std::size_t>(tokens * vdim));
@@ -102,7 +105,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
     pool.run([&](int th) {
       beta_alpha_part(th);
       const auto [r0, r1] = ThreadPool::split(runs, th, pool.size());
-      if (r0 < r1) conv_all_tokens(c, w, mixed.data(), tokens, conv_state, u.data(), r0 * Dk, r1 * Dk);
+      if (r0 < r1) conv_tokens(c, w, mixed.data(), tokens, conv_state, u.data(), r0 * Dk, r1 * Dk);
     });
     const int rep = Hv / Hk;
     pool.run([&](int th) {
@@ -138,7 +141,6 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
     for (int t = 0; t < tokens; ++t) permute(tiled.data() + t * vdim, y.data() + t * vdim);
   } else {
   std::vector<float> u(static_cast<std::size_t>(ch)), tiled(static_cast<std::size_t>(vdim));
-  const float q_scale = 1.0f / std::sqrt(float(Dk));
   // The conv's channels in head-sized runs (q heads, k heads, v heads; every run Dk = Dv wide), so
   // a thread that convolves a q or k head also normalises it while it is in its cache.
   const std::int64_t runs = ch / Dk;
@@ -151,28 +153,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
       if (t == 0) beta_alpha_part(th);
       const auto [r0, r1] = ThreadPool::split(runs, th, pool.size());
       if (r0 == r1) return;
-      const std::int64_t j0 = r0 * Dk, j1 = r1 * Dk;
-      // Tap by tap (weights and state both tap-major, so each pass is contiguous): every channel
-      // still sums its taps oldest first from zero.
-      float* __restrict uj = u.data();
-      for (std::int64_t j = j0; j < j1; ++j) uj[j] = 0.0f;
-      for (int tau = 0; tau < K; ++tau) {
-        const float* __restrict xs = tau < K - 1 ? conv_state.data() + tau * ch : cur;
-        const float* __restrict wt = w.conv.data() + tau * ch;
-        for (std::int64_t j = j0; j < j1; ++j) uj[j] += xs[j] * wt[j];
-      }
-      ops.silu(uj + j0, uj + j0, j1 - j0);
-      // The state keeps raw (pre-SiLU) projections.
-      for (int tau = 0; tau + 1 < K - 1; ++tau)
-        std::copy(conv_state.begin() + (tau + 1) * ch + j0, conv_state.begin() + (tau + 1) * ch + j1,
-                  conv_state.begin() + tau * ch + j0);
-      if (K > 1) std::copy(cur + j0, cur + j1, conv_state.begin() + (K - 2) * ch + j0);
-      for (std::int64_t r = r0; r < std::min<std::int64_t>(r1, 2 * Hk); ++r) {
-        float* head = uj + r * Dk;
-        l2_norm(head, Dk, c.eps);
-        if (r < Hk)
-          for (int i = 0; i < Dk; ++i) head[i] *= q_scale;
-      }
+      conv_tokens(c, w, cur, 1, conv_state, u.data(), r0 * Dk, r1 * Dk);
     });
     const float* zt = z.data() + t * vdim;
     pool.run([&](int th) {
