@@ -80,6 +80,9 @@ Insn classify_x86(Insn in) {
   if (starts_with_any(m, {"vpdpbusd", "vpdpbssd", "vpdpbuud"})) {
     in.cls = InsnClass::dot;
     in.macs = width;
+  } else if (is_one_of(m, {"tdpbsud", "tdpbssd", "tdpbusd", "tdpbuud"})) {
+    in.cls = InsnClass::dot;
+    in.macs = 16 * 16 * 64;  // AMX: 16 x 64 int8 by 64 x 16 into a 16 x 16 int32 tile (every tile full)
   } else if (is_one_of(m, {"vpmaddubsw", "pmaddubsw"})) {
     in.cls = InsnClass::dot;
     in.macs = width;

@@ -5,6 +5,9 @@
 #include <fstream>
 #include <optional>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
@@ -40,6 +43,15 @@ std::string cpu_model_name() {
   return "unknown";
 #endif
 }
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__linux__)
+// Asks Linux for the tile data state (XFEATURE_XTILEDATA, 18), without which the first tile
+// instruction faults: arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023). Once granted, it holds for every
+// thread of the process.
+bool amx_permitted() { return syscall(SYS_arch_prctl, 0x1023, 18) == 0; }
+#else
+bool amx_permitted() { return false; }
+#endif
 
 CpuFeatures detect() {
   CpuFeatures f;
@@ -78,6 +90,9 @@ CpuFeatures detect() {
       f.avx512vnni = os_avx512 && (c & (1u << 11));
       f.gfni = os_avx && (c & (1u << 8));
       f.avx512vbmi = os_avx512 && (c & (1u << 1));
+      // AMX-TILE and AMX-INT8, with the OS saving tile state (XCR0 bits 17 and 18).
+      const bool os_amx = (xcr0 & (3ull << 17)) == (3ull << 17);
+      f.amx_int8 = os_amx && f.avx512vnni && (d & (1u << 24)) && (d & (1u << 25)) && amx_permitted();
     }
     f.fma = f.fma && os_avx;
     f.f16c = f.f16c && os_avx;
@@ -230,6 +245,7 @@ std::string feature_string() {
   add(f.avx512vnni, "avx512vnni");
   add(f.gfni, "gfni");
   add(f.avx512vbmi, "avx512vbmi");
+  add(f.amx_int8, "amx-int8");
   add(f.neon, "neon");
   add(f.dotprod, "dotprod");
   add(f.i8mm, "i8mm");

@@ -25,6 +25,10 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false;
   bool gfni = false;  // gf2p8affineqb: not an ISA rung, one lane program of the AVX-512 gemm uses it
   bool avx512vbmi = false;  // vpermi2b: not an ISA rung, the base-3 broadcast kernels' byte tables use it
+  // AMX tiles with int8 products (tdpbsud), granted to this process: not an ISA rung, the broadcast
+  // strategy's tile gemm uses them. Linux hands a process the tile state only on request
+  // (arch_prctl ARCH_REQ_XCOMP_PERM), which detection makes; refused, the flag stays false.
+  bool amx_int8 = false;
   bool neon = false, dotprod = false, i8mm = false;
   // x86 identity from cpuid: "AuthenticAMD" or "GenuineIntel", and the display family and model
   // (the Zen 3 guest: family 25 model 1; the Zen 4 one: family 25 model 17); empty and 0 elsewhere.

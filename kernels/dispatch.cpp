@@ -73,6 +73,7 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
     if (isa_rank(a) != isa_rank(b)) return isa_rank(a) > isa_rank(b);
     if (a.strategy != b.strategy) return strategy_rank(a.strategy) < strategy_rank(b.strategy);
     if (a.isa != b.isa) return int(a.isa) < int(b.isa);  // a demoted AVX-512 build after its AVX2 one
+    if (a.amx != b.amx) return a.amx;  // listed only where the tiles run
     if (a.gfni != b.gfni) return a.gfni == cpu.prefers_gfni_slots;
     return a.hardware_prefetch != b.hardware_prefetch && a.hardware_prefetch == cpu.prefers_hardware_prefetch;
   });
@@ -84,7 +85,9 @@ KernelChoice choose(const LayoutInfo& layout, Isa ceiling, std::optional<Strateg
     } else if (chosen) {
       const bool sibling = k.strategy == c.variant.strategy && k.isa == c.variant.isa;
       std::vector<std::string> why;
-      if (sibling && k.gfni != c.variant.gfni)
+      if (sibling && k.amx != c.variant.amx)
+        why.push_back("AMX tiles run the gemm here, at several times the vector dots' rate");
+      else if (sibling && k.gfni != c.variant.gfni)
         why.push_back(cpu.prefers_gfni_slots ? "gf2p8affineqb takes slots faster here" : "a shift and an AND take slots faster here");
       if (demoted(k) && c.variant.strategy == k.strategy && c.variant.isa == Isa::avx2)
         why.push_back(k.strategy == Strategy::unpack
@@ -167,12 +170,15 @@ KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
     fail("no kernel '", text, "' for layout '", layout.name, "': unknown strategy '", name, "' (strategies: ",
          strategy_names(), "; available here: ", variant_names(kernels_for(layout)), ")");
   if (slash == std::string::npos) return best_kernel_of(layout, *strategy).variant;
-  // "+gfni" names the build that also uses GFNI, "+hw-prefetch" (after it) the build without the
-  // gemv's software prefetches; a name without them reaches the build without them.
-  constexpr std::string_view kGfni = "+gfni", kHwPrefetch = kHardwarePrefetchSuffix;
+  // "+gfni" names the build that also uses GFNI, "+amx" (after it) that build with its gemm on AMX
+  // tiles, "+hw-prefetch" (last) the build without the gemv's software prefetches; a name without
+  // them reaches the build without them.
+  constexpr std::string_view kGfni = "+gfni", kAmx = "+amx", kHwPrefetch = kHardwarePrefetchSuffix;
   std::string isa_text = text.substr(slash + 1);
   const bool hardware_prefetch = isa_text.ends_with(kHwPrefetch);
   if (hardware_prefetch) isa_text.resize(isa_text.size() - kHwPrefetch.size());
+  const bool amx = isa_text.ends_with(kAmx);
+  if (amx) isa_text.resize(isa_text.size() - kAmx.size());
   const bool gfni = isa_text.ends_with(kGfni);
   if (gfni) isa_text.resize(isa_text.size() - kGfni.size());
   const Isa isa = parse_isa(isa_text);
@@ -183,12 +189,16 @@ KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text) {
     fail("kernel '", text, "': ISA '", isa_name(isa), "' is above the ISA ceiling ", isa_name(best_isa()),
          " (--isa); name a variant at or below it");
   const std::vector<KernelVariant> all = kernels_for(layout);
-  const auto build = [&](bool with_gfni) {
+  const auto build = [&](bool with_gfni, bool with_amx = false) {
     return std::ranges::find_if(all, [&](const KernelVariant& k) {
-      return k.strategy == *strategy && k.isa == isa && k.gfni == with_gfni && k.hardware_prefetch == hardware_prefetch;
+      return k.strategy == *strategy && k.isa == isa && k.gfni == with_gfni && k.amx == with_amx &&
+             k.hardware_prefetch == hardware_prefetch;
     });
   };
-  if (const auto it = build(gfni); it != all.end()) return *it;
+  if (const auto it = build(gfni, amx); it != all.end()) return *it;
+  if (amx)
+    fail("kernel '", text, "': no AMX tile build of it here (", cpu_features().model, ": ", feature_string(),
+         "; the tiles take 2-bit row-interleaved layouts with dword lanes and a '+gfni+amx' name)");
   if (gfni && build(false) != all.end())
     fail("kernel '", text, "': no GFNI build of ", build(false)->name(), " here (", cpu_features().model, ": ",
          feature_string(), ")");

@@ -39,6 +39,7 @@ struct SlotActs {
 inline constexpr int kActsScratchAreas = 16;
 inline constexpr int kScratchTileActs = 20;     // slot-mask's per-block ysum/d tiles
 inline constexpr int kScratchSharedGemv = 21;   // run_gemv's prepared activations, shared by the pool
+inline constexpr int kScratchTileGemm = 22;     // the tile gemm's prepared tokens (with a tile's slack)
 inline constexpr int kScratchAreas = 24;
 
 // Bytes of a prepared-activations buffer for `blocks128` blocks of `block_bytes` values each: the

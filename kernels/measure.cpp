@@ -107,6 +107,9 @@ std::vector<DotLoop> dot_loops(Isa ceiling) {
   std::vector<DotLoop> v;
 #if defined(__x86_64__)
   if (allowed(Isa::avx512vnni)) {
+    // The tile unit where the process may use it (the broadcast strategy's tile gemm runs there):
+    // several times the vector dots' rate, so the ceiling of a core that has it.
+    if (cpu_features().amx_int8) v.push_back({&detail::amx_tdpbusd_loop, 16384.0 * detail::kTileDots, "tdpbusd tile"});
     v.push_back({&detail::avx512_dpbusd_loop, 64.0 * detail::kDotChains, "vpdpbusd zmm"});
     v.push_back({&detail::avx512_dpbusd_ymm_loop, 32.0 * detail::kDotChains, "vpdpbusd ymm"});
   }
@@ -217,9 +220,11 @@ std::vector<ComputeCeiling> int8_compute_each(ThreadPool& pool, Isa ceiling, std
   std::vector<ComputeCeiling> each;
   std::atomic<std::int64_t> sink{0};
   for (const DotLoop& loop : dot_loops(ceiling)) {
+    // Without a size, 20M iterations of the vector loops (a tile loop's 85 times their MACs: as many
+    // MACs as the zmm loop's).
     const std::int64_t iters = macs_per_thread > 0
                                    ? std::max<std::int64_t>(1, std::int64_t(double(macs_per_thread) / loop.macs_per_iter))
-                                   : 20'000'000;
+                                   : std::int64_t(20'000'000 * std::min(1.0, 64.0 * detail::kDotChains / loop.macs_per_iter));
     pool.run([&](int) { sink += loop.run(1000); });  // warm up clocks and code
     const double s = seconds_of([&] { pool.run([&](int) { sink += loop.run(iters); }); });
     each.push_back({loop.macs_per_iter * double(iters) * pool.size() / s / 1e9, loop.instruction});

@@ -439,9 +439,12 @@ TEST_SUITE("dispatch") {
         for (const KernelVariant& k : kernels_for(L))
           if (k.strategy == Strategy::broadcast && k.isa == isa) builds.push_back(k);
         if (builds.empty()) continue;  // t2r8's 8-row blocks fill no 16-lane vector
-        // Each build (shift-and-AND slots; GFNI slots on AVX-512 where the CPU has GFNI) twice.
+        // Each build (shift-and-AND slots; GFNI slots on AVX-512 where the CPU has GFNI; the GFNI
+        // build with its gemm on AMX tiles where they are granted, for t2r's dword lanes) twice.
         const bool gfni = isa == Isa::avx512vnni && cpu_features().gfni;
-        REQUIRE(builds.size() == std::size_t(gfni ? 4 : 2));
+        const bool amx = gfni && cpu_features().amx_int8 && L.name == "t2r";
+        REQUIRE(builds.size() == std::size_t(amx ? 6 : gfni ? 4 : 2));
+        CHECK(std::ranges::count_if(builds, [](const KernelVariant& k) { return k.amx; }) == (amx ? 2 : 0));
         CHECK(std::ranges::count_if(builds, [](const KernelVariant& k) { return k.hardware_prefetch; }) == int(builds.size()) / 2);
         for (const KernelVariant& k : builds) {
           CHECK(select_kernel(L, k.name()).name() == k.name());  // every spelling leads back to its build
@@ -598,6 +601,7 @@ TEST_SUITE("dispatch") {
     std::vector<std::string> loops = {"scalar imul"};
 #if defined(__x86_64__)
     if (isa_supported(Isa::avx512vnni)) loops = {"vpdpbusd zmm", "vpdpbusd ymm", "vpmaddubsw ymm"};
+    if (isa_supported(Isa::avx512vnni) && cpu_features().amx_int8) loops.insert(loops.begin(), "tdpbusd tile");
     else if (isa_supported(Isa::avx2)) loops = {"vpmaddubsw ymm"};
 #elif defined(__aarch64__)
     if (isa_supported(Isa::i8mm)) loops = {"smmla", "sdot"};

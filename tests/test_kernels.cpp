@@ -164,6 +164,37 @@ int mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, s
 }  // namespace
 
 TEST_SUITE("kernels") {
+  TEST_CASE("the AMX tile gemm equals the oracle across passes, token groups and the rows past a group's end") {
+    // 64 tokens a pass in groups of 16 (kernels/strategies/broadcast/tile_gemm.hpp): one token, a
+    // whole group, a group and one, a pass, a pass and one, and two passes and two; 16- and 32-row
+    // blocks, scales decoded per block (e4m3) and a slot-major strip order. The SIMDe build with
+    // the tiles emulated runs on every x86-64 CPU with AVX2, the native one where tiles are granted.
+    int checked = 0;
+    for (const char* name : {"t2r", "t2r32", "t2r-e4m3", "t2r-slot-major"}) {
+      const LayoutInfo& L = find_layout(name);
+      CAPTURE(L.name);
+      int builds = 0;
+      for (const KernelVariant& k : test::checked_kernels_for(L)) {
+        if (!k.amx) continue;
+        CAPTURE(k.name());
+        ++builds;
+        for (const std::int64_t tokens : {1, 16, 17, 64, 65, 130}) {
+          CAPTURE(tokens);
+          CHECK(mismatches(k, L, 2 * L.rows, 384, tokens) == 0);
+          ++checked;
+        }
+      }
+#if defined(__x86_64__)
+      if (isa_supported(Isa::avx2)) CHECK(builds >= 2);  // the SIMDe build, with and without the gemv's prefetches
+      if (cpu_features().amx_int8) CHECK(builds == 4);
+#endif
+      CHECK(builds % 2 == 0);
+    }
+#if defined(__x86_64__)
+    if (isa_supported(Isa::avx2)) CHECK(checked > 0);
+#endif
+  }
+
   TEST_CASE("the catalog lists reference/scalar first and every strategy the CPU and layout admit") {
     for (const LayoutInfo* L : all_layouts()) {
       CAPTURE(L->name);

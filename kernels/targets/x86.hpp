@@ -21,6 +21,12 @@ void add_avx512vnni_emulated_kernels(const LayoutInfo& layout, std::vector<Kerne
 // hardware_prefetch, the build that leaves the weight streams to the hardware prefetcher.
 std::string pick_broadcast_avx512gfni(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
 std::string pick_broadcast_avx512gfni_emulated(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
+// The broadcast build of kernels/targets/avx512vnni/amx_kernels.cpp: the GFNI build's gemv and a
+// gemm on AMX tiles, for 2-bit row-interleaved layouts with dword lanes. The native build is called
+// only where the CPU reports AMX-INT8 granted (CpuFeatures::amx_int8); the SIMDe build with the
+// tile unit emulated (tests only) anywhere AVX2 runs.
+std::string pick_broadcast_avx512amx(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
+std::string pick_broadcast_avx512amx_emulated(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
 // The base-3 broadcast kernels of kernels/targets/avx512vnni/vbmi_kernels.cpp (AVX-512 VNNI plus VBMI), likewise:
 // the native build only where the CPU reports VBMI, the SIMDe build (tests only) anywhere.
 std::string pick_broadcast_base3_avx512vbmi(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
@@ -32,6 +38,10 @@ inline constexpr int kDotChains = 12;
 std::int64_t avx2_maddubs_loop(std::int64_t iters);    // vpmaddubsw ymm: 32 int8 MACs each
 std::int64_t avx512_dpbusd_loop(std::int64_t iters);   // vpdpbusd zmm: 64 int8 MACs each
 std::int64_t avx512_dpbusd_ymm_loop(std::int64_t iters);  // vpdpbusd ymm: 32 int8 MACs each
+// The tile unit's: `iters` iterations of four independent tdpbusd (16 x 16 x 64 = 16384 int8 MACs
+// each), only where CpuFeatures::amx_int8.
+inline constexpr int kTileDots = 4;
+std::int64_t amx_tdpbusd_loop(std::int64_t iters);
 
 
 // The memory ceiling's read loops (kernels/isa/stream_sum.hpp): each sums n 64-bit words at the

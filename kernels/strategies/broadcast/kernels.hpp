@@ -445,10 +445,11 @@ std::string pick_broadcast(const LayoutInfo& L, KernelFns& k) {
 // Lists one broadcast build twice, with the gemv's software prefetches (fns) and without (hw_fns,
 // Streaming); dispatch ranks the two.
 inline void add_streaming_builds(std::vector<KernelVariant>& out, Isa isa, const KernelFns& fns, const KernelFns& hw_fns,
-                                 bool gfni = false) {
+                                 bool gfni = false, bool amx = false) {
   for (const bool hw : {false, true}) {
     detail::add_or_note(out, nullptr, Strategy::broadcast, isa, "", hw ? hw_fns : fns);
     out.back().gfni = gfni;
+    out.back().amx = amx;
     out.back().hardware_prefetch = hw;
   }
 }
@@ -460,6 +461,12 @@ template <class T>
 concept HasGfniBroadcast = requires(const LayoutInfo& L, KernelFns& k) {
   { T::has_gfni() } -> std::same_as<bool>;
   { T::pick_gfni_broadcast(L, k, true) } -> std::same_as<std::string>;
+};
+// The same for a gemm on matrix tiles (AMX): its build carries the GFNI build's gemv.
+template <class T>
+concept HasAmxBroadcast = requires(const LayoutInfo& L, KernelFns& k) {
+  { T::has_amx() } -> std::same_as<bool>;
+  { T::pick_amx_broadcast(L, k, true) } -> std::same_as<std::string>;
 };
 template <class T>
 concept HasBase3Broadcast = requires(const LayoutInfo& L, KernelFns& k) {
@@ -489,6 +496,15 @@ void BroadcastStrategy::add(const LayoutInfo& L, std::vector<KernelVariant>& out
             T::pick_gfni_broadcast(L, g, false);
             T::pick_gfni_broadcast(L, g_hw, true);
             add_streaming_builds(out, T::kIsa, g, g_hw, true);
+          }
+        }
+        // The tile gemm's build where the tiles run and the layout's lanes are dwords (B columns);
+        // elsewhere the builds above serve it, so nothing is missing.
+        if constexpr (HasAmxBroadcast<T>) {
+          KernelFns a, a_hw;
+          if (T::has_amx() && T::pick_amx_broadcast(L, a, false).empty()) {
+            T::pick_amx_broadcast(L, a_hw, true);
+            add_streaming_builds(out, T::kIsa, a, a_hw, true, true);
           }
         }
       }

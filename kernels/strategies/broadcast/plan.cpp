@@ -173,4 +173,9 @@ SlotActs prepare_strip_acts_tiles(const StripPlan& p, const Q8KBatch& x, std::in
   return prepare(nb * tokens, slot, kBlockK, fetch_tiles(x, tile0, tokens), strip_order(p));
 }
 
+SlotActs prepare_strip_acts_tiles_into(const StripPlan& p, const Q8KBatch& x, std::int64_t tile0, int tokens,
+                                       std::int64_t nb, std::uint8_t* mem) {
+  return prepare_into(mem, nb * tokens, kBlockK, fetch_tiles(x, tile0, tokens), strip_order(p));
+}
+
 }  // namespace ternlab

@@ -72,6 +72,9 @@ SlotActs prepare_strip_acts_into(const StripPlan& p, const BlockQ8K* x, std::int
 // constant offsets reach every token of a block.
 SlotActs prepare_strip_acts_tiles(const StripPlan& p, const Q8KBatch& x, std::int64_t tile0, int tokens,
                                   std::int64_t blocks128, int slot);
+// The same into `mem`, prepared_acts_bytes(blocks128 * tokens, kBlockK) bytes of the caller's.
+SlotActs prepare_strip_acts_tiles_into(const StripPlan& p, const Q8KBatch& x, std::int64_t tile0, int tokens,
+                                       std::int64_t blocks128, std::uint8_t* mem);
 
 // The same for a base-3 row-interleaved layout (Base3StripPlan): per 128-block kBase3StripActBytes
 // bytes, strip t's digit n at 20 t + 4 n holding values k0[t][n] .. k0[t][n] + 3; in the tail strip

@@ -86,10 +86,10 @@ std::vector<ReadLoop> read_loops() {
 #endif
 
 // What the strategies read of this target (kernels/strategies/strategy.hpp), with the broadcast
-// builds of its two further units: kernels/targets/avx512vnni/gfni_kernels.cpp, whose gemm takes
+// builds of its further units: kernels/targets/avx512vnni/gfni_kernels.cpp, whose gemm takes
 // each slot with one gf2p8affineqb (dispatch ranks it against this unit's shift and AND,
-// CpuFeatures::prefers_gfni_slots), and vbmi_kernels.cpp, the base-3 build, whose byte tables need
-// VBMI. The SIMDe build checks them all on any CPU.
+// CpuFeatures::prefers_gfni_slots), amx_kernels.cpp, whose gemm runs on AMX tiles, and
+// vbmi_kernels.cpp, the base-3 build, whose byte tables need VBMI. The SIMDe build checks them all on any CPU.
 struct Avx512Target {
   static constexpr Isa kIsa = Isa::avx512vnni;
   using Policy = isa::Avx512Vnni;
@@ -99,6 +99,10 @@ struct Avx512Target {
   static std::string pick_gfni_broadcast(const LayoutInfo& L, KernelFns& k, bool hw) {
     return pick_broadcast_avx512gfni_emulated(L, k, hw);
   }
+  static bool has_amx() { return true; }
+  static std::string pick_amx_broadcast(const LayoutInfo& L, KernelFns& k, bool hw) {
+    return pick_broadcast_avx512amx_emulated(L, k, hw);
+  }
   static std::string base3_broadcast_why_not() { return ""; }
   static std::string pick_base3_broadcast(const LayoutInfo& L, KernelFns& k, bool hw) {
     return pick_broadcast_base3_avx512vbmi_emulated(L, k, hw);
@@ -107,6 +111,10 @@ struct Avx512Target {
   static bool has_gfni() { return cpu_features().gfni; }
   static std::string pick_gfni_broadcast(const LayoutInfo& L, KernelFns& k, bool hw) {
     return pick_broadcast_avx512gfni(L, k, hw);
+  }
+  static bool has_amx() { return cpu_features().amx_int8 && cpu_features().gfni; }
+  static std::string pick_amx_broadcast(const LayoutInfo& L, KernelFns& k, bool hw) {
+    return pick_broadcast_avx512amx(L, k, hw);
   }
   static std::string base3_broadcast_why_not() {
     return cpu_features().avx512vbmi ? "" : "its byte tables need AVX-512 VBMI (vpermi2b), which this CPU lacks";
