@@ -19,7 +19,7 @@ struct KernelVariant {
   GemvPhases phases{};  // set where the gemv's activations are prepared once per call (run_gemv)
   bool emulated = false;  // the ISA's kernels built through SIMDe (tests only): named "isa-simde"
   bool gfni = false;      // the build that also uses GFNI (kernels/targets/avx512vnni/gfni_kernels.cpp): "isa+gfni"
-  bool amx = false;       // the GFNI build with its gemm on AMX tiles (amx_kernels.cpp): "isa+gfni+amx"
+  bool amx = false;       // the GFNI build with its gemm on AMX tiles (gfni_kernels.cpp): "isa+gfni+amx"
   // The build whose gemv has no software prefetches, its weights streamed by the hardware
   // prefetcher alone (strategies::Streaming): "isa+hw-prefetch".
   bool hardware_prefetch = false;

@@ -21,7 +21,7 @@ void add_avx512vnni_emulated_kernels(const LayoutInfo& layout, std::vector<Kerne
 // hardware_prefetch, the build that leaves the weight streams to the hardware prefetcher.
 std::string pick_broadcast_avx512gfni(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
 std::string pick_broadcast_avx512gfni_emulated(const LayoutInfo& layout, KernelFns& k, bool hardware_prefetch);
-// The broadcast build of kernels/targets/avx512vnni/amx_kernels.cpp: the GFNI build's gemv and a
+// The second broadcast build of kernels/targets/avx512vnni/gfni_kernels.cpp: the GFNI build's gemv and a
 // gemm on AMX tiles, for 2-bit row-interleaved layouts with dword lanes. The native build is called
 // only where the CPU reports AMX-INT8 granted (CpuFeatures::amx_int8); the SIMDe build with the
 // tile unit emulated (tests only) anywhere AVX2 runs.

@@ -8,7 +8,7 @@
 // AmxTiles issues the instructions (inline assembly: the tile numbers are template arguments, and
 // GCC 12's intrinsics take them only as literals); EmulatedTiles computes the same in plain loops on
 // per-thread arrays, so the test suite runs the tile gemm's every index and stride on any CPU.
-// Include from kernels/targets/avx512vnni/amx_kernels.cpp only.
+// Include from kernels/targets/avx512vnni/gfni_kernels.cpp only.
 #pragma once
 
 #include <cstdint>

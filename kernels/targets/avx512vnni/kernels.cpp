@@ -88,7 +88,7 @@ std::vector<ReadLoop> read_loops() {
 // What the strategies read of this target (kernels/strategies/strategy.hpp), with the broadcast
 // builds of its further units: kernels/targets/avx512vnni/gfni_kernels.cpp, whose gemm takes
 // each slot with one gf2p8affineqb (dispatch ranks it against this unit's shift and AND,
-// CpuFeatures::prefers_gfni_slots), amx_kernels.cpp, whose gemm runs on AMX tiles, and
+// CpuFeatures::prefers_gfni_slots) and, where AMX tiles run, the same unit's gemm on them, and
 // vbmi_kernels.cpp, the base-3 build, whose byte tables need VBMI. The SIMDe build checks them all on any CPU.
 struct Avx512Target {
   static constexpr Isa kIsa = Isa::avx512vnni;
