@@ -44,6 +44,7 @@ struct TileGemm {
   static_assert(R == 16 || R == 32, "blocks of 16 or 32 rows: whole 16-row vectors a strip");
   static_assert(G >= 1 && G <= 4, "C takes tiles 0 .. G - 1, below A's 4 and 5");
   using LP = typename LanePrograms<P>::Gemm;  // the codes in place, one vector a slot
+  using Vectors = Broadcast<P, R, 4, S>;      // the vector build beside it
   using End = RowEnd<P, 16>;
   static constexpr int kTileRows = 16, kTileBytes = 64;  // every tile's shape (the configuration)
   static constexpr int kGroup = kTileRows;          // tokens an A or C tile holds
@@ -73,6 +74,13 @@ struct TileGemm {
     Tiles::configure();
     for (std::int64_t t0 = 0; t0 < x.tiles_count(); t0 += kPassTiles) {
       const int tokens = 4 * int(std::min<std::int64_t>(kPassTiles, x.tiles_count() - t0));
+      if (tokens == 4) {
+        // A pass of one q8_Kx4 tile fills a quarter of each tile dot's rows: the vector build's
+        // single-tile pass (four streams, two chains a token) runs it faster (measured:
+        // docs/notebook/2026-12-06-xeon-amx.md). The same bits either way.
+        Vectors::template gemm_tokens<typename LanePrograms<P>::Gemm4, 4, BroadcastTraits<P>::kGemm4Streams>(w, x, y, ldy, t0, g0, g1);
+        continue;
+      }
       const int live = int(std::min<std::int64_t>(tokens, x.tokens - 4 * t0));
       // A group's A tile reads 16 rows: past the last block's tokens when a pass has fewer than a
       // whole group, into zeroed slack (their sums are never stored).
