@@ -71,6 +71,7 @@ struct TileGemm {
     const StripPlan& plan = *strip_plan(L);
     const std::int64_t nb = w.blocks_per_row();
     constexpr int kPassTiles = 4 * G;  // q8_Kx4 tiles a pass
+    if (x.tiles_count() == 1) return Vectors::gemm(w, x, y, ldy, g0, g1);  // its one pass below, untiled
     Tiles::configure();
     for (std::int64_t t0 = 0; t0 < x.tiles_count(); t0 += kPassTiles) {
       const int tokens = 4 * int(std::min<std::int64_t>(kPassTiles, x.tiles_count() - t0));
