@@ -14,8 +14,10 @@
 //   per token: the float end of the vector kernels (RowEnd::fma: (S - ysum) converted, times the
 //   rows' scales times d, added), so the float bits are every kernel's.
 //
-// A pass takes up to G groups (16 G tokens): the weights are unpacked once for all of them. The
-// int32 sums are exact (|S| <= 128 * 3 * 128), so the results equal the oracle's bit for bit.
+// A pass takes up to G groups (16 G tokens): the weights are unpacked once for all of them. A pass
+// of one q8_Kx4 tile (at most four tokens) would fill a quarter of each dot's rows, and runs the
+// vector build's single-tile pass instead. The int32 sums are exact (|S| <= 128 * 3 * 128), so the
+// results equal the oracle's bit for bit.
 //
 // Tiles is the tile unit (kernels/targets/avx512vnni/amx_tiles.hpp: the instructions, or their
 // emulation for the test suite, and the build's name); tiles 0 .. G - 1 hold C, 4 and 5 A, 6 and 7 B.
