@@ -44,13 +44,15 @@ std::string cpu_model_name() {
 #endif
 }
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__linux__)
+#if defined(__x86_64__) || defined(__i386__)
 // Asks Linux for the tile data state (XFEATURE_XTILEDATA, 18), without which the first tile
 // instruction faults: arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023). Once granted, it holds for every
 // thread of the process.
+#if defined(__linux__)
 bool amx_permitted() { return syscall(SYS_arch_prctl, 0x1023, 18) == 0; }
 #else
 bool amx_permitted() { return false; }
+#endif
 #endif
 
 CpuFeatures detect() {
