@@ -147,15 +147,18 @@ std::string emulated_why_not(const LayoutInfo&, Strategy) { return "the SIMDe bu
   return bad;
 }
 
+// The gemm of every row group, in two calls split at row group `split` where it is not 0 (as the
+// pool splits a matrix: the second call starts past the first group).
 int mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, std::int64_t cols,
-               std::int64_t tokens) {
+               std::int64_t tokens, std::int64_t split = 0) {
   const TernaryMatrix w = make_weights(rows, cols, 7, L.code == Code::two_bit ? Fill::code3 : Fill::random);
   const UnitActivations a = make_unit_activations(tokens, cols, 8);
   const Q8KBatch x = quantize_batch(a.f.data(), tokens, cols);
   const auto want = oracle_int(w, a.i8, tokens);
   const PackedMatrix p = pack(w, L);
   std::vector<float> y(std::size_t(tokens * rows), NAN);
-  k.gemm(p, x, y.data(), rows, 0, p.row_groups());
+  if (split > 0) k.gemm(p, x, y.data(), rows, 0, split);
+  k.gemm(p, x, y.data(), rows, split, p.row_groups());
   int bad = 0;
   for (std::size_t i = 0; i < want.size(); ++i) bad += double(y[i]) != double(want[i]);
   return bad;
@@ -165,9 +168,10 @@ int mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, s
 
 TEST_SUITE("kernels") {
   TEST_CASE("the AMX tile gemm equals the oracle across passes, token groups and the rows past a group's end") {
-    // 64 tokens a pass in groups of 16 (kernels/strategies/broadcast/tile_gemm.hpp), a pass of one
-    // q8_Kx4 tile on the vector build: one token, part of a group, a whole group, a group and one,
-    // a pass, a pass and one, and two passes and two; 16- and 32-row
+    // 64 tokens a pass in groups of 16, taken two groups and two 16-row units at a time
+    // (kernels/strategies/broadcast/tile_gemm.hpp), a pass of one q8_Kx4 tile on the vector build:
+    // one token, part of a group, a whole group, a group and one, two groups and one, a pass, a
+    // pass and one, and two passes and two; one, two and three row groups; 16- and 32-row
     // blocks, scales decoded per block (e4m3) and a slot-major strip order. The SIMDe build with
     // the tiles emulated runs on every x86-64 CPU with AVX2, the native one where tiles are granted.
     int checked = 0;
@@ -179,11 +183,14 @@ TEST_SUITE("kernels") {
         if (!k.amx) continue;
         CAPTURE(k.name());
         ++builds;
-        for (const std::int64_t tokens : {1, 8, 16, 17, 64, 65, 130}) {
-          CAPTURE(tokens);
-          CHECK(mismatches(k, L, 2 * L.rows, 384, tokens) == 0);
-          ++checked;
-        }
+        for (const std::int64_t tokens : {1, 8, 16, 17, 33, 64, 65, 130})
+          for (const int groups : {1, 2, 3}) {  // 16-row units in pairs, and one left over
+            CAPTURE(tokens);
+            CAPTURE(groups);
+            CHECK(mismatches(k, L, groups * L.rows, 384, tokens) == 0);
+            if (groups == 3) CHECK(mismatches(k, L, groups * L.rows, 384, tokens, 1) == 0);  // a call from group 1
+            ++checked;
+          }
       }
 #if defined(__x86_64__)
       if (isa_supported(Isa::avx2)) CHECK(builds >= 2);  // the SIMDe build, with and without the gemv's prefetches

@@ -8,7 +8,8 @@
 // AmxTiles issues the instructions (inline assembly: the tile numbers are template arguments, and
 // GCC 12's intrinsics take them only as literals); EmulatedTiles computes the same in plain loops on
 // per-thread arrays, so the test suite runs the tile gemm's every index and stride on any CPU.
-// Include from kernels/targets/avx512vnni/gfni_kernels.cpp only.
+// Include from kernels/targets/avx512vnni/gfni_kernels.cpp only (and tools/mca/tile_bounds.cpp,
+// which times the tile gemm's instructions by hand).
 #pragma once
 
 #include <cstdint>
