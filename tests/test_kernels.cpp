@@ -168,10 +168,10 @@ int mismatches(const KernelVariant& k, const LayoutInfo& L, std::int64_t rows, s
 
 TEST_SUITE("kernels") {
   TEST_CASE("the AMX tile gemm equals the oracle across passes, token groups and the rows past a group's end") {
-    // 64 tokens a pass in groups of 16, taken two groups and two 16-row units at a time
-    // (kernels/strategies/broadcast/tile_gemm.hpp), a pass of one q8_Kx4 tile on the vector build:
-    // one token, part of a group, a whole group, a group and one, two groups and one, a pass, a
-    // pass and one, and two passes and two; one, two and three row groups; 16- and 32-row
+    // 64 tokens a pass in groups of 16 (kernels/strategies/broadcast/tile_gemm.hpp), a pass of one
+    // q8_Kx4 tile on the vector build: one token, part of a group, a whole group, a group and one,
+    // two groups and one, a pass, a pass and one, and two passes and two; one, two and three row
+    // groups, and a call that starts past the first (as the pool splits a matrix); 16- and 32-row
     // blocks, scales decoded per block (e4m3) and a slot-major strip order. The SIMDe build with
     // the tiles emulated runs on every x86-64 CPU with AVX2, the native one where tiles are granted.
     int checked = 0;
@@ -184,7 +184,7 @@ TEST_SUITE("kernels") {
         CAPTURE(k.name());
         ++builds;
         for (const std::int64_t tokens : {1, 8, 16, 17, 33, 64, 65, 130})
-          for (const int groups : {1, 2, 3}) {  // 16-row units in pairs, and one left over
+          for (const int groups : {1, 2, 3}) {
             CAPTURE(tokens);
             CAPTURE(groups);
             CHECK(mismatches(k, L, groups * L.rows, 384, tokens) == 0);
