@@ -2,10 +2,10 @@
 // strips, alone, in pairs, and as whole strips (a strip: one 64-byte weight vector of 16 rows; t2r's
 // holds 256 weights, b3r's 320). llvm-mca's model of a core (loop_cost.py) says which pipes an
 // instruction may use; this measures what the core does with them, so that a kernel's floor per 64
-// weights rests on the machine rather than the model. The clock is calibrated by a chain of
-// dependent one-cycle adds. Needs AVX-512 VNNI and VBMI; not part of the build:
+// weights rests on the machine rather than the model. The clock is core_clock.hpp's. Needs AVX-512
+// VNNI and VBMI; not part of the build:
 //
-//   g++ -O2 -march=native -o /tmp/strip_throughput tools/mca/strip_throughput.cpp && /tmp/strip_throughput
+//   g++ -O2 -march=native -I. -o /tmp/strip_throughput tools/mca/strip_throughput.cpp && /tmp/strip_throughput
 //
 // (GCC 12 warns under -Wall inside its own vpermb header: a false "uninitialized" of an unused operand.)
 //
@@ -14,7 +14,7 @@
 #include <immintrin.h>
 #include <cstdio>
 #include <cstdint>
-#include <chrono>
+#include "tools/mca/core_clock.hpp"
 // The lanes' sum, through memory: GCC 12's _mm512_reduce_add_epi32 warns of an uninitialised value.
 static long long hsum(__m512i v) {
   alignas(64) int lanes[16];
@@ -23,13 +23,8 @@ static long long hsum(__m512i v) {
   for (int x : lanes) s += x;
   return s;
 }
-static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+static double now() { return now_seconds(); }
 constexpr long N = 20'000'000;
-__attribute__((noinline)) double add_chain() {
-  uint64_t x = 1; double t = now();
-  for (long i = 0; i < N; ++i) asm volatile("add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0" : "+r"(x));
-  return (now() - t) / (N * 8.0);
-}
 #define KEEP8 asm volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7));
 #define DECL8 __m512i a0 = _mm512_set1_epi32(1), a1 = _mm512_set1_epi32(2), a2 = _mm512_set1_epi32(3), a3 = _mm512_set1_epi32(4), \
   a4 = _mm512_set1_epi32(5), a5 = _mm512_set1_epi32(6), a6 = _mm512_set1_epi32(7), a7 = _mm512_set1_epi32(8); \
@@ -124,7 +119,7 @@ PAIR(dp_subs, DP, SUBS) PAIR(dp_min, DP, MINU) PAIR(dp_addb, DP, ADDB)
 int main() {
   long long sink = 0;
   for (int rep = 0; rep < 2; ++rep) {
-    const double cyc = add_chain();
+    const double cyc = seconds_per_cycle();
     std::printf("core clock %.2f GHz\n", 1e-9 / cyc);
     struct { const char* name; double (*f)(long long&); } tests[] = {
         {"vpdpbusd zmm", dp}, {"vpermb zmm", pb}, {"vpermi2b zmm", p2}, {"vpermi2b zmm {k}", p2k}, {"vpandd zmm", an},

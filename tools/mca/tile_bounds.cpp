@@ -4,40 +4,28 @@
 // "tdpbusd tile") never stores. This times the tile gemm's own sequence of tile instructions with
 // nothing else in the loop, adding one kind of instruction at a time, in cycles per tile dot and
 // GMAC/s, so that the vector work of a kernel (unpacking, the float end) can be read against what
-// the tile unit alone allows. Needs AMX-INT8 and a kernel that grants the tiles; not part of the
-// build:
+// the tile unit alone allows. The clock is core_clock.hpp's. Needs AMX-INT8 and a kernel that
+// grants the tiles; not part of the build:
 //
 //   g++ -O2 -std=c++20 -I. -o /tmp/tile_bounds tools/mca/tile_bounds.cpp && /tmp/tile_bounds
 //
 // A block (one 16-row unit x 128 weights against 64 tokens, as the tile gemm's pass): B tiles 6
 // and 7 (the block's two halves), C tiles 0-3 (four groups of 16 tokens), two dots a C tile, A
-// tiles 4 and 5 taken in turn. The clock is calibrated by a chain of dependent one-cycle adds.
+// tiles 4 and 5 taken in turn.
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "kernels/targets/avx512vnni/amx_tiles.hpp"
+#include "tools/mca/core_clock.hpp"
 
 namespace {
 
 using T = ternlab::isa::AmxTiles;
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-// A chain of dependent 64-bit multiplies, three cycles each on every x86 core since Nehalem (a
-// chain of adds of a constant is no clock: Golden Cove folds them at rename).
-constexpr long kMultiplies = 50'000'000;
-[[gnu::noinline]] double seconds_per_cycle() {
-  std::uint64_t x = 3;
-  const double t = now();
-  for (long i = 0; i < kMultiplies; ++i) asm volatile("imul %0, %0\n imul %0, %0\n imul %0, %0\n imul %0, %0" : "+r"(x));
-  return (now() - t) / (kMultiplies * 4.0 * 3.0);
-}
 
 // What a block's loop holds beyond the eight tile dots; each level adds to the one before, but
 // for the last, whose A tiles come from 8 KiB instead (one block's: L1).
@@ -59,7 +47,7 @@ template <int L>
   T::load<5>(acts, 128);
   T::load<6>(slots, 64);
   T::load<7>(slots, 64);
-  const double t = now();
+  const double t = now_seconds();
   for (long i = 0; i < blocks; ++i) {
     const std::uint8_t* xa = acts + (L == kLoadAL1 ? 0 : (i % act_blocks) * 64 * 128);
     if constexpr (L >= kLoadB) {
@@ -96,7 +84,7 @@ template <int L>
       T::store<3>(sums[4 * (i % 2) + 3], 64);
     }
   }
-  const double s = now() - t;
+  const double s = now_seconds() - t;
   T::store<0>(sums[0], 64);
   T::release();
   return s;
@@ -111,7 +99,7 @@ int main() {
     return 1;
   }
   const double cycle = seconds_per_cycle();
-  std::printf("core clock %.2f GHz (dependent adds)\n\n", 1e-9 / cycle);
+  std::printf("core clock %.2f GHz (dependent multiplies)\n\n", 1e-9 / cycle);
   constexpr std::int64_t kActBlocks = 40;  // 5120 columns: 40 blocks x 64 tokens x 128 bytes
   // 64-byte aligned, as the kernels' scratch: a tile row across two cache lines costs several times
   // the loads.
