@@ -1,7 +1,7 @@
 // The broadcast strategy's gemm on matrix tiles (AMX), for row-interleaved 2-bit layouts with
 // dword lanes and 16 or 32 rows: the weights' slots already are the tile unit's B operand.
 //
-// A tile dot (tdpbsud) adds to C[m][n] the products of A row m's 64 s8 bytes with B's column n,
+// A tile dot (tdpbssd) adds to C[m][n] the products of A row m's 64 s8 bytes with B's column n,
 // whose four bytes k..k+3 sit in dword n of B row k / 4. A slot vector of a strip (the lane program's
 // codes, one 64-byte vector for 16 rows) holds in dword j the four codes of row j for one slot: it
 // is one B row. So the 16 slots of strips 4h..4h+3 (slot s of strip t as B row 4 (t - 4h) + s) are
@@ -9,14 +9,20 @@
 // 128-byte row a token) are its A tile, 16 tokens at a 128-byte stride: C row m then holds token
 // m's sums for the 16 rows in lane order, the float end's row vector. Per block and 16 rows:
 //
-//   8 strip vectors -> 32 slot vectors stored as two B tiles (the codes u = w + 1, unsigned);
+//   8 strip vectors -> 32 slot vectors, each code less one (the weight w = u - 1 as an s8 byte),
+//   stored as two B tiles;
 //   per group of 16 tokens: two A tiles, two tile dots into C, C stored;
-//   per token: the float end of the vector kernels (RowEnd::fma: (S - ysum) converted, times the
-//   rows' scales times d, added), so the float bits are every kernel's.
+//   per token: the float end of the vector kernels (RowEnd::fma: S converted, times the rows'
+//   scales times d, added), so the float bits are every kernel's.
+//
+// The weights' offset leaves in the unpacking, once for all of a pass's tokens, where the vector
+// kernels subtract each token's ysum from its sums: the tile unit and the vector units do not run
+// at once on Sapphire Rapids (tools/mca/tile_bounds.cpp), so every vector op a token costs the
+// whole pass its time.
 //
 // A pass takes up to G groups (16 G tokens): the weights are unpacked once for all of them. A pass
 // of one q8_Kx4 tile (at most four tokens) would fill a quarter of each dot's rows, and runs the
-// vector build's single-tile pass instead. The int32 sums are exact (|S| <= 128 * 3 * 128), so the
+// vector build's single-tile pass instead. The int32 sums are exact (|S| <= 128 * 2 * 128), so the
 // results equal the oracle's bit for bit.
 //
 // Tiles is the tile unit (kernels/targets/avx512vnni/amx_tiles.hpp: the instructions, or their
@@ -132,16 +138,17 @@ struct TileGemm {
             const int n = std::min(kGroup, live - kGroup * q);
             const BlockActs* b = acts.blocks + i * tokens + kGroup * q;
             for (int m = 0; m < n; ++m)
-              acc[q][m] = End::template fma<0>(P::load(c_rows[i % 2][q][m]), b[m].ysum, d, b[m].d, acc[q][m]);
+              acc[q][m] = End::template fma<0>(P::load(c_rows[i % 2][q][m]), 0, d, b[m].d, acc[q][m]);
           }
         };
-        // Block i's slots as two B tiles' rows, b_rows[i % 2]: written a block ahead, so the tile
-        // loads never wait on the stores just made.
+        // Block i's weights (codes less one) as two B tiles' rows, b_rows[i % 2]: written a block
+        // ahead, so the tile loads never wait on the stores just made.
         const auto unpack = [&](std::int64_t i, const std::uint8_t* blk) {
+          const typename P::V minus_one = P::set1_u8(0xff);
           for (int h = 0; h < 2; ++h)
             for (int t = 0; t < kHalfStrips; ++t) {
               const typename LP::Slots s = LP::slots(P::load(blk + pb + (kHalfStrips * h + t) * strip + v * P::kBytes));
-              for (int q = 0; q < 4; ++q) P::store(b_rows[i % 2][h][4 * t + q], s.s[q]);
+              for (int q = 0; q < 4; ++q) P::store(b_rows[i % 2][h][4 * t + q], P::add8(s.s[q], minus_one));
             }
         };
         const std::uint8_t* blk = w.block(g, 0);
@@ -173,13 +180,13 @@ struct TileGemm {
     }(std::make_index_sequence<G>{});
   }
 
-  // C tile Gi += the group's A tile of block half H (64 bytes of each token's 128) x B tile H, the A
-  // tiles taken in turn by even and odd groups.
+  // C tile Gi += the group's A tile of block half H (64 bytes of each token's 128) x B tile H (both
+  // s8), the A tiles taken in turn by even and odd groups.
   template <int Gi, int H>
   [[gnu::always_inline]] static void half_dot(const std::uint8_t* xa) {
     constexpr int A = 4 + Gi % 2;
     Tiles::template load<A>(xa + Gi * kGroup * kBlockK + H * kTileBytes, kBlockK);
-    Tiles::template dot_su<Gi, A, 6 + H>();
+    Tiles::template dot_ss<Gi, A, 6 + H>();
   }
 };
 

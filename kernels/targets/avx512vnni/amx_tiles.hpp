@@ -1,9 +1,12 @@
 // AMX tile operations, as the broadcast strategy's tile gemm reads them
 // (kernels/strategies/broadcast/tile_gemm.hpp): eight tiles of 16 rows x 64 bytes, loaded from and
-// stored to memory with a row stride, and tdpbsud, which adds to each int32 of a C tile the dot of
-// an A row's four s8 bytes with a B column's four u8 bytes, over all 64 bytes of the row:
+// stored to memory with a row stride, and the tile dots, which add to each int32 of a C tile the
+// dot of an A row's four bytes with a B column's four bytes, over all 64 bytes of the row:
 //
-//   C[m][n] += sum over k < 64 of A[m][k] * B[k / 4][4 n + k % 4]      (A s8, B u8, exact int32)
+//   C[m][n] += sum over k < 64 of A[m][k] * B[k / 4][4 n + k % 4]      (exact int32)
+//
+// with A s8 and B u8 (tdpbsud, dot_su: the int8 ceiling's loop) or both s8 (tdpbssd, dot_ss: the
+// gemm, whose B holds the weights themselves).
 //
 // AmxTiles issues the instructions (inline assembly: the tile numbers are template arguments, and
 // GCC 12's intrinsics take them only as literals); EmulatedTiles computes the same in plain loops on
@@ -57,6 +60,11 @@ struct AmxTiles {
   static void dot_su() {
     __asm__ volatile("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(C), "i"(A), "i"(B));
   }
+  // C += A (s8) x B (s8).
+  template <int C, int A, int B>
+  static void dot_ss() {
+    __asm__ volatile("tdpbssd %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(C), "i"(A), "i"(B));
+  }
 };
 #endif
 
@@ -85,13 +93,22 @@ struct EmulatedTiles {
   }
   template <int C, int A, int B>
   static void dot_su() {
+    dot<C, A, B, std::uint8_t>();
+  }
+  template <int C, int A, int B>
+  static void dot_ss() {
+    dot<C, A, B, std::int8_t>();
+  }
+  // B's bytes read as BByte.
+  template <int C, int A, int B, class BByte>
+  static void dot() {
     State& s = state();
     for (int m = 0; m < kTileRows; ++m)
       for (int n = 0; n < kTileBytes / 4; ++n) {
         std::int32_t c;
         std::memcpy(&c, s.tile[C][m] + 4 * n, 4);
         for (int k = 0; k < kTileBytes; ++k)
-          c += std::int32_t(static_cast<std::int8_t>(s.tile[A][m][k])) * std::int32_t(s.tile[B][k / 4][4 * n + k % 4]);
+          c += std::int32_t(static_cast<std::int8_t>(s.tile[A][m][k])) * std::int32_t(static_cast<BByte>(s.tile[B][k / 4][4 * n + k % 4]));
         std::memcpy(s.tile[C][m] + 4 * n, &c, 4);
       }
   }

@@ -71,6 +71,7 @@ struct Avx512Vnni : Rows8<Avx512Vnni> {
   static V zero() { return _mm512_setzero_si512(); }
   static V and_(V a, V b) { return _mm512_and_si512(a, b); }
   static V set1_u8(std::uint8_t v) { return _mm512_set1_epi8(char(v)); }
+  static V add8(V a, V b) { return _mm512_add_epi8(a, b); }
   static V add32(V a, V b) { return _mm512_add_epi32(a, b); }
   static V add64(V a, V b) { return _mm512_add_epi64(a, b); }
   static std::uint64_t sum64(V v) {
