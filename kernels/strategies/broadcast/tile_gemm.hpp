@@ -16,9 +16,9 @@
 //   scales times d, added), so the float bits are every kernel's.
 //
 // The weights' offset leaves in the unpacking, once for all of a pass's tokens, where the vector
-// kernels subtract each token's ysum from its sums: the tile unit and the vector units do not run
-// at once on Sapphire Rapids (tools/mca/tile_bounds.cpp), so every vector op a token costs the
-// whole pass its time.
+// kernels subtract each token's ysum from its sums: the tile unit and the vector units did not run
+// at once on the Sapphire Rapids guest measured (tools/mca/tile_bounds.cpp), so every vector op a
+// token costs the whole pass its time.
 //
 // A pass takes up to G groups (16 G tokens): the weights are unpacked once for all of them. A pass
 // of one q8_Kx4 tile (at most four tokens) would fill a quarter of each dot's rows, and runs the
@@ -26,7 +26,7 @@
 // results equal the oracle's bit for bit.
 //
 // Tiles is the tile unit (kernels/targets/avx512vnni/amx_tiles.hpp: the instructions, or their
-// emulation for the test suite, and the build's name); tiles 0 .. G - 1 hold C, 4 and 5 A, 6 and 7 B.
+// emulation for the test suite, and the build's name); units() says which tile holds what.
 // S only names the build: the gemm is the same in both (the gemv's prefetches differ).
 //
 // Include only from an ISA translation unit (after its #pragma GCC target).
@@ -107,69 +107,123 @@ struct TileGemm {
   }
 
   // Row groups [g0, g1) against `tokens` prepared tokens (block i of token m at entry i * tokens +
-  // m), the first `live` stored at y + m * ldy.
-  //
-  // The tile unit works beside the vector units: while it dots block i, the vectors run block
-  // i - 1's float end from the sums stored the block before (two buffers of them). Each block's
-  // dots go half by half across the groups, so consecutive dots feed different C tiles and an A
-  // tile is reloaded only two dots after its last use.
+  // m), the first `live` stored at y + m * ldy: their 16-row units (unit u is vector u % kVectors
+  // of row group u / kVectors) two at a time, an odd one last on its own.
   template <bool kContiguous>
-  [[gnu::noinline]] static void pass(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, int tokens,
-                                     int live, float* y, std::int64_t ldy, std::int64_t g0, std::int64_t g1) {
+  static void pass(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, int tokens, int live, float* y,
+                   std::int64_t ldy, std::int64_t g0, std::int64_t g1) {
+    std::int64_t u = g0 * kVectors;
+    for (; u + 2 <= g1 * kVectors; u += 2) units<kContiguous, 2>(plan, w, acts, tokens, live, y, ldy, u);
+    if (u < g1 * kVectors) units<kContiguous, 1>(plan, w, acts, tokens, live, y, ldy, u);
+  }
+
+  // Units u .. u + U - 1, block by block. The tile unit and the vector units take turns (on the
+  // Sapphire Rapids guest measured nothing else ran while tile instructions did:
+  // tools/mca/tile_bounds.cpp), so a pass's time is the sum of its tile and vector work, and each
+  // is kept small:
+  //
+  //   U = 2: the two units' B tiles (tiles 4-7) stay loaded for the block, and each A tile (a
+  //          group's half, from L2: 64 tokens' activations of a 5120-wide row are 320 KiB) is
+  //          dotted with both units' B, into the group's C tiles 0 and 1: half the A loads a
+  //          product of one unit at a time;
+  //   U = 1: C tiles 0 .. G - 1, the block's dots half by half across the groups, so consecutive
+  //          dots feed different C tiles; A tiles 4 and 5 in turn, B 6 and 7.
+  //
+  // Unpacking runs a block ahead (b_rows[i % 2]) and the float end a block behind, from the sums
+  // stored the block before (c_rows[i % 2]), so no tile load waits on the stores just made.
+  template <bool kContiguous, int U>
+  [[gnu::noinline]] static void units(const StripPlan& plan, const PackedMatrix& w, const SlotActs& acts, int tokens,
+                                      int live, float* y, std::int64_t ldy, std::int64_t u) {
     const LayoutInfo& L = *w.layout;
     const std::int64_t nb = w.blocks_per_row();
     const int bb = L.block_bytes(), pb = plan.payload_begin, strip = 4 * R;
     const int groups = (live + kGroup - 1) / kGroup;
     const BlockScaleDecoder decoder(kContiguous ? ScaleFormat::fp16 : L.scale_format());
     const auto offset = [&L](int r) { return L.scale_offset(r); };
+    const std::uint8_t* base[U];
+    int vec[U];
+    for (int r = 0; r < U; ++r) {
+      base[r] = w.block((u + r) / kVectors, 0);
+      vec[r] = int((u + r) % kVectors);
+    }
     alignas(64) float decoded[R];
-    alignas(64) std::uint8_t b_rows[2][2][kTileRows][kTileBytes];
-    alignas(64) std::int32_t c_rows[2][G][kGroup][16];
-    for (std::int64_t g = g0; g < g1; ++g)
-      for (int v = 0; v < kVectors; ++v) {
-        typename End::F acc[G][kGroup];
-        for (auto& a : acc)
-          for (auto& b : a) b = End::zero();
-        // Block i's float end: its sums (c_rows[i % 2]) times its rows' scales and each token's d.
-        const auto float_end = [&](std::int64_t i, const std::uint8_t* blk) {
-          if constexpr (!kContiguous) decoder.template decode<P, R>(blk, offset, decoded);
-          const typename End::F d = kContiguous ? End::scales(blk + L.scale_offset(0) + 2 * 16 * v) : End::load(decoded + 16 * v);
-          for (int q = 0; q < groups; ++q) {
-            const int n = std::min(kGroup, live - kGroup * q);
-            const BlockActs* b = acts.blocks + i * tokens + kGroup * q;
-            for (int m = 0; m < n; ++m)
-              acc[q][m] = End::template fma<0>(P::load(c_rows[i % 2][q][m]), 0, d, b[m].d, acc[q][m]);
+    alignas(64) std::uint8_t b_rows[2][U][2][kTileRows][kTileBytes];
+    alignas(64) std::int32_t c_rows[2][U][G][kGroup][16];
+    typename End::F acc[U][G][kGroup];
+    for (auto& a : acc)
+      for (auto& b : a)
+        for (auto& c : b) c = End::zero();
+    // Block i's float end: its sums (c_rows[i % 2]) times its rows' scales and each token's d.
+    const auto float_end = [&](std::int64_t i) {
+      for (int r = 0; r < U; ++r) {
+        const std::uint8_t* blk = base[r] + i * bb;
+        if constexpr (!kContiguous) decoder.template decode<P, R>(blk, offset, decoded);
+        const typename End::F d = kContiguous ? End::scales(blk + L.scale_offset(0) + 2 * 16 * vec[r]) : End::load(decoded + 16 * vec[r]);
+        for (int q = 0; q < groups; ++q) {
+          const int n = std::min(kGroup, live - kGroup * q);
+          const BlockActs* b = acts.blocks + i * tokens + kGroup * q;
+          const auto token = [&](int m) { acc[r][q][m] = End::template fma<0>(P::load(c_rows[i % 2][r][q][m]), 0, d, b[m].d, acc[r][q][m]); };
+          if (n == kGroup) {
+#pragma GCC unroll 16
+            for (int m = 0; m < kGroup; ++m) token(m);  // no test a token
+          } else {
+            for (int m = 0; m < n; ++m) token(m);
           }
-        };
-        // Block i's weights (codes less one) as two B tiles' rows, b_rows[i % 2]: written a block
-        // ahead, so the tile loads never wait on the stores just made.
-        const auto unpack = [&](std::int64_t i, const std::uint8_t* blk) {
-          const typename P::V minus_one = P::set1_u8(0xff);
-          for (int h = 0; h < 2; ++h)
-            for (int t = 0; t < kHalfStrips; ++t) {
-              const typename LP::Slots s = LP::slots(P::load(blk + pb + (kHalfStrips * h + t) * strip + v * P::kBytes));
-              for (int q = 0; q < 4; ++q) P::store(b_rows[i % 2][h][4 * t + q], P::add8(s.s[q], minus_one));
-            }
-        };
-        const std::uint8_t* blk = w.block(g, 0);
-        unpack(0, blk);
-        for (std::int64_t i = 0; i < nb; ++i, blk += bb) {
-          if (v == 0) prefetch_ahead(blk, bb);
-          Tiles::template load<6>(b_rows[i % 2][0], kTileBytes);
-          Tiles::template load<7>(b_rows[i % 2][1], kTileBytes);
-          const std::uint8_t* xa = acts.expanded + i * tokens * kBlockK;
-          for_groups(groups, [&]<int Gi>() { Tiles::template zero<Gi>(); });
-          for_groups(groups, [&]<int Gi>() { half_dot<Gi, 0>(xa); });
-          for_groups(groups, [&]<int Gi>() { half_dot<Gi, 1>(xa); });
-          if (i + 1 < nb) unpack(i + 1, blk + bb);
-          if (i > 0) float_end(i - 1, blk - bb);
-          for_groups(groups, [&]<int Gi>() { Tiles::template store<Gi>(c_rows[i % 2][Gi], kTileBytes); });
         }
-        float_end(nb - 1, blk - bb);
-        for (int q = 0; q < groups; ++q)
-          for (int m = 0; m < std::min(kGroup, live - kGroup * q); ++m)
-            End::store(y + (kGroup * q + m) * ldy + g * R + 16 * v, acc[q][m]);
       }
+    };
+    // Block i's weights (codes less one) as each unit's two B tiles' rows, b_rows[i % 2].
+    const auto unpack = [&](std::int64_t i) {
+      const typename P::V minus_one = P::set1_u8(0xff);
+      for (int r = 0; r < U; ++r) {
+        const std::uint8_t* blk = base[r] + i * bb;
+        for (int h = 0; h < 2; ++h)
+          for (int t = 0; t < kHalfStrips; ++t) {
+            const typename LP::Slots s = LP::slots(P::load(blk + pb + (kHalfStrips * h + t) * strip + vec[r] * P::kBytes));
+            for (int q = 0; q < 4; ++q) P::store(b_rows[i % 2][r][h][4 * t + q], P::add8(s.s[q], minus_one));
+          }
+      }
+    };
+    unpack(0);
+    for (std::int64_t i = 0; i < nb; ++i) {
+      for (int r = 0; r < U; ++r)
+        if (vec[r] == 0) prefetch_ahead(base[r] + i * bb, bb);
+      const std::uint8_t* xa = acts.expanded + i * tokens * kBlockK;
+      if constexpr (U == 2) {
+        Tiles::template load<4>(b_rows[i % 2][0][0], kTileBytes);
+        Tiles::template load<5>(b_rows[i % 2][0][1], kTileBytes);
+        Tiles::template load<6>(b_rows[i % 2][1][0], kTileBytes);
+        Tiles::template load<7>(b_rows[i % 2][1][1], kTileBytes);
+        for (int q = 0; q < groups; ++q) {
+          const std::uint8_t* xq = xa + q * kGroup * kBlockK;
+          Tiles::template zero<0>();
+          Tiles::template zero<1>();
+          Tiles::template load<2>(xq, kBlockK);
+          Tiles::template dot_ss<0, 2, 4>();
+          Tiles::template dot_ss<1, 2, 6>();
+          Tiles::template load<3>(xq + kTileBytes, kBlockK);
+          Tiles::template dot_ss<0, 3, 5>();
+          Tiles::template dot_ss<1, 3, 7>();
+          Tiles::template store<0>(c_rows[i % 2][0][q], kTileBytes);
+          Tiles::template store<1>(c_rows[i % 2][1][q], kTileBytes);
+        }
+      } else {
+        Tiles::template load<6>(b_rows[i % 2][0][0], kTileBytes);
+        Tiles::template load<7>(b_rows[i % 2][0][1], kTileBytes);
+        for_groups(groups, [&]<int Gi>() { Tiles::template zero<Gi>(); });
+        for_groups(groups, [&]<int Gi>() { half_dot<Gi, 0>(xa); });
+        for_groups(groups, [&]<int Gi>() { half_dot<Gi, 1>(xa); });
+        for_groups(groups, [&]<int Gi>() { Tiles::template store<Gi>(c_rows[i % 2][0][Gi], kTileBytes); });
+      }
+      if (i + 1 < nb) unpack(i + 1);
+      if (i > 0) float_end(i - 1);
+    }
+    float_end(nb - 1);
+    for (int r = 0; r < U; ++r) {
+      float* yr = y + ((u + r) / kVectors) * R + 16 * vec[r];
+      for (int q = 0; q < groups; ++q)
+        for (int m = 0; m < std::min(kGroup, live - kGroup * q); ++m) End::store(yr + (kGroup * q + m) * ldy, acc[r][q][m]);
+    }
   }
 
   // f.template operator()<Gi>() for the first `groups` of the G groups (tile numbers are constants).
