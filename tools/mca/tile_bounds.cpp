@@ -6,9 +6,9 @@
 // instruction at a time (the rows), alone and beside a block's worth of other work (the columns):
 //
 //   alone                  the tile instructions only;
-//   + float end apart      the tile gemm's float end for 64 tokens (sums less ysum, converted,
-//                          times scales times d, added to accumulators in memory), reading sums
-//                          in L1 that no tile store writes: no dependency on the tile unit;
+//   + float end apart      the tile gemm's float end for 64 tokens (sums converted, times scales
+//                          times d, added to accumulators in memory), reading sums in L1 that no
+//                          tile store writes: no dependency on the tile unit;
 //   + float end of stored  the same reading the sums the tile stores wrote the block before, as
 //                          the tile gemm does;
 //   + ymm float end apart  the first in 256-bit halves (other ports than 512-bit operations);
@@ -22,9 +22,11 @@
 //
 //   g++ -O2 -std=c++20 -I. -o /tmp/tile_bounds tools/mca/tile_bounds.cpp && /tmp/tile_bounds
 //
-// A block (one 16-row unit x 128 weights against 64 tokens, as the tile gemm's pass): B tiles 6
-// and 7 (the block's two halves), C tiles 0-3 (four groups of 16 tokens), two dots a C tile, A
-// tiles 4 and 5 taken in turn.
+// A block (one 16-row unit x 128 weights against 64 tokens, as the tile gemm's pass of one unit):
+// B tiles 6 and 7 (the block's two halves, s8 weights), C tiles 0-3 (four groups of 16 tokens),
+// two tdpbssd a C tile, A tiles 4 and 5 taken in turn. The "8 dots" row beside the float end is a
+// bound for any tile gemm of a format with a scale every 128 weights: both are work it cannot
+// leave out, and on a core where they do not overlap their sum is its least time.
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -60,29 +62,24 @@ enum End { kNoEnd, kEndApart, kEndStored, kEndYmm, kEndAlu, kScalar, kEnds };
 constexpr const char* kEndNames[kEnds] = {"alone",         "+ float end apart", "+ float end of stored", "+ ymm float end apart",
                                           "+ zmm alu only", "+ scalar alu only"};
 
-// A block's float end as the tile gemm's, for 64 tokens: each token's 16 sums less its ysum,
-// converted, times the rows' scales times its d, added to its accumulator (in memory: 64 do not
-// fit the registers).
+// A block's float end as the tile gemm's, for 64 tokens: each token's 16 sums (of s8 weights:
+// nothing to take off) converted, times the rows' scales times its d, added to its accumulator (in
+// memory: 64 do not fit the registers).
 [[gnu::target("avx512f"), gnu::always_inline]] inline void float_end(const std::int32_t (*sums)[16][16], __m512* acc,
-                                                                      const float* d, const std::int32_t* ysum,
-                                                                      __m512 scales) {
+                                                                      const float* d, __m512 scales) {
   for (int q = 0; q < 4; ++q)
-    for (int m = 0; m < 16; ++m) {
-      const __m512i s = _mm512_sub_epi32(_mm512_load_si512(sums[q][m]), _mm512_set1_epi32(ysum[16 * q + m]));
-      acc[16 * q + m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(scales, _mm512_set1_ps(d[16 * q + m])),
-                                        acc[16 * q + m]);
-    }
+    for (int m = 0; m < 16; ++m)
+      acc[16 * q + m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums[q][m])),
+                                        _mm512_mul_ps(scales, _mm512_set1_ps(d[16 * q + m])), acc[16 * q + m]);
 }
 
 // The same in 256-bit halves.
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void float_end_ymm(const std::int32_t (*sums)[16][16], __m256* acc,
-                                                                          const float* d, const std::int32_t* ysum,
-                                                                          __m256 scales) {
+                                                                          const float* d, __m256 scales) {
   for (int q = 0; q < 4; ++q)
     for (int m = 0; m < 16; ++m)
       for (int h = 0; h < 2; ++h) {
-        const __m256i s = _mm256_sub_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(sums[q][m] + 8 * h)),
-                                           _mm256_set1_epi32(ysum[16 * q + m]));
+        const __m256i s = _mm256_load_si256(reinterpret_cast<const __m256i*>(sums[q][m] + 8 * h));
         acc[2 * (16 * q + m) + h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(scales, _mm256_set1_ps(d[16 * q + m])),
                                                     acc[2 * (16 * q + m) + h]);
       }
@@ -115,7 +112,7 @@ template <int L, int E>
   for (__m512& r : regs) r = _mm512_setzero_ps();
   std::uint64_t gprs[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   alignas(64) static float d[64];
-  alignas(64) static std::int32_t ysum[64];
+  static std::uint64_t gpr_sink;
   const __m512 scales = _mm512_set1_ps(1.0f);
   T::configure();
   T::load<4>(acts, 128);
@@ -137,24 +134,24 @@ template <int L, int E>
     }
     // Half by half across the groups, as the tile gemm: consecutive dots feed different C tiles.
     if constexpr (L >= kLoadA) T::load<4>(xa, 128);
-    if constexpr (L >= kDots) T::dot_su<0, 4, 6>();
+    if constexpr (L >= kDots) T::dot_ss<0, 4, 6>();
     if constexpr (L >= kLoadA) T::load<5>(xa + 16 * 128, 128);
-    if constexpr (L >= kDots) T::dot_su<1, 5, 6>();
+    if constexpr (L >= kDots) T::dot_ss<1, 5, 6>();
     if constexpr (L >= kLoadA) T::load<4>(xa + 32 * 128, 128);
-    if constexpr (L >= kDots) T::dot_su<2, 4, 6>();
+    if constexpr (L >= kDots) T::dot_ss<2, 4, 6>();
     if constexpr (L >= kLoadA) T::load<5>(xa + 48 * 128, 128);
-    if constexpr (L >= kDots) T::dot_su<3, 5, 6>();
+    if constexpr (L >= kDots) T::dot_ss<3, 5, 6>();
     if constexpr (L >= kLoadA) T::load<4>(xa + 64, 128);
-    if constexpr (L >= kDots) T::dot_su<0, 4, 7>();
+    if constexpr (L >= kDots) T::dot_ss<0, 4, 7>();
     if constexpr (L >= kLoadA) T::load<5>(xa + 16 * 128 + 64, 128);
-    if constexpr (L >= kDots) T::dot_su<1, 5, 7>();
+    if constexpr (L >= kDots) T::dot_ss<1, 5, 7>();
     if constexpr (L >= kLoadA) T::load<4>(xa + 32 * 128 + 64, 128);
-    if constexpr (L >= kDots) T::dot_su<2, 4, 7>();
+    if constexpr (L >= kDots) T::dot_ss<2, 4, 7>();
     if constexpr (L >= kLoadA) T::load<5>(xa + 48 * 128 + 64, 128);
-    if constexpr (L >= kDots) T::dot_su<3, 5, 7>();
-    if constexpr (E == kEndApart) float_end(apart, acc, d, ysum, scales);
-    if constexpr (E == kEndStored) float_end(sums + 4 * ((i + 1) % 2), acc, d, ysum, scales);
-    if constexpr (E == kEndYmm) float_end_ymm(apart, acc_ymm, d, ysum, _mm256_set1_ps(1.0f));
+    if constexpr (L >= kDots) T::dot_ss<3, 5, 7>();
+    if constexpr (E == kEndApart) float_end(apart, acc, d, scales);
+    if constexpr (E == kEndStored) float_end(sums + 4 * ((i + 1) % 2), acc, d, scales);
+    if constexpr (E == kEndYmm) float_end_ymm(apart, acc_ymm, d, _mm256_set1_ps(1.0f));
     if constexpr (E == kEndAlu) alu_only(regs);
     if constexpr (E == kScalar) scalar_only(gprs);
     if constexpr (L >= kStore) {
@@ -168,7 +165,7 @@ template <int L, int E>
   T::store<0>(sums[0], 64);
   T::release();
   for (const __m512& r : regs) acc[0] = _mm512_add_ps(acc[0], r);
-  for (const std::uint64_t g : gprs) ysum[0] += std::int32_t(g);
+  for (const std::uint64_t g : gprs) gpr_sink += g;
   return s;
 }
 

@@ -125,6 +125,11 @@ struct RowEnd {
     else if constexpr (kKind == RowEndKind::rows8) return P::template row_fma<shift>(s, ysum, scales, d, acc);
     else return P::template row4_fma<shift>(s, ysum, scales, d, acc);
   }
+  // Sums with no offset to take off (the tile gemm's weights are s8 already): the zero folds away.
+  template <class I>
+  static F fma_centred(I s, F scales, float d, F acc) {
+    return fma<0>(s, 0, scales, d, acc);
+  }
   static void store(float* y, F v) {
     if constexpr (kKind == RowEndKind::lanes) P::lanes_store(y, v);
     else if constexpr (kKind == RowEndKind::rows8) _mm256_storeu_ps(y, v);

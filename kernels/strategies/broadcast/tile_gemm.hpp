@@ -142,9 +142,11 @@ struct TileGemm {
     const auto offset = [&L](int r) { return L.scale_offset(r); };
     const std::uint8_t* base[U];
     int vec[U];
+    bool decodes[U];  // units of one row group (R = 32: a pair's two vectors) share its decoded scales
     for (int r = 0; r < U; ++r) {
       base[r] = w.block((u + r) / kVectors, 0);
       vec[r] = int((u + r) % kVectors);
+      decodes[r] = r == 0 || vec[r] == 0;
     }
     alignas(64) float decoded[R];
     alignas(64) std::uint8_t b_rows[2][U][2][kTileRows][kTileBytes];
@@ -157,12 +159,13 @@ struct TileGemm {
     const auto float_end = [&](std::int64_t i) {
       for (int r = 0; r < U; ++r) {
         const std::uint8_t* blk = base[r] + i * bb;
-        if constexpr (!kContiguous) decoder.template decode<P, R>(blk, offset, decoded);
+        if constexpr (!kContiguous)
+          if (decodes[r]) decoder.template decode<P, R>(blk, offset, decoded);
         const typename End::F d = kContiguous ? End::scales(blk + L.scale_offset(0) + 2 * 16 * vec[r]) : End::load(decoded + 16 * vec[r]);
         for (int q = 0; q < groups; ++q) {
           const int n = std::min(kGroup, live - kGroup * q);
           const BlockActs* b = acts.blocks + i * tokens + kGroup * q;
-          const auto token = [&](int m) { acc[r][q][m] = End::template fma<0>(P::load(c_rows[i % 2][r][q][m]), 0, d, b[m].d, acc[r][q][m]); };
+          const auto token = [&](int m) { acc[r][q][m] = End::fma_centred(P::load(c_rows[i % 2][r][q][m]), d, b[m].d, acc[r][q][m]); };
           if (n == kGroup) {
 #pragma GCC unroll 16
             for (int m = 0; m < kGroup; ++m) token(m);  // no test a token
