@@ -69,8 +69,9 @@ inline int half_sum_x4(const BlockQ8Kx4& b, int token, int h) {
 enum class Q8KTiles { build, skip };
 struct Q8KBatch {
   std::int64_t tokens = 0, cols = 0;
-  AlignedVector<BlockQ8K> rows;     // tokens * blocks()
-  AlignedVector<BlockQ8Kx4> tiles;  // tiles() * blocks()
+  // Written whole by whoever builds the batch, so not zeroed first.
+  UninitialisedVector<BlockQ8K> rows;     // tokens * blocks()
+  UninitialisedVector<BlockQ8Kx4> tiles;  // tiles() * blocks()
   std::int64_t blocks() const { return (cols + kQK - 1) / kQK; }
   std::int64_t tiles_count() const { return (tokens + 3) / 4; }
   const BlockQ8K* row(std::int64_t t) const { return rows.data() + t * blocks(); }

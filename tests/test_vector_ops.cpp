@@ -92,6 +92,11 @@ TEST_SUITE("vector-ops") {
     x[5 * kQK + 255] = -1e-30f;                                 // block 5: tiny values, the last one largest
     for (int j = 0; j < 255; ++j) x[std::size_t(5 * kQK + j)] = 1e-31f * float(j % 7);
     for (int j = 0; j < kQK; ++j) x[std::size_t(6 * kQK + j)] = 0.5f + float(j);  // block 6: many halves to round
+    x[7 * kQK + 9] = -50.0f;  // block 7: a tie of opposite signs, the negative one first
+    x[7 * kQK + 100] = 50.0f;
+    x[8 * kQK + 30] = -60.0f;  // block 8: the largest magnitude negative, alone
+    x[9 * kQK + 4] = -std::numeric_limits<float>::infinity();  // block 9: a negative infinity
+    for (int j = 0; j < kQK; ++j) x[std::size_t(10 * kQK + j)] = j % 3 == 0 ? -0.0f : 0.0f;  // block 10: signed zeros
     std::vector<BlockQ8K> want(static_cast<std::size_t>(blocks));
     quantize_row_q8k(x.data(), want.data(), std::int64_t(x.size()));
     for (const VectorOps* o : vector_ops_variants()) {

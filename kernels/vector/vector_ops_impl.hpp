@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "kernels/q8k.hpp"
@@ -31,23 +32,112 @@ struct Impl {
   // How far ahead the streaming loops (the head states, the beta/alpha tiles) prefetch.
   static constexpr int kPrefetchBytes = 2048;
 
+  // The reference's divisor from two maxima of a block's raw bits: the signed one is the largest
+  // positive float's (negative when no element is +0 or above), the unsigned one the largest
+  // negative float's (sign bit set) if there is any. amax is the largest magnitude's bits; the
+  // reference divides by the first element of that magnitude, +amax or -amax, searched for only
+  // when both occur. NaN and infinities (amax >= 0x7f800000) are left to the caller.
+  struct Largest {
+    std::uint32_t amax;
+    float value;
+  };
+  static Largest largest(std::int32_t top_positive, std::uint32_t top_raw, const float* x) {
+    const std::uint32_t top_negative = top_raw >= 0x80000000u ? top_raw & 0x7fffffffu : 0;
+    const std::uint32_t amax = std::max(top_positive < 0 ? 0u : std::uint32_t(top_positive), top_negative);
+    const bool plus = top_positive == std::int32_t(amax), minus = top_negative == amax;
+    if (!(plus && minus)) return {amax, from_bits(minus ? amax | 0x80000000u : amax)};
+    int first = 0;
+    while (magnitude_bits(x[first]) != amax) ++first;
+    return {amax, x[first]};
+  }
+
+  // quantize_row_q8k for one block in 16-lane vectors, for builds whose registers hold 16 floats
+  // (split to narrower registers the shuffles below cost more than they save: AVX2 ran 0.4x the
+  // loop form), with the same float operations lane by lane, so the same bytes:
+  //  - the divisor from two maxima of the raw bits (largest); a NaN or an infinity takes the
+  //    reference's own path.
+  //  - nearest_int's (bits(f + 1.5 * 2^23) & 0x7fffff) - 0x400000 is bits(f + 1.5 * 2^23) -
+  //    0x4b400000 for |f| < 2^22 (the sum's exponent is then 23): every finite f here (|f| <= 127).
+  //  - the 16 group sums as a tree of half-sums (exact in int32), not one reduction a group.
+  static void quantize_block_lanes16(const float* __restrict x, BlockQ8K& out) {
+    typedef std::int32_t I16 __attribute__((vector_size(64)));
+    typedef std::uint32_t U16 __attribute__((vector_size(64)));
+    typedef float F16 __attribute__((vector_size(64)));
+    typedef std::int16_t H16 __attribute__((vector_size(32)));
+    typedef std::int8_t B16 __attribute__((vector_size(16)));
+    constexpr int kGroups = kQK / 16;
+    U16 v[kGroups];
+    std::memcpy(v, x, sizeof v);
+    U16 umax = v[0];
+    I16 smax = I16(v[0]);
+    for (int g = 1; g < kGroups; ++g) {
+      umax = umax > v[g] ? umax : v[g];
+      smax = smax > I16(v[g]) ? smax : I16(v[g]);
+    }
+    // Lane 0 of the largest of the 16 lanes (four halvings).
+    const auto lane_max = [](auto& m) {
+      m = m > __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7) ? m : __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+      m = m > __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11) ? m : __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+      m = m > __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13) ? m : __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+      m = m > __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14) ? m : __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+      return m[0];
+    };
+    const Largest top = largest(lane_max(smax), lane_max(umax), x);
+    if (top.amax >= 0x7f800000u) {
+      quantize_row_q8k(x, &out, kQK);
+      return;
+    }
+    if (top.amax == 0) {
+      std::memset(&out, 0, sizeof out);
+      return;
+    }
+    const float iscale = -127.0f / top.value;
+    I16 q[kGroups];
+    for (int g = 0; g < kGroups; ++g) {
+      const F16 f = F16(v[g]) * iscale + 12582912.0f;
+      q[g] = I16(f) - 0x4b400000;
+      q[g] = q[g] < 127 ? q[g] : 127;
+      const B16 bytes = __builtin_convertvector(q[g], B16);
+      std::memcpy(out.qs + 16 * g, &bytes, sizeof bytes);
+    }
+    // Pairs of groups to one vector of half-sums (a's in lanes 0-7, b's in 8-15), four times.
+    I16 l1[8], l2[4], l3[2];
+    for (int p = 0; p < 8; ++p)
+      l1[p] = __builtin_shufflevector(q[2 * p], q[2 * p + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+              __builtin_shufflevector(q[2 * p], q[2 * p + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    for (int p = 0; p < 4; ++p)
+      l2[p] = __builtin_shufflevector(l1[2 * p], l1[2 * p + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+              __builtin_shufflevector(l1[2 * p], l1[2 * p + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    for (int p = 0; p < 2; ++p)
+      l3[p] = __builtin_shufflevector(l2[2 * p], l2[2 * p + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+              __builtin_shufflevector(l2[2 * p], l2[2 * p + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+    const I16 sums = __builtin_shufflevector(l3[0], l3[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+                     __builtin_shufflevector(l3[0], l3[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const H16 bsums = __builtin_convertvector(sums, H16);
+    std::memcpy(out.bsums, &bsums, sizeof bsums);
+    out.d = 1.0f / iscale;
+  }
   // quantize_row_q8k for one block. The largest magnitude is taken on the bits: for numbers that
   // are not NaN the integer order of |x|'s bits is the float order, and a max is exact in any
   // order, so the loop vectorises; a block holding a NaN takes the reference's own path.
   static void quantize_block(const float* __restrict x, BlockQ8K& out) {
-    std::uint32_t amax = 0;
-    for (int j = 0; j < kQK; ++j) amax = std::max(amax, magnitude_bits(x[j]));
-    if (amax > 0x7f800000u) {
+    if constexpr (kRegisterFloats == 16) return quantize_block_lanes16(x, out);
+    std::int32_t top_positive = std::numeric_limits<std::int32_t>::min();
+    std::uint32_t top_raw = 0;
+    for (int j = 0; j < kQK; ++j) {
+      top_positive = std::max(top_positive, std::int32_t(to_bits(x[j])));
+      top_raw = std::max(top_raw, to_bits(x[j]));
+    }
+    const Largest top = largest(top_positive, top_raw, x);
+    if (top.amax >= 0x7f800000u) {
       quantize_row_q8k(x, &out, kQK);
       return;
     }
-    if (amax == 0) {
+    if (top.amax == 0) {
       std::memset(&out, 0, sizeof out);
       return;
     }
-    int first = 0;  // the reference keeps the first element of the largest magnitude
-    while (magnitude_bits(x[first]) != amax) ++first;
-    const float iscale = -127.0f / x[first];
+    const float iscale = -127.0f / top.value;
     std::int8_t* __restrict qs = out.qs;
     for (int j = 0; j < kQK; ++j) qs[j] = std::int8_t(std::min(127, nearest_int(iscale * x[j])));
     for (int g = 0; g < kQK / 16; ++g) {
