@@ -51,6 +51,20 @@ struct Impl {
     return {amax, x[first]};
   }
 
+  // The blocks the vector forms leave alone, written here: one with a NaN or an infinity (the
+  // reference's own path) and one of zeros. True when `out` is written.
+  static bool written_whole(const Largest& top, const float* x, BlockQ8K& out) {
+    if (top.amax >= 0x7f800000u) {
+      quantize_row_q8k(x, &out, kQK);
+      return true;
+    }
+    if (top.amax == 0) {
+      std::memset(&out, 0, sizeof out);
+      return true;
+    }
+    return false;
+  }
+
   // quantize_row_q8k for one block in 16-lane vectors, for builds whose registers hold 16 floats
   // (split to narrower registers the shuffles below cost more than they save: AVX2 ran 0.4x the
   // loop form), with the same float operations lane by lane, so the same bytes:
@@ -83,14 +97,7 @@ struct Impl {
       return m[0];
     };
     const Largest top = largest(lane_max(smax), lane_max(umax), x);
-    if (top.amax >= 0x7f800000u) {
-      quantize_row_q8k(x, &out, kQK);
-      return;
-    }
-    if (top.amax == 0) {
-      std::memset(&out, 0, sizeof out);
-      return;
-    }
+    if (written_whole(top, x, out)) return;
     const float iscale = -127.0f / top.value;
     I16 q[kGroups];
     for (int g = 0; g < kGroups; ++g) {
@@ -129,14 +136,7 @@ struct Impl {
       top_raw = std::max(top_raw, to_bits(x[j]));
     }
     const Largest top = largest(top_positive, top_raw, x);
-    if (top.amax >= 0x7f800000u) {
-      quantize_row_q8k(x, &out, kQK);
-      return;
-    }
-    if (top.amax == 0) {
-      std::memset(&out, 0, sizeof out);
-      return;
-    }
+    if (written_whole(top, x, out)) return;
     const float iscale = -127.0f / top.value;
     std::int8_t* __restrict qs = out.qs;
     for (int j = 0; j < kQK; ++j) qs[j] = std::int8_t(std::min(127, nearest_int(iscale * x[j])));
