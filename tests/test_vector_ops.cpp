@@ -97,6 +97,8 @@ TEST_SUITE("vector-ops") {
     x[8 * kQK + 30] = -60.0f;  // block 8: the largest magnitude negative, alone
     x[9 * kQK + 4] = -std::numeric_limits<float>::infinity();  // block 9: a negative infinity
     for (int j = 0; j < kQK; ++j) x[std::size_t(10 * kQK + j)] = j % 3 == 0 ? -0.0f : 0.0f;  // block 10: signed zeros
+    for (int j = 0; j < kQK; ++j) x[std::size_t(11 * kQK + j)] = 1e-39f * float(j % 5);  // block 11: -127 / the largest
+    x[11 * kQK + 70] = -1e-38f;                                                                // overflows to an infinity
     std::vector<BlockQ8K> want(static_cast<std::size_t>(blocks));
     quantize_row_q8k(x.data(), want.data(), std::int64_t(x.size()));
     for (const VectorOps* o : vector_ops_variants()) {

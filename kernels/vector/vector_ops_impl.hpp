@@ -71,7 +71,8 @@ struct Impl {
   //  - the divisor from two maxima of the raw bits (largest); a NaN or an infinity takes the
   //    reference's own path.
   //  - nearest_int's (bits(f + 1.5 * 2^23) & 0x7fffff) - 0x400000 is bits(f + 1.5 * 2^23) -
-  //    0x4b400000 for |f| < 2^22 (the sum's exponent is then 23): every finite f here (|f| <= 127).
+  //    0x4b400000 for |f| < 2^22 (the sum's exponent is then 23): every f here (|f| <= 127) once
+  //    the scale -127 / largest is finite; a block too small for that takes the reference's path.
   //  - the 16 group sums as a tree of half-sums (exact in int32), not one reduction a group.
   static void quantize_block_lanes16(const float* __restrict x, BlockQ8K& out) {
     typedef std::int32_t I16 __attribute__((vector_size(64)));
@@ -99,6 +100,10 @@ struct Impl {
     const Largest top = largest(lane_max(smax), lane_max(umax), x);
     if (written_whole(top, x, out)) return;
     const float iscale = -127.0f / top.value;
+    if ((to_bits(iscale) & 0x7f800000u) == 0x7f800000u) {  // a largest magnitude under 127 / FLT_MAX
+      quantize_row_q8k(x, &out, kQK);
+      return;
+    }
     I16 q[kGroups];
     for (int g = 0; g < kGroups; ++g) {
       const F16 f = F16(v[g]) * iscale + 12582912.0f;
@@ -124,9 +129,9 @@ struct Impl {
     std::memcpy(out.bsums, &bsums, sizeof bsums);
     out.d = 1.0f / iscale;
   }
-  // quantize_row_q8k for one block. The largest magnitude is taken on the bits: for numbers that
-  // are not NaN the integer order of |x|'s bits is the float order, and a max is exact in any
-  // order, so the loop vectorises; a block holding a NaN takes the reference's own path.
+  // quantize_row_q8k for one block as loops the compiler vectorises: the divisor from two maxima
+  // of the raw bits (largest: for numbers that are not NaN integer order is float order, and a
+  // max is exact in any order), then nearest_int itself a lane at a time.
   static void quantize_block(const float* __restrict x, BlockQ8K& out) {
     if constexpr (kRegisterFloats == 16) return quantize_block_lanes16(x, out);
     std::int32_t top_positive = std::numeric_limits<std::int32_t>::min();
