@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <new>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -80,16 +79,11 @@ template <class T>
 using AlignedVector = std::vector<T, AlignedAllocator<T>>;
 using AlignedBytes = AlignedVector<std::uint8_t>;
 
-// The same memory, but resize leaves new elements default-initialised (no zeros written) where
-// every element is written before it is read: a prompt batch's quantised activations are written
-// whole, and zeroing them first cost mid's 64-token batch about a third of its quantisation.
+// The same memory, but resize leaves new elements default-initialised (no zeros written), for
+// buffers whose every element is written before it is read (a prompt batch's quantised
+// activations). Other constructions (copies, values given) go through allocator_traits as usual.
 template <class T>
 struct UninitialisedAllocator : AlignedAllocator<T> {
-  using value_type = T;
-  template <class U>
-  struct rebind {
-    using other = UninitialisedAllocator<U>;
-  };
   UninitialisedAllocator() = default;
   template <class U>
   UninitialisedAllocator(const UninitialisedAllocator<U>&) noexcept {}
@@ -97,12 +91,6 @@ struct UninitialisedAllocator : AlignedAllocator<T> {
   void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
     ::new (static_cast<void*>(p)) U;
   }
-  template <class U, class... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-  template <class U>
-  bool operator==(const UninitialisedAllocator<U>&) const noexcept { return true; }
 };
 template <class T>
 using UninitialisedVector = std::vector<T, UninitialisedAllocator<T>>;

@@ -66,8 +66,9 @@ struct Impl {
   }
 
   // quantize_row_q8k for one block in 16-lane vectors, for builds whose registers hold 16 floats
-  // (split to narrower registers the shuffles below cost more than they save: AVX2 ran 0.4x the
-  // loop form), with the same float operations lane by lane, so the same bytes:
+  // (split to narrower registers the shuffles below cost more than they save: measured in
+  // docs/notebook/2026-12-06-xeon-float-end-bound.md), with the same float operations lane by
+  // lane, so the same bytes:
   //  - the divisor from two maxima of the raw bits (largest); a NaN or an infinity takes the
   //    reference's own path.
   //  - nearest_int's (bits(f + 1.5 * 2^23) & 0x7fffff) - 0x400000 is bits(f + 1.5 * 2^23) -
@@ -91,10 +92,11 @@ struct Impl {
     }
     // Lane 0 of the largest of the 16 lanes (four halvings).
     const auto lane_max = [](auto& m) {
-      m = m > __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7) ? m : __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
-      m = m > __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11) ? m : __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
-      m = m > __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13) ? m : __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-      m = m > __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14) ? m : __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+      const auto keep_larger = [&m](const auto& other) { m = m > other ? m : other; };
+      keep_larger(__builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+      keep_larger(__builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+      keep_larger(__builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+      keep_larger(__builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
       return m[0];
     };
     const Largest top = largest(lane_max(smax), lane_max(umax), x);
