@@ -67,8 +67,9 @@ std::int64_t KeyCache::padded(std::int64_t n) {
 }
 
 void KeyCache::dots(int m, const float* q, int queries, float* out) const {
-  vector_ops().tiles_dot_queries(heads[std::size_t(m)].data(), int(padded(positions) / VectorOps::kLaneTile), head_dim, q,
-                                 queries, out);
+  const int tiles = int(padded(positions) / VectorOps::kLaneTile);
+  vector_ops().tiles_dot_queries_f32(heads[std::size_t(m)].data(), tiles, head_dim, q, queries, out,
+                                     std::int64_t(tiles) * VectorOps::kLaneTile);
 }
 
 void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,

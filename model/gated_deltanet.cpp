@@ -73,16 +73,22 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
   const std::int64_t tiles = (2 * Hv + tile - 1) / tile, lanes = tiles * tile;
   std::vector<float> beta_alpha(static_cast<std::size_t>(tokens * lanes));
   const VectorOps& ops = vector_ops();
+  // One token: the tiles side by side, independent sums; several: the tokens side by side, each
+  // tile row loaded once for a group of them (the same bits either way).
   const auto beta_alpha_part = [&](int th) {
     const auto [i0, i1] = ThreadPool::split(tiles, th, pool.size());
     if (i0 == i1) return;
-    for (int t = 0; t < tokens; ++t) {
-      float* out_t = beta_alpha.data() + t * lanes + i0 * tile;
-      if (!w.beta_alpha_bf16.empty())
-        ops.tiles_dot_bf16(w.beta_alpha_bf16.data() + i0 * d * tile, int(i1 - i0), d, x.data() + t * d, out_t);
-      else
-        ops.tiles_dot_f32(w.beta_alpha_f32.data() + i0 * d * tile, int(i1 - i0), d, x.data() + t * d, out_t);
-    }
+    const int n = int(i1 - i0);
+    float* out = beta_alpha.data() + i0 * tile;
+    const bool bf16 = !w.beta_alpha_bf16.empty();
+    const std::uint16_t* w16 = bf16 ? w.beta_alpha_bf16.data() + i0 * d * tile : nullptr;
+    const float* w32 = bf16 ? nullptr : w.beta_alpha_f32.data() + i0 * d * tile;
+    if (tokens == 1)
+      bf16 ? ops.tiles_dot_bf16(w16, n, d, x.data(), out) : ops.tiles_dot_f32(w32, n, d, x.data(), out);
+    else if (bf16)
+      ops.tiles_dot_queries_bf16(w16, n, d, x.data(), tokens, out, lanes);
+    else
+      ops.tiles_dot_queries_f32(w32, n, d, x.data(), tokens, out, lanes);
   };
 
   const auto gates = [&](int t, std::int64_t e, float& beta, float& g) {

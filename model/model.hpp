@@ -125,7 +125,7 @@ using GdnState = AlignedVector<float>;
 // Attention's cached keys, per KV head in tiles of VectorOps::kLaneTile positions
 // ([tile][head_dim][lane]), so that a query's dots with 16 keys run as vector lanes, each lane its
 // own in-order sum, and the query heads sharing the KV head read each tile once
-// (VectorOps::tiles_dot_queries): stored one position after another, each dot was a chain of
+// (VectorOps::tiles_dot_queries_f32): stored one position after another, each dot was a chain of
 // head_dim dependent adds. Lanes past `positions` hold stale or zero keys and are never read.
 struct KeyCache {
   int kv_heads = 0, head_dim = 0;

@@ -333,28 +333,51 @@ TEST_SUITE("vector-ops") {
     }
   }
 
-  TEST_CASE("tiles_dot_queries: each query's lanes the bits of tiles_dot_f32 alone") {
+  TEST_CASE("tiles_dot_queries: each query's lanes the bits of tiles_dot alone, fp32 and BF16") {
     constexpr int T = VectorOps::kLaneTile;
     const int n = 96;
-    // Query counts below, at and past every build's group (2 to 8); one tile and several.
+    // Query counts below, at and past every build's group (2 to 8); one tile and several; the
+    // outputs packed and in rows wider than the tiles (a thread's share of a wider table).
     for (const int tiles : {1, 3, 5}) {
       for (const int queries : {1, 2, 5, 8, 13}) {
-        CAPTURE(tiles);
-        CAPTURE(queries);
-        const std::vector<float> w = normal_floats(std::size_t(tiles * n * T), 50 + std::uint32_t(tiles));
-        const std::vector<float> x = normal_floats(std::size_t(queries * n), 51 + std::uint32_t(queries));
-        std::vector<float> want(std::size_t(queries * tiles * T), 0.0f);
-        for (int r = 0; r < queries; ++r)
-          for (int j = 0; j < tiles; ++j)
-            for (int l = 0; l < T; ++l)
-              for (int i = 0; i < n; ++i)
-                want[std::size_t((r * tiles + j) * T + l)] += w[std::size_t((j * n + i) * T + l)] * x[std::size_t(r * n + i)];
-        for (const VectorOps* o : vector_ops_variants()) {
-          CAPTURE(o->name);
-          std::vector<float> got(want.size() + 1, -1.0f);
-          o->tiles_dot_queries(w.data(), tiles, n, x.data(), queries, got.data());
-          CHECK(same_bits(got.data(), want.data(), 4 * want.size()));
-          CHECK(got.back() == -1.0f);
+        for (const std::int64_t pad : {0, 2 * T}) {
+          CAPTURE(tiles);
+          CAPTURE(queries);
+          CAPTURE(pad);
+          const std::int64_t stride = tiles * T + pad;
+          const std::vector<float> w = normal_floats(std::size_t(tiles * n * T), 50 + std::uint32_t(tiles));
+          const std::vector<float> x = normal_floats(std::size_t(queries * n), 51 + std::uint32_t(queries));
+          // BF16 weights: each float's top half; widened they are those floats cut to 8 bits of mantissa.
+          std::vector<std::uint16_t> w16(w.size());
+          std::vector<float> w_cut(w.size());
+          for (std::size_t i = 0; i < w.size(); ++i) {
+            std::uint32_t bits;
+            std::memcpy(&bits, &w[i], 4);
+            w16[i] = std::uint16_t(bits >> 16);
+            bits &= 0xffff0000u;
+            std::memcpy(&w_cut[i], &bits, 4);
+          }
+          const auto expected = [&](const std::vector<float>& weights) {
+            std::vector<float> want(std::size_t(queries * stride), -1.0f);
+            for (int r = 0; r < queries; ++r)
+              for (int j = 0; j < tiles; ++j)
+                for (int l = 0; l < T; ++l) {
+                  float sum = 0.0f;
+                  for (int i = 0; i < n; ++i) sum += weights[std::size_t((j * n + i) * T + l)] * x[std::size_t(r * n + i)];
+                  want[std::size_t(r * stride + j * T + l)] = sum;
+                }
+            return want;
+          };
+          const std::vector<float> want = expected(w), want16 = expected(w_cut);
+          for (const VectorOps* o : vector_ops_variants()) {
+            CAPTURE(o->name);
+            // Cells outside the tiles' columns keep their -1: nothing is written past a query's tiles.
+            std::vector<float> got(want.size(), -1.0f), got16(want.size(), -1.0f);
+            o->tiles_dot_queries_f32(w.data(), tiles, n, x.data(), queries, got.data(), stride);
+            o->tiles_dot_queries_bf16(w16.data(), tiles, n, x.data(), queries, got16.data(), stride);
+            CHECK(same_bits(got.data(), want.data(), 4 * want.size()));
+            CHECK(same_bits(got16.data(), want16.data(), 4 * want16.size()));
+          }
         }
       }
     }

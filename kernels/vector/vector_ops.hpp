@@ -73,10 +73,14 @@ struct VectorOps {
   static constexpr int kLaneTile = 16;
   void (*tiles_dot_f32)(const float* w, int tiles, std::int64_t n, const float* x, float* out);
   void (*tiles_dot_bf16)(const std::uint16_t* w, int tiles, std::int64_t n, const float* x, float* out);
-  // tiles_dot_f32 for `queries` vectors at once: query r's x at x + r * n, its dots at out + r *
-  // tiles * kLaneTile, the same bits as one call each; each tile row loaded serves them all
-  // (attention's query heads that share a KV head).
-  void (*tiles_dot_queries)(const float* w, int tiles, std::int64_t n, const float* x, int queries, float* out);
+  // tiles_dot_f32 and tiles_dot_bf16 for `queries` vectors at once: query r's x at x + r * n, its
+  // dots at out + r * out_stride, the same bits as one call each; each tile row loaded serves them
+  // all (attention's query heads that share a KV head, a prompt's tokens against the Gated
+  // DeltaNet's beta and alpha weights).
+  void (*tiles_dot_queries_f32)(const float* w, int tiles, std::int64_t n, const float* x, int queries, float* out,
+                                std::int64_t out_stride);
+  void (*tiles_dot_queries_bf16)(const std::uint16_t* w, int tiles, std::int64_t n, const float* x, int queries,
+                                 float* out, std::int64_t out_stride);
   // For each query r < queries: out[r * n + i] = the in-order sum over rows k of w[r * w_stride + k]
   // * x[k * stride + i], from zero, for i < n (attention's probability-weighted sums of cached
   // values, one a query head): each element its own sequential sum; each row's run of elements
@@ -97,9 +101,12 @@ struct VectorOps {
 // Columns of gdn_chunk's token x token tables: the tokens rounded up to a whole 16-float register.
 constexpr std::int64_t gdn_chunk_columns(int tokens) { return (std::int64_t(tokens) + 15) / 16 * 16; }
 // Floats of scratch VectorOps::gdn_chunk needs for a chunk of `tokens`.
+// The row stride of gdn_chunk's packed copies of the chunk's queries and keys: Dk and one cache
+// line more, so that no two rows sit a multiple of 4 KiB apart.
+constexpr std::int64_t gdn_chunk_key_stride(int Dk) { return (std::int64_t(Dk) + 15) / 16 * 16 + 16; }
 constexpr std::size_t gdn_chunk_scratch(int tokens, int Dk, int Dv) {
   const std::int64_t c = gdn_chunk_columns(tokens);
-  return std::size_t(2 * Dk * c + 4 * c * c + 2 * c + 2 * c * Dv);
+  return std::size_t(2 * Dk * c + 4 * c * c + 2 * c + 2 * c * Dv + 2 * c * gdn_chunk_key_stride(Dk));
 }
 
 // The variants this build has and this CPU runs, baseline first.

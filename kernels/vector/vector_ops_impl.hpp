@@ -416,15 +416,19 @@ struct Impl {
       for (int w = 0; w < W; ++w) std::memcpy(c + r * cs + w * kRegisterFloats, &acc[r][w], sizeof(Register));
   }
 
-  // rows_block over `rows` rows of one column block, in blocks of R rows, the rest in blocks of
-  // about half as many (6, then 3, 2, 1), so a remainder still shares its b loads.
+  // rows_block over `rows` rows of one column block, in blocks of R rows, the rest in one block of
+  // its own size, so a remainder still shares its b loads (a 64-token chunk in blocks of 6 ends in
+  // 4 rows: one block of 4 rather than one of 3 and one of 1).
   template <int R, int W>
   static void rows_column_block(const float* a, std::int64_t as, int rows, const float* b, std::int64_t bs, int inner,
                                 float* c, std::int64_t cs) {
     int r = 0;
     for (; r + R <= rows; r += R) rows_block<R, W>(a + r * as, as, b, bs, inner, c + r * cs, cs);
-    if constexpr (R > 1)
-      if (r < rows) rows_column_block<R / 2, W>(a + r * as, as, rows - r, b, bs, inner, c + r * cs, cs);
+    if (r == rows) return;
+    constexpr auto table = []<std::size_t... I>(std::index_sequence<I...>) {
+      return std::array{&rows_block<int(I) + 1, W>...};
+    }(std::make_index_sequence<R>());
+    table[std::size_t(rows - r - 1)](a + r * as, as, b, bs, inner, c + r * cs, cs);
   }
   // c += a b for a (rows x inner, row stride as), b (inner x cols, row stride bs), c (rows x cols,
   // row stride cs). Six rows of four registers where the register file holds their sums (32
@@ -479,12 +483,22 @@ struct Impl {
     float* qs = delta + Tp * Dv;
     float* kw = qs + Tp * Dv;
     float* __restrict to_end = kw + Dk * Tp;
+    // The chunk's keys and queries copied to rows gdn_chunk_key_stride apart: in the model their
+    // rows are a multiple of 4 KiB apart, so the rows a product block broadcasts from all fell in
+    // one set of the L1 cache and evicted one another and the rows of the state beside them.
+    const std::int64_t ps = gdn_chunk_key_stride(Dk);
+    float* kp = to_end + Tp;
+    float* qp = kp + Tp * ps;
+    for (int t = 0; t < T; ++t) {
+      std::copy(keys.k + t * ks, keys.k + t * ks + Dk, kp + t * ps);
+      std::copy(keys.q + t * ks, keys.q + t * ks + Dk, qp + t * ps);
+    }
     for (int i = 0; i < Dk; ++i)
-      for (std::int64_t t = 0; t < Tp; ++t) kt[i * Tp + t] = t < T ? keys.k[t * ks + i] : 0.0f;
+      for (std::int64_t t = 0; t < Tp; ++t) kt[i * Tp + t] = t < T ? kp[t * ps + i] : 0.0f;
     std::fill(gram, gram + T * Tp, 0.0f);
     std::fill(qk, qk + T * Tp, 0.0f);
-    rows_times(keys.k, ks, T, kt, Tp, Dk, gram, Tp, int(Tp));
-    rows_times(keys.q, ks, T, kt, Tp, Dk, qk, Tp, int(Tp));
+    rows_times(kp, ps, T, kt, Tp, Dk, gram, Tp, int(Tp));
+    rows_times(qp, ps, T, kt, Tp, Dk, qk, Tp, int(Tp));
     for (int h = 0; h < n; ++h) {
       const GdnChunkHead& hd = heads[h];
       float sum = 0.0f;
@@ -492,8 +506,8 @@ struct Impl {
       // The products with the incoming state.
       std::fill(delta, delta + T * Dv, 0.0f);
       std::fill(qs, qs + T * Dv, 0.0f);
-      rows_times(keys.k, ks, T, hd.S, Dv, Dk, delta, Dv, Dv);
-      rows_times(keys.q, ks, T, hd.S, Dv, Dk, qs, Dv, Dv);
+      rows_times(kp, ps, T, hd.S, Dv, Dk, delta, Dv, Dv);
+      rows_times(qp, ps, T, hd.S, Dv, Dk, qs, Dv, Dv);
       // Right-hand sides beta_t (v_t - e^gamma_t k_t S) and the decayed tables. e^(gamma_t -
       // gamma_s) for s <= t is at most 1 (the decays are), so no term overflows.
       for (int t = 0; t < T; ++t) {
@@ -544,26 +558,46 @@ struct Impl {
     }
   }
 
-  static float widen(float w) { return w; }
-  static float widen(std::uint16_t w) { return from_bits(std::uint32_t(w) << 16); }  // BF16: the top half
+  // One register of weights as floats: fp32 as it stands, BF16 widened exactly (its bits are the
+  // float's top half).
+  static Register widen(const float* w) { return load(w); }
+  static Register widen(const std::uint16_t* w) {
+    std::uint32_t bits[kRegisterFloats];
+#pragma GCC unroll 16
+    for (int l = 0; l < kRegisterFloats; ++l) bits[l] = std::uint32_t(w[l]) << 16;
+    Register r;
+    std::memcpy(&r, bits, sizeof r);
+    return r;
+  }
   // NT tiles side by side: NT independent sums a lane, so the adds do not wait on one another.
+  // The sums are registers, fully unrolled: as an array indexed in a loop GCC kept them in memory,
+  // and every step waited on a store and its reload.
   template <int NT, class W>
   static void tiles_dot_group(const W* __restrict w, std::int64_t n, const float* __restrict x, float* __restrict out) {
-    constexpr int T = VectorOps::kLaneTile;
-    float acc[NT][T] = {};
+    constexpr int T = VectorOps::kLaneTile, RT = T / kRegisterFloats;
+    static_assert(T % kRegisterFloats == 0, "a tile is whole registers");
+    Register acc[NT][RT];
+#pragma GCC unroll 16
+    for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 16
+      for (int k = 0; k < RT; ++k) acc[t][k] = Register{};
     // Each tile is its own stream from memory (a layer's tiles are read once a token); prefetched
     // kPrefetchBytes ahead, one line a step.
     constexpr std::int64_t kAhead = kPrefetchBytes / sizeof(W);
     for (std::int64_t i = 0; i < n; ++i) {
-      const float xi = x[i];
+      const Register xi = x[i] - Register{};  // x[i] in every lane (x - +0 is x, -0 included)
+#pragma GCC unroll 16
       for (int t = 0; t < NT; ++t) {
         const W* __restrict wi = w + (t * n + i) * T;
         __builtin_prefetch(wi + kAhead);
-        for (int l = 0; l < T; ++l) acc[t][l] += widen(wi[l]) * xi;
+#pragma GCC unroll 16
+        for (int k = 0; k < RT; ++k) acc[t][k] += widen(wi + k * kRegisterFloats) * xi;
       }
     }
+#pragma GCC unroll 16
     for (int t = 0; t < NT; ++t)
-      for (int l = 0; l < T; ++l) out[t * T + l] = acc[t][l];
+#pragma GCC unroll 16
+      for (int k = 0; k < RT; ++k) store(out + t * T + k * kRegisterFloats, acc[t][k]);
   }
   template <class W>
   static void tiles_dot(const W* w, int tiles, std::int64_t n, const float* x, float* out) {
@@ -604,15 +638,15 @@ struct Impl {
     return v;
   }
   // Q sums of R registers each, continued from out (or from zero when `first`): sum q gains
-  // a[q * a_stride + s] * (the R registers at v + s * v_stride) for each step s < steps in order, so
-  // each element is its own in-order sum; each step's registers are loaded once for all Q. Each
-  // step also prefetches fetch_floats floats from v + s * v_stride + fetch_offset. The sums stay in
-  // this build's registers, written out one by one (a generic array of them, or a memcpy from the
-  // array, left them in memory: GCC then stored every sum at every step).
-  template <int Q, int R>
-  static void rank1_sums(const float* __restrict v, std::int64_t v_stride, std::int64_t steps,
+  // a[q * a_stride + s] * (the R registers at v + s * v_stride, widened from W) for each step s <
+  // steps in order, so each element is its own in-order sum; each step's registers are loaded once
+  // for all Q. Each step also prefetches fetch_count elements from v + s * v_stride + fetch_offset.
+  // The sums stay in this build's registers, written out one by one (a generic array of them, or a
+  // memcpy from the array, left them in memory: GCC then stored every sum at every step).
+  template <int Q, int R, class W>
+  static void rank1_sums(const W* __restrict v, std::int64_t v_stride, std::int64_t steps,
                          const float* __restrict a, std::int64_t a_stride, float* __restrict out,
-                         std::int64_t out_stride, bool first, std::int64_t fetch_offset, std::int64_t fetch_floats) {
+                         std::int64_t out_stride, bool first, std::int64_t fetch_offset, std::int64_t fetch_count) {
     Register acc[Q][R] = {};
     if (!first)
 #pragma GCC unroll 16
@@ -620,11 +654,11 @@ struct Impl {
 #pragma GCC unroll 16
         for (int k = 0; k < R; ++k) acc[q][k] = load(out + q * out_stride + k * kRegisterFloats);
     for (std::int64_t s = 0; s < steps; ++s) {
-      const float* vs = v + s * v_stride;
-      for (std::int64_t b = 0; b < fetch_floats; b += 64 / int(sizeof(float))) __builtin_prefetch(vs + fetch_offset + b);
+      const W* vs = v + s * v_stride;
+      for (std::int64_t b = 0; b < fetch_count; b += 64 / int(sizeof(W))) __builtin_prefetch(vs + fetch_offset + b);
       Register vr[R];
 #pragma GCC unroll 16
-      for (int k = 0; k < R; ++k) vr[k] = load(vs + k * kRegisterFloats);
+      for (int k = 0; k < R; ++k) vr[k] = widen(vs + k * kRegisterFloats);
 #pragma GCC unroll 16
       for (int q = 0; q < Q; ++q) {
         const float aq = a[q * a_stride + s];
@@ -638,19 +672,24 @@ struct Impl {
       for (int k = 0; k < R; ++k) store(out + q * out_stride + k * kRegisterFloats, acc[q][k]);
   }
 
-  // A tile's lanes are one step's registers; query q's x is its a. Each tile streams in once, a
-  // line a step prefetched kPrefetchBytes ahead.
-  template <int Q>
+  // A tile's lanes are one step's registers; query q's x is its a. Each tile streams in once a
+  // group of queries, a line a step prefetched kPrefetchBytes ahead.
+  template <class W>
   struct TilesDotQueries {
-    static void run(int r0, const float* w, int tiles, std::int64_t n, const float* x, float* out) {
-      constexpr int T = VectorOps::kLaneTile;
-      for (int j = 0; j < tiles; ++j)
-        rank1_sums<Q, T / kRegisterFloats>(w + j * n * T, T, n, x + r0 * n, n, out + std::int64_t(r0) * tiles * T + j * T,
-                                           std::int64_t(tiles) * T, true, kPrefetchBytes / int(sizeof(float)), T);
-    }
+    template <int Q>
+    struct Fixed {
+      static void run(int r0, const W* w, int tiles, std::int64_t n, const float* x, float* out, std::int64_t out_stride) {
+        constexpr int T = VectorOps::kLaneTile;
+        for (int j = 0; j < tiles; ++j)
+          rank1_sums<Q, T / kRegisterFloats>(w + j * n * T, T, n, x + r0 * n, n, out + r0 * out_stride + j * T, out_stride,
+                                             true, kPrefetchBytes / int(sizeof(W)), T);
+      }
+    };
   };
-  static void tiles_dot_queries(const float* w, int tiles, std::int64_t n, const float* x, int queries, float* out) {
-    by_query_groups<TilesDotQueries>(queries, w, tiles, n, x, out);
+  template <class W>
+  static void tiles_dot_queries(const W* w, int tiles, std::int64_t n, const float* x, int queries, float* out,
+                                std::int64_t out_stride) {
+    by_query_groups<TilesDotQueries<W>::template Fixed>(queries, w, tiles, n, x, out, out_stride);
   }
 
   // The rows in blocks, each block's runs of C elements in turn (a row's run is one step's
@@ -732,7 +771,7 @@ struct Impl {
 
   static constexpr VectorOps ops(const char* name) {
     return {name,  &quantize_q8k, &fwht,     &multiply,   &gdn_heads, &gdn_chunk, &tiles_dot<float>, &tiles_dot<std::uint16_t>,
-            &tiles_dot_queries, &weighted_sums, &silu, &silu_mul,     &sigmoid_mul};
+            &tiles_dot_queries<float>, &tiles_dot_queries<std::uint16_t>, &weighted_sums, &silu, &silu_mul,     &sigmoid_mul};
   }
 };
 
