@@ -87,11 +87,8 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
     for (int t = 0; t < tokens; ++t) {
       const int pos = pos0 + t;
       const RopeAngles angles(c.rope_dims, pos, c.rope_base);
-      for (int m = 0; m < Hkv; ++m) {
-        float* km = k.data() + t * kv_dim + m * hd;
-        rms_norm(km, w.k_norm.data(), km, hd, c.eps);
-        rope_neox(km, angles);
-      }
+      rms_norm_rows(k.data() + t * kv_dim, hd, w.k_norm.data(), k.data() + t * kv_dim, hd, Hkv, hd, c.eps);
+      for (int m = 0; m < Hkv; ++m) rope_neox(k.data() + t * kv_dim + m * hd, angles);
       k_cache.append(k.data() + t * kv_dim);
       v_cache.insert(v_cache.end(), v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim);
       const int n_ctx = pos + 1;
@@ -105,11 +102,8 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
         for (std::int64_t ha = h0; ha < h1;) {
           const std::int64_t m = ha / group, hb = std::min(h1, (m + 1) * group);
           const int run = int(hb - ha);
-          for (int r = 0; r < run; ++r) {
-            float* qr = q.data() + r * hd;
-            rms_norm(qg.data() + t * qg_dim + (ha + r) * 2 * hd, w.q_norm.data(), qr, hd, c.eps);
-            rope_neox(qr, angles);
-          }
+          rms_norm_rows(qg.data() + t * qg_dim + ha * 2 * hd, 2 * hd, w.q_norm.data(), q.data(), hd, run, hd, c.eps);
+          for (int r = 0; r < run; ++r) rope_neox(q.data() + r * hd, angles);
           k_cache.dots(int(m), q.data(), run, p.data());
           for (int r = 0; r < run; ++r) {
             float* pr = p.data() + r * width;

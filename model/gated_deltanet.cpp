@@ -34,12 +34,10 @@ void conv_tokens(const ModelConfig& c, const GdnWeights& w, const float* mixed, 
       for (std::int64_t j = j0; j < j1; ++j) ut[j] += xs[j] * wt[j];
     }
     ops.silu(ut + j0, ut + j0, j1 - j0);
-    for (std::int64_t r = j0 / Dk; r < std::min<std::int64_t>(j1 / Dk, 2 * Hk); ++r) {
-      float* head = ut + r * Dk;
-      l2_norm(head, Dk, c.eps);
-      if (r < Hk)
-        for (int i = 0; i < Dk; ++i) head[i] *= q_scale;
-    }
+    const std::int64_t r0 = j0 / Dk, r1 = std::min<std::int64_t>(j1 / Dk, 2 * Hk);
+    if (r0 < r1) l2_norm_rows(ut + r0 * Dk, Dk, int(r1 - r0), Dk, c.eps);
+    for (std::int64_t r = r0; r < std::min<std::int64_t>(r1, Hk); ++r)
+      for (int i = 0; i < Dk; ++i) ut[r * Dk + i] *= q_scale;
   }
   // Row r of the new state is input tokens + r of [state, mixed]: ascending r reads a row at or
   // after the one it writes, so no row is overwritten before it is read.
@@ -119,7 +117,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
       if (k0 == k1) return;
       const int longest = std::min(chunk, tokens);
       std::vector<float> scratch(gdn_chunk_scratch(longest, Dk, Dv));
-      std::vector<float> g(static_cast<std::size_t>(rep * tokens)), beta(g.size()), n(static_cast<std::size_t>(Dv));
+      std::vector<float> g(static_cast<std::size_t>(rep * tokens)), beta(g.size()), n(static_cast<std::size_t>(tokens * Dv));
       std::vector<GdnChunkHead> heads(static_cast<std::size_t>(rep));
       for (std::int64_t kh = k0; kh < k1; ++kh) {
         for (int j = 0; j < rep; ++j)  // tiled order: value head kh + j * Hk reads key head kh
@@ -136,12 +134,12 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
           }
           ops.gdn_chunk({row + kh * Dk, row + key_dim + kh * Dk, ch, len}, heads.data(), rep, Dk, Dv, scratch.data());
         }
-        for (int j = 0; j < rep; ++j)
-          for (int t = 0; t < tokens; ++t) {  // gated RMSNorm: norm, weight, x SiLU(z), in place
-            float* o = tiled.data() + t * vdim + (kh + j * Hk) * Dv;
-            rms_norm(o, w.norm.data(), n.data(), Dv, c.eps);
-            ops.silu_mul(z.data() + t * vdim + (kh + j * Hk) * Dv, n.data(), o, Dv);
-          }
+        for (int j = 0; j < rep; ++j) {  // gated RMSNorm: norm, weight, x SiLU(z), in place
+          float* o = tiled.data() + (kh + j * Hk) * Dv;
+          rms_norm_rows(o, vdim, w.norm.data(), n.data(), Dv, tokens, Dv, c.eps);
+          for (int t = 0; t < tokens; ++t)
+            ops.silu_mul(z.data() + t * vdim + (kh + j * Hk) * Dv, n.data() + t * Dv, o + t * vdim, Dv);
+        }
       }
     });
     for (int t = 0; t < tokens; ++t) permute(tiled.data() + t * vdim, y.data() + t * vdim);
@@ -167,7 +165,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
       if (e0 == e1) return;
       // Each head's scratch and read-out side by side; this thread's heads in one call
       // (VectorOps::gdn_heads overlaps one head's update with the next one's read).
-      std::vector<float> scratch(static_cast<std::size_t>((e1 - e0) * 2 * Dv)), n(static_cast<std::size_t>(Dv));
+      std::vector<float> scratch(static_cast<std::size_t>((e1 - e0) * 2 * Dv)), n(static_cast<std::size_t>((e1 - e0) * Dv));
       std::vector<GdnHead> heads;
       for (std::int64_t e = e0; e < e1; ++e) {
         float beta, g;
@@ -177,10 +175,9 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
                          u.data() + 2 * key_dim + e * Dv, std::exp(g), beta, mem, mem + Dv});
       }
       ops.gdn_heads(heads.data(), int(heads.size()), Dk, Dv);
-      for (std::int64_t e = e0; e < e1; ++e) {
-        rms_norm(heads[std::size_t(e - e0)].o, w.norm.data(), n.data(), Dv, c.eps);  // gated RMSNorm: norm, weight, x SiLU(z)
-        ops.silu_mul(zt + e * Dv, n.data(), tiled.data() + e * Dv, Dv);
-      }
+      // gated RMSNorm: norm, weight, x SiLU(z); the heads' read-outs are 2 Dv apart in scratch.
+      rms_norm_rows(heads[0].o, 2 * Dv, w.norm.data(), n.data(), Dv, int(e1 - e0), Dv, c.eps);
+      for (std::int64_t e = e0; e < e1; ++e) ops.silu_mul(zt + e * Dv, n.data() + (e - e0) * Dv, tiled.data() + e * Dv, Dv);
     });
     if (ring && t < ring->slots) ring->record(layer, t, conv_state, state);
     permute(tiled.data(), y.data() + t * vdim);

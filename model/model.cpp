@@ -2,6 +2,7 @@
 #include "model/model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -27,19 +28,61 @@ namespace ternlab::model {
 
 // --- shared numerics ----------------------------------------------------------------------------
 
-void rms_norm(const float* x, const float* g, float* y, std::int64_t n, float eps) {
-  double sum = 0;  // ggml accumulates the squares in double, then scales in float
-  for (std::int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
-  const float mean = float(sum / double(n));
-  const float scale = 1.0f / std::sqrt(mean + eps);
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * g[i];
+namespace {
+
+// Each row's sum of squares in double, in order of i (ggml accumulates the squares in double):
+// sums[r] = the sum over i < n of x[r * stride + i]^2, for rows r < rows. A row's sum is one chain
+// of dependent adds, so the rows go kInterleave at a time, element by element, and their chains
+// overlap; each row's sum is still its own sequential sum, the same bits as a row alone.
+constexpr int kInterleave = 8;
+template <int R>
+void squares_sums_of(const float* x, std::int64_t stride, std::int64_t n, double* sums) {
+  double s[R] = {};
+  for (std::int64_t i = 0; i < n; ++i)
+    for (int r = 0; r < R; ++r) {
+      const double v = x[r * stride + i];
+      s[r] += v * v;
+    }
+  for (int r = 0; r < R; ++r) sums[r] = s[r];
+}
+void squares_sums(const float* x, std::int64_t stride, int rows, std::int64_t n, double* sums) {
+  int r = 0;
+  for (; r + kInterleave <= rows; r += kInterleave) squares_sums_of<kInterleave>(x + r * stride, stride, n, sums + r);
+  constexpr auto rest = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array{&squares_sums_of<int(I) + 1>...};
+  }(std::make_index_sequence<kInterleave - 1>());
+  if (r < rows) rest[std::size_t(rows - r - 1)](x + r * stride, stride, n, sums + r);
 }
 
-void l2_norm(float* x, std::int64_t n, float eps) {
-  double sum = 0;  // ggml_l2_norm: x / max(||x||, eps)
-  for (std::int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
-  const float scale = 1.0f / std::max(std::sqrt(float(sum)), eps);
-  for (std::int64_t i = 0; i < n; ++i) x[i] *= scale;
+}  // namespace
+
+void rms_norm_rows(const float* x, std::int64_t x_stride, const float* g, float* y, std::int64_t y_stride, int rows,
+                   std::int64_t n, float eps) {
+  for (int r0 = 0; r0 < rows; r0 += kInterleave) {
+    const int block = std::min(kInterleave, rows - r0);
+    double sums[kInterleave];
+    squares_sums(x + r0 * x_stride, x_stride, block, n, sums);
+    for (int r = 0; r < block; ++r) {
+      const float mean = float(sums[r] / double(n));
+      const float scale = 1.0f / std::sqrt(mean + eps);
+      const float* xr = x + (r0 + r) * x_stride;
+      float* yr = y + (r0 + r) * y_stride;
+      for (std::int64_t i = 0; i < n; ++i) yr[i] = xr[i] * scale * g[i];
+    }
+  }
+}
+
+void l2_norm_rows(float* x, std::int64_t stride, int rows, std::int64_t n, float eps) {
+  for (int r0 = 0; r0 < rows; r0 += kInterleave) {
+    const int block = std::min(kInterleave, rows - r0);
+    double sums[kInterleave];
+    squares_sums(x + r0 * stride, stride, block, n, sums);
+    for (int r = 0; r < block; ++r) {
+      const float scale = 1.0f / std::max(std::sqrt(float(sums[r])), eps);  // ggml_l2_norm: x / max(||x||, eps)
+      float* xr = x + (r0 + r) * stride;
+      for (std::int64_t i = 0; i < n; ++i) xr[i] *= scale;
+    }
+  }
 }
 
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
@@ -658,7 +701,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
     const LayerWeights& w = layers_[std::size_t(l)];
     {
       OpTimer t(profile, OpProfile::norm);
-      for (int i = 0; i < T; ++i) rms_norm(h.data() + i * d, w.attn_norm.data(), a.data() + i * d, d, c.eps);
+      rms_norm_rows(h.data(), d, w.attn_norm.data(), a.data(), d, T, d, c.eps);
     }
     const Q8KBatch ar = rotate_and_quantize(c, a, T, d, *pool_, profile);  // site 1, shared by the projections
     if (w.gdn)
@@ -670,7 +713,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
     for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
     {
       OpTimer t(profile, OpProfile::norm);
-      for (int i = 0; i < T; ++i) rms_norm(h.data() + i * d, w.post_norm.data(), a.data() + i * d, d, c.eps);
+      rms_norm_rows(h.data(), d, w.post_norm.data(), a.data(), d, T, d, c.eps);
     }
     mlp(c, w, a, T, m.data(), *pool_, profile);
     for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
@@ -682,8 +725,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
   std::vector<float> o(static_cast<std::size_t>(rows * d));
   {
     OpTimer t(profile, OpProfile::norm);
-    for (int i = 0; i < rows; ++i)
-      rms_norm(h.data() + (first + i) * d, output_norm_.data(), o.data() + i * d, d, c.eps);
+    rms_norm_rows(h.data() + first * d, d, output_norm_.data(), o.data(), d, rows, d, c.eps);
   }
   const Q8KBatch orot = rotate_and_quantize(c, std::move(o), rows, d, *pool_, profile);  // site 5
   const std::size_t at = logits.size();

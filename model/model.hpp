@@ -295,8 +295,13 @@ void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& 
          ThreadPool& pool, OpProfile* profile);
 
 // Shared numerics (spec §7.3, §7.4.4).
-void rms_norm(const float* x, const float* g, float* y, std::int64_t n, float eps);
-void l2_norm(float* x, std::int64_t n, float eps);
+// RMSNorm (x / sqrt(mean of squares + eps), times the weight g) and the l2 norm (x / max(||x||,
+// eps)) of `rows` rows of n: row r at x + r * x_stride, its output at y + r * y_stride (y may be
+// x). Each row's squares are summed in double in order of i, as ggml does; several rows' sums are
+// computed together, each the bits of that row's sum alone.
+void rms_norm_rows(const float* x, std::int64_t x_stride, const float* g, float* y, std::int64_t y_stride, int rows,
+                   std::int64_t n, float eps);
+void l2_norm_rows(float* x, std::int64_t stride, int rows, std::int64_t n, float eps);
 float softplus(float x);
 // Rotates rows of a T x k matrix (forward site) and quantises them for a ternary matmul.
 Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k, ThreadPool& pool,

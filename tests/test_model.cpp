@@ -89,6 +89,39 @@ TEST_SUITE("model") {
     for (int i = 0; i < 1024; ++i) CHECK(e[std::size_t(i)] == ((std::popcount(unsigned(i & 37)) & 1) ? -1.0f : 1.0f) / 32.0f);
   }
 
+  TEST_CASE("the norms over several rows: each row the bits of its own in-order double sum") {
+    // Row counts below, at and past the rows summed together (8), strided rows, in place and not.
+    const std::int64_t n = 37, stride = 41;
+    const float eps = 1e-6f;
+    std::vector<float> g(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) g[std::size_t(i)] = 0.5f + 0.01f * float(i);
+    for (const int rows : {1, 3, 8, 11, 17}) {
+      CAPTURE(rows);
+      std::vector<float> x(static_cast<std::size_t>(rows * stride));
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i)) * (1.0f + float(i % 7));
+      std::vector<float> want_rms(static_cast<std::size_t>(rows * n)), want_l2 = x;
+      for (int r = 0; r < rows; ++r) {
+        const float* xr = x.data() + r * stride;
+        double sum = 0;
+        for (std::int64_t i = 0; i < n; ++i) sum += double(xr[i]) * double(xr[i]);
+        const float scale = 1.0f / std::sqrt(float(sum / double(n)) + eps);
+        for (std::int64_t i = 0; i < n; ++i) want_rms[std::size_t(r * n + i)] = xr[i] * scale * g[std::size_t(i)];
+        const float l2 = 1.0f / std::max(std::sqrt(float(sum)), eps);
+        for (std::int64_t i = 0; i < n; ++i) want_l2[std::size_t(r * stride + i)] = xr[i] * l2;
+      }
+      std::vector<float> got(want_rms.size(), -1.0f);
+      model::rms_norm_rows(x.data(), stride, g.data(), got.data(), n, rows, n, eps);
+      CHECK(std::memcmp(got.data(), want_rms.data(), 4 * got.size()) == 0);
+      std::vector<float> in_place = x;
+      model::rms_norm_rows(in_place.data(), stride, g.data(), in_place.data(), stride, rows, n, eps);
+      for (int r = 0; r < rows; ++r)
+        CHECK(std::memcmp(in_place.data() + r * stride, want_rms.data() + r * n, 4 * n) == 0);
+      std::vector<float> l2 = x;
+      model::l2_norm_rows(l2.data(), stride, rows, n, eps);
+      CHECK(std::memcmp(l2.data(), want_l2.data(), 4 * l2.size()) == 0);  // the gaps between rows untouched
+    }
+  }
+
   TEST_CASE("GDN tiled -> grouped permutation (spec 10.1)") {
     const float tiled[6] = {0, 1, 2, 3, 4, 5};
     float grouped[6];
