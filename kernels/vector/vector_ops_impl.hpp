@@ -386,19 +386,30 @@ struct Impl {
     else
       return Register{} + *p;
   }
-  // c[r][j] = c[r][j] + the sum over k < inner of a[r][k] * b[k][j], in order of k, each term
-  // fused, for R rows and W registers of columns: the R x W sums stay in registers while each b
-  // row is loaded once for all R rows. Every element is the same sequential sum whatever the
-  // blocking, so every build's blocks give the baseline's bits.
+  // Where a product's sums start: from c as it stands, from zero (c is only written), or from c
+  // times a scale (c * scale rounded, as a pass that scaled c first would leave it).
+  enum class Start { c, zero, scaled_c };
+  struct From {
+    Start start = Start::c;
+    float scale = 1.0f;
+  };
+  // c[r][j] = (c[r][j] as `from` says) + the sum over k < inner of a[r][k] * b[k][j], in order of
+  // k, each term fused, for R rows and W registers of columns: the R x W sums stay in registers
+  // while each b row is loaded once for all R rows. Every element is the same sequential sum
+  // whatever the blocking, so every build's blocks give the baseline's bits.
   template <int R, int W>
   static void rows_block(const float* __restrict a, std::int64_t as, const float* __restrict b, std::int64_t bs,
-                         int inner, float* __restrict c, std::int64_t cs) {
+                         int inner, float* __restrict c, std::int64_t cs, From from) {
     // Fully unrolled, so that the sums live in registers rather than in a stack array.
     Register acc[R][W];
+    const Register scale = from.scale - Register{};
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-      for (int w = 0; w < W; ++w) acc[r][w] = load(c + r * cs + w * kRegisterFloats);
+      for (int w = 0; w < W; ++w)
+        acc[r][w] = from.start == Start::zero       ? Register{}
+                    : from.start == Start::scaled_c ? load(c + r * cs + w * kRegisterFloats) * scale
+                                                    : load(c + r * cs + w * kRegisterFloats);
     for (int k = 0; k < inner; ++k) {
       Register bk[W];
 #pragma GCC unroll 8
@@ -421,31 +432,32 @@ struct Impl {
   // 4 rows: one block of 4 rather than one of 3 and one of 1).
   template <int R, int W>
   static void rows_column_block(const float* a, std::int64_t as, int rows, const float* b, std::int64_t bs, int inner,
-                                float* c, std::int64_t cs) {
+                                float* c, std::int64_t cs, From from) {
     int r = 0;
-    for (; r + R <= rows; r += R) rows_block<R, W>(a + r * as, as, b, bs, inner, c + r * cs, cs);
+    for (; r + R <= rows; r += R) rows_block<R, W>(a + r * as, as, b, bs, inner, c + r * cs, cs, from);
     if (r == rows) return;
     constexpr auto table = []<std::size_t... I>(std::index_sequence<I...>) {
       return std::array{&rows_block<int(I) + 1, W>...};
     }(std::make_index_sequence<R>());
-    table[std::size_t(rows - r - 1)](a + r * as, as, b, bs, inner, c + r * cs, cs);
+    table[std::size_t(rows - r - 1)](a + r * as, as, b, bs, inner, c + r * cs, cs, from);
   }
-  // c += a b for a (rows x inner, row stride as), b (inner x cols, row stride bs), c (rows x cols,
-  // row stride cs). Six rows of four registers where the register file holds their sums (32
-  // registers), two rows where it does not.
+  // c = (c as `from` says) + a b for a (rows x inner, row stride as), b (inner x cols, row stride
+  // bs), c (rows x cols, row stride cs). Six rows of four registers where the register file holds
+  // their sums (32 registers), two rows where it does not.
   static constexpr int kBlockRows = Tag::kRegisters >= 32 ? 6 : 2, kBlockRegisters = 4;
   static void rows_times(const float* a, std::int64_t as, int rows, const float* b, std::int64_t bs, int inner, float* c,
-                         std::int64_t cs, int cols) {
-    if (rows <= 0 || inner <= 0) return;
+                         std::int64_t cs, int cols, From from = {}) {
+    if (rows <= 0 || (inner <= 0 && from.start == Start::c)) return;
     constexpr int RF = kRegisterFloats, W = kBlockRegisters;
     int j = 0;
-    for (; j + W * RF <= cols; j += W * RF) rows_column_block<kBlockRows, W>(a, as, rows, b + j, bs, inner, c + j, cs);
-    for (; j + RF <= cols; j += RF) rows_column_block<kBlockRows, 1>(a, as, rows, b + j, bs, inner, c + j, cs);
+    for (; j + W * RF <= cols; j += W * RF) rows_column_block<kBlockRows, W>(a, as, rows, b + j, bs, inner, c + j, cs, from);
+    for (; j + RF <= cols; j += RF) rows_column_block<kBlockRows, 1>(a, as, rows, b + j, bs, inner, c + j, cs, from);
     for (; j < cols; ++j)
       for (int r = 0; r < rows; ++r) {
-        float sum = c[r * cs + j];
+        float* cj = c + r * cs + j;
+        float sum = from.start == Start::zero ? 0.0f : from.start == Start::scaled_c ? *cj * from.scale : *cj;
         for (int k = 0; k < inner; ++k) sum = __builtin_fmaf(a[r * as + k], b[k * bs + j], sum);
-        c[r * cs + j] = sum;
+        *cj = sum;
       }
   }
   // Rows [t0, t1) of x take the terms of the earlier rows of the same block in order:
@@ -495,19 +507,15 @@ struct Impl {
     }
     for (int i = 0; i < Dk; ++i)
       for (std::int64_t t = 0; t < Tp; ++t) kt[i * Tp + t] = t < T ? kp[t * ps + i] : 0.0f;
-    std::fill(gram, gram + T * Tp, 0.0f);
-    std::fill(qk, qk + T * Tp, 0.0f);
-    rows_times(kp, ps, T, kt, Tp, Dk, gram, Tp, int(Tp));
-    rows_times(qp, ps, T, kt, Tp, Dk, qk, Tp, int(Tp));
+    rows_times(kp, ps, T, kt, Tp, Dk, gram, Tp, int(Tp), {Start::zero});
+    rows_times(qp, ps, T, kt, Tp, Dk, qk, Tp, int(Tp), {Start::zero});
     for (int h = 0; h < n; ++h) {
       const GdnChunkHead& hd = heads[h];
       float sum = 0.0f;
       for (int t = 0; t < T; ++t) gamma[t] = sum = sum + hd.g[t];
       // The products with the incoming state.
-      std::fill(delta, delta + T * Dv, 0.0f);
-      std::fill(qs, qs + T * Dv, 0.0f);
-      rows_times(kp, ps, T, hd.S, Dv, Dk, delta, Dv, Dv);
-      rows_times(qp, ps, T, hd.S, Dv, Dk, qs, Dv, Dv);
+      rows_times(kp, ps, T, hd.S, Dv, Dk, delta, Dv, Dv, {Start::zero});
+      rows_times(qp, ps, T, hd.S, Dv, Dk, qs, Dv, Dv, {Start::zero});
       // Right-hand sides beta_t (v_t - e^gamma_t k_t S) and the decayed tables. e^(gamma_t -
       // gamma_s) for s <= t is at most 1 (the decays are), so no term overflows.
       for (int t = 0; t < T; ++t) {
@@ -553,8 +561,7 @@ struct Impl {
         float* __restrict kw_i = kw + i * Tp;
         for (int s = 0; s < T; ++s) kw_i[s] = kt_i[s] * to_end[s];
       }
-      for (std::int64_t e = 0; e < std::int64_t(Dk) * Dv; ++e) hd.S[e] = end_decay * hd.S[e];
-      rows_times(kw, Tp, Dk, delta, Dv, T, hd.S, Dv, Dv);
+      rows_times(kw, Tp, Dk, delta, Dv, T, hd.S, Dv, Dv, {Start::scaled_c, end_decay});
     }
   }
 
