@@ -697,11 +697,17 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
       }
     }
   }
+  // A layer's RMSNorm of every token: the tokens split among the pool's threads (one token: here).
+  const auto norm_tokens = [&](const float* x, const std::vector<float>& g, float* y) {
+    pool_->run_split(T, T == 1, [&](std::int64_t t0, std::int64_t t1) {
+      rms_norm_rows(x + t0 * d, d, g.data(), y + t0 * d, d, int(t1 - t0), d, c.eps);
+    });
+  };
   for (int l = 0; l < c.n_layer; ++l) {
     const LayerWeights& w = layers_[std::size_t(l)];
     {
       OpTimer t(profile, OpProfile::norm);
-      rms_norm_rows(h.data(), d, w.attn_norm.data(), a.data(), d, T, d, c.eps);
+      norm_tokens(h.data(), w.attn_norm, a.data());
     }
     const Q8KBatch ar = rotate_and_quantize(c, a, T, d, *pool_, profile);  // site 1, shared by the projections
     if (w.gdn)
@@ -713,7 +719,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
     for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
     {
       OpTimer t(profile, OpProfile::norm);
-      rms_norm_rows(h.data(), d, w.post_norm.data(), a.data(), d, T, d, c.eps);
+      norm_tokens(h.data(), w.post_norm, a.data());
     }
     mlp(c, w, a, T, m.data(), *pool_, profile);
     for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
