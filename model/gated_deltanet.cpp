@@ -23,16 +23,12 @@ void conv_tokens(const ModelConfig& c, const GdnWeights& w, const float* mixed, 
   const auto raw = [&](int index) {  // index < 0: the state's row K - 1 + index
     return index < 0 ? conv_state.data() + (K - 1 + index) * ch : mixed + std::int64_t(index) * ch;
   };
+  std::vector<const float*> window(static_cast<std::size_t>(K));
   for (int t = 0; t < tokens; ++t) {
-    // Tap by tap (weights and state both tap-major, so each pass is contiguous): every channel
-    // still sums its taps oldest first from zero.
-    float* __restrict ut = u + t * ch;
-    for (std::int64_t j = j0; j < j1; ++j) ut[j] = 0.0f;
-    for (int tau = 0; tau < K; ++tau) {
-      const float* __restrict xs = raw(t - (K - 1) + tau);
-      const float* __restrict wt = w.conv.data() + tau * ch;
-      for (std::int64_t j = j0; j < j1; ++j) ut[j] += xs[j] * wt[j];
-    }
+    // Weights and state both tap-major, so each tap's pass over the channels is contiguous.
+    float* ut = u + t * ch;
+    for (int tau = 0; tau < K; ++tau) window[std::size_t(tau)] = raw(t - (K - 1) + tau) + j0;
+    ops.conv_taps(window.data(), w.conv.data() + j0, ch, K, ut + j0, j1 - j0);
     ops.silu(ut + j0, ut + j0, j1 - j0);
     const std::int64_t r0 = j0 / Dk, r1 = std::min<std::int64_t>(j1 / Dk, 2 * Hk);
     if (r0 < r1) l2_norm_rows(ut + r0 * Dk, Dk, int(r1 - r0), Dk, c.eps);

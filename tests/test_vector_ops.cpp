@@ -413,6 +413,36 @@ TEST_SUITE("vector-ops") {
     }
   }
 
+  TEST_CASE("conv_taps: each element its taps' in-order sum from zero, in every build") {
+    // Lengths around every build's register (4, 8, 16 floats) with remainders; 1 to 4 taps; the
+    // weights' taps a stride apart wider than n, as the conv's channels slice them.
+    for (const std::int64_t n : {1, 5, 16, 37, 128, 640}) {
+      for (const int taps : {1, 2, 4}) {
+        CAPTURE(n);
+        CAPTURE(taps);
+        const std::int64_t w_stride = n + 3;
+        const std::vector<float> w = normal_floats(std::size_t(taps * w_stride), 60 + std::uint32_t(n));
+        std::vector<std::vector<float>> x;
+        std::vector<const float*> window;
+        for (int t = 0; t < taps; ++t) x.push_back(normal_floats(std::size_t(n), 61 + std::uint32_t(t)));
+        for (const auto& row : x) window.push_back(row.data());
+        std::vector<float> want(static_cast<std::size_t>(n));
+        for (std::int64_t j = 0; j < n; ++j) {
+          float sum = 0.0f;
+          for (int t = 0; t < taps; ++t) sum += x[std::size_t(t)][std::size_t(j)] * w[std::size_t(t * w_stride + j)];
+          want[std::size_t(j)] = sum;
+        }
+        for (const VectorOps* o : vector_ops_variants()) {
+          CAPTURE(o->name);
+          std::vector<float> got(std::size_t(n) + 1, -1.0f);
+          o->conv_taps(window.data(), w.data(), w_stride, taps, got.data(), n);
+          CHECK(same_bits(got.data(), want.data(), 4 * want.size()));
+          CHECK(got.back() == -1.0f);
+        }
+      }
+    }
+  }
+
   TEST_CASE("SiLU: every build gives the baseline's bits, within 2.5 ulp of the true SiLU") {
     // A sweep over [-100, 100] (past both ends of the exponential's range), the ends themselves,
     // tiny and signed zeros; then NaN, which must stay NaN.

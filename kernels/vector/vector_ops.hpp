@@ -87,6 +87,10 @@ struct VectorOps {
   // loaded once for every query while their sums stay in registers.
   void (*weighted_sums)(const float* x, std::int64_t stride, int rows, const float* w, std::int64_t w_stride,
                         int queries, float* out, std::int64_t n);
+  // The depthwise convolution's taps: y[j] = the in-order sum over taps t < taps of x[t][j] * w[t *
+  // w_stride + j], from zero, for j < n (the Gated DeltaNet's causal conv, x[t] the t-th oldest
+  // input of the window).
+  void (*conv_taps)(const float* const* x, const float* w, std::int64_t w_stride, int taps, float* y, std::int64_t n);
   // y[i] = SiLU(x[i]) = x / (1 + e^-x), and y[i] = SiLU(a[i]) * b[i] (y may be x or a). e^-x is
   // the project's own single-precision exponential (exp_f32 in vector_ops_impl.hpp: a range
   // reduction and a polynomial, no library call), so that every build vectorises it and returns

@@ -783,6 +783,16 @@ struct Impl {
     const float y = p * from_bits((ni + 127u) << 23);
     return x > kHigh ? from_bits(0x7f800000u) : (x < kLow ? 0.0f : y);
   }
+  static void conv_taps(const float* const* x, const float* w, std::int64_t w_stride, int taps, float* __restrict y,
+                        std::int64_t n) {
+    // Tap by tap, each pass contiguous: every element still sums its taps oldest first from zero.
+    for (std::int64_t j = 0; j < n; ++j) y[j] = 0.0f;
+    for (int t = 0; t < taps; ++t) {
+      const float* __restrict xt = x[t];
+      const float* __restrict wt = w + t * w_stride;
+      for (std::int64_t j = 0; j < n; ++j) y[j] += xt[j] * wt[j];
+    }
+  }
   static float silu_one(float x) { return x / (1.0f + exp_f32(-x)); }
   static void silu(const float* x, float* y, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) y[i] = silu_one(x[i]);
@@ -796,7 +806,7 @@ struct Impl {
 
   static constexpr VectorOps ops(const char* name) {
     return {name,  &quantize_q8k, &fwht,     &multiply,   &gdn_heads, &gdn_chunk, &tiles_dot<float>, &tiles_dot<std::uint16_t>,
-            &tiles_dot_queries<float>, &tiles_dot_queries<std::uint16_t>, &weighted_sums, &silu, &silu_mul,     &sigmoid_mul};
+            &tiles_dot_queries<float>, &tiles_dot_queries<std::uint16_t>, &weighted_sums, &conv_taps, &silu, &silu_mul,     &sigmoid_mul};
   }
 };
 
