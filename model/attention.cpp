@@ -77,10 +77,10 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
                OpProfile* profile) {
   const int H = c.n_head, Hkv = c.n_head_kv, hd = c.head_dim;
   const std::int64_t qg_dim = 2 * std::int64_t(H) * hd, kv_dim = std::int64_t(Hkv) * hd;
-  Activations qg(static_cast<std::size_t>(tokens * qg_dim)), k(static_cast<std::size_t>(tokens * kv_dim)), v(k.size());
+  std::vector<float> qg(static_cast<std::size_t>(tokens * qg_dim)), k(static_cast<std::size_t>(tokens * kv_dim)), v(k.size());
   matmuls({{&w.q, qg.data()}, {&w.k, k.data()}, {&w.v, v.data()}}, xr, pool, profile);
 
-  Activations o(std::size_t(tokens) * std::size_t(H * hd));
+  std::vector<float> o(std::size_t(tokens) * std::size_t(H * hd));
   {
     OpTimer timer(profile, OpProfile::attention);
     const float scale = 1.0f / std::sqrt(float(hd));

@@ -45,17 +45,17 @@ void conv_tokens(const ModelConfig& c, const GdnWeights& w, const float* mixed, 
 
 }  // namespace
 
-void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const Activations& x, const Q8KBatch& xr,
+void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x, const Q8KBatch& xr,
                     int tokens, std::vector<float>& conv_state, GdnState& state, float* out,
                     ThreadPool& pool, OpProfile* profile, StateRing* ring, int layer, int chunk) {
   const std::int64_t d = c.n_embd, ch = c.conv_channels(), vdim = c.ssm_value_dim();
   const int Dk = c.ssm_state, Dv = c.ssm_state, Hk = c.ssm_k_heads, Hv = c.ssm_v_heads;
   const std::int64_t key_dim = c.ssm_key_dim();
 
-  Activations mixed(static_cast<std::size_t>(tokens * ch)), z(static_cast<std::size_t>(tokens * vdim));
+  std::vector<float> mixed(static_cast<std::size_t>(tokens * ch)), z(static_cast<std::size_t>(tokens * vdim));
   matmuls({{&w.qkv, mixed.data()}, {&w.gate, z.data()}}, xr, pool, profile);
 
-  Activations y(static_cast<std::size_t>(tokens * vdim));
+  std::vector<float> y(static_cast<std::size_t>(tokens * vdim));
   {
   OpTimer timer(profile, OpProfile::gdn);
   // beta and alpha read the un-rotated normed input; their BF16 weights are not folded. At full
@@ -65,7 +65,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const Activations
   // outputs is beta's (e < Hv) or alpha's (e - Hv); `lanes` pads to whole tiles.
   constexpr int tile = GdnWeights::kLaneTile;
   const std::int64_t tiles = (2 * Hv + tile - 1) / tile, lanes = tiles * tile;
-  Activations beta_alpha(static_cast<std::size_t>(tokens * lanes));
+  std::vector<float> beta_alpha(static_cast<std::size_t>(tokens * lanes));
   const VectorOps& ops = vector_ops();
   // One token: the tiles side by side, independent sums; several: the tokens side by side, each
   // tile row loaded once for a group of them (the same bits either way).
@@ -100,7 +100,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const Activations
     // The chunked form (spec §7.4.7): every token's conv in one job; then each thread takes whole
     // key heads, and for each chunk of `chunk` tokens runs the value heads that read that key head
     // (VectorOps::gdn_chunk), each state read and written once a chunk; then the gated norms.
-    Activations u(static_cast<std::size_t>(tokens * ch)), tiled(static_cast<std::size_t>(tokens * vdim));
+    std::vector<float> u(static_cast<std::size_t>(tokens * ch)), tiled(static_cast<std::size_t>(tokens * vdim));
     const std::int64_t runs = ch / Dk;
     pool.run([&](int th) {
       beta_alpha_part(th);

@@ -5,11 +5,11 @@
 
 namespace ternlab::model {
 
-void mlp(const ModelConfig& c, const LayerWeights& w, const Activations& f, int tokens, float* out,
+void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& f, int tokens, float* out,
          ThreadPool& pool, OpProfile* profile) {
   const std::int64_t ff = c.n_ff;
   const Q8KBatch fr = rotate_and_quantize(c, f, tokens, c.n_embd, pool, profile);
-  Activations gate(static_cast<std::size_t>(tokens * ff)), up(gate.size());
+  std::vector<float> gate(static_cast<std::size_t>(tokens * ff)), up(gate.size());
   matmuls({{&w.ffn_gate, gate.data()}, {&w.ffn_up, up.data()}}, fr, pool, profile);
   {
     OpTimer timer(profile, OpProfile::other);

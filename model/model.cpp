@@ -102,7 +102,7 @@ OpTimer::~OpTimer() {
                         double(std::chrono::steady_clock::period::num) / double(std::chrono::steady_clock::period::den);
 }
 
-Q8KBatch rotate_and_quantize(const ModelConfig& c, Activations x, int tokens, std::int64_t k, ThreadPool& pool,
+Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k, ThreadPool& pool,
                              OpProfile* profile) {
   if (!c.rotation.identity) {
     // Every (token, 1024-block) is rotated on its own, so the pool may split them: same floats.
@@ -687,7 +687,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
   const ModelConfig& c = cfg_;
   const int T = int(tokens.size());
   const std::int64_t d = c.n_embd;
-  Activations h(static_cast<std::size_t>(T * d)), a(h.size()), m(h.size());
+  std::vector<float> h(static_cast<std::size_t>(T * d)), a(h.size()), m(h.size());
   {
     OpTimer t(profile, OpProfile::other);
     for (int i = 0; i < T; ++i) {
@@ -728,7 +728,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
   if (!head) return;
   const int first = all_logits ? 0 : T - 1;
   const int rows = T - first;
-  Activations o(static_cast<std::size_t>(rows * d));
+  std::vector<float> o(static_cast<std::size_t>(rows * d));
   {
     OpTimer t(profile, OpProfile::norm);
     rms_norm_rows(h.data() + first * d, d, output_norm_.data(), o.data(), d, rows, d, c.eps);

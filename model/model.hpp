@@ -279,22 +279,19 @@ class Model {
   friend struct Forward;
 };
 
-// A forward pass's float buffers, left uninitialised: each element is written before it is read (a
-// prompt batch's zero-fill was megabytes a layer, on one thread).
-using Activations = UninitialisedVector<float>;
-
 // Layer kinds, one file each. `x` holds T tokens x d (the normed input), `xr` the same rotated.
 // gated_deltanet records its states after each of the first ring->slots tokens into `ring` (layer
 // `layer`) when one is given; otherwise a call of more than one token runs the recurrence in its
 // chunked form, `chunk` tokens a chunk, where `chunk` is above 0 (LoadOptions::gdn_chunk).
-void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const Activations& x,
+struct Scratch;
+void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x,
                     const Q8KBatch& xr, int tokens, std::vector<float>& conv_state, GdnState& state,
                     float* out, ThreadPool& pool, OpProfile* profile, StateRing* ring = nullptr, int layer = 0,
                     int chunk = 0);
 void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, int tokens, int pos0,
                KeyCache& k_cache, std::vector<float>& v_cache, float* out, ThreadPool& pool,
                OpProfile* profile);
-void mlp(const ModelConfig& c, const LayerWeights& w, const Activations& f, int tokens, float* out,
+void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& f, int tokens, float* out,
          ThreadPool& pool, OpProfile* profile);
 
 // Shared numerics (spec §7.3, §7.4.4).
@@ -307,7 +304,7 @@ void rms_norm_rows(const float* x, std::int64_t x_stride, const float* g, float*
 void l2_norm_rows(float* x, std::int64_t stride, int rows, std::int64_t n, float eps);
 float softplus(float x);
 // Rotates rows of a T x k matrix (forward site) and quantises them for a ternary matmul.
-Q8KBatch rotate_and_quantize(const ModelConfig& c, Activations x, int tokens, std::int64_t k, ThreadPool& pool,
+Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k, ThreadPool& pool,
                              OpProfile* profile);
 // A ternary matmul with time accounted to OpProfile::matmul.
 void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& pool, OpProfile* profile);
