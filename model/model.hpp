@@ -283,7 +283,6 @@ class Model {
 // gated_deltanet records its states after each of the first ring->slots tokens into `ring` (layer
 // `layer`) when one is given; otherwise a call of more than one token runs the recurrence in its
 // chunked form, `chunk` tokens a chunk, where `chunk` is above 0 (LoadOptions::gdn_chunk).
-struct Scratch;
 void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector<float>& x,
                     const Q8KBatch& xr, int tokens, std::vector<float>& conv_state, GdnState& state,
                     float* out, ThreadPool& pool, OpProfile* profile, StateRing* ring = nullptr, int layer = 0,
