@@ -104,10 +104,10 @@ struct VectorOps {
 
 // Columns of gdn_chunk's token x token tables: the tokens rounded up to a whole 16-float register.
 constexpr std::int64_t gdn_chunk_columns(int tokens) { return (std::int64_t(tokens) + 15) / 16 * 16; }
-// Floats of scratch VectorOps::gdn_chunk needs for a chunk of `tokens`.
 // The row stride of gdn_chunk's packed copies of the chunk's queries and keys: Dk and one cache
 // line more, so that no two rows sit a multiple of 4 KiB apart.
 constexpr std::int64_t gdn_chunk_key_stride(int Dk) { return (std::int64_t(Dk) + 15) / 16 * 16 + 16; }
+// Floats of scratch VectorOps::gdn_chunk needs for a chunk of `tokens`.
 constexpr std::size_t gdn_chunk_scratch(int tokens, int Dk, int Dv) {
   const std::int64_t c = gdn_chunk_columns(tokens);
   return std::size_t(2 * Dk * c + 4 * c * c + 2 * c + 2 * c * Dv + 2 * c * gdn_chunk_key_stride(Dk));

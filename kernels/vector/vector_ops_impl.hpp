@@ -565,10 +565,10 @@ struct Impl {
     }
   }
 
-  // One register of weights as floats: fp32 as it stands, BF16 widened exactly (its bits are the
-  // float's top half).
+  // Weights as floats, one or a register's worth: fp32 as they stand, BF16 widened exactly (its
+  // bits are the float's top half).
   static float widen_one(float w) { return w; }
-  static float widen_one(std::uint16_t w) { return from_bits(std::uint32_t(w) << 16); }  // BF16: the top half
+  static float widen_one(std::uint16_t w) { return from_bits(std::uint32_t(w) << 16); }
   static Register widen(const float* w) { return load(w); }
   static Register widen(const std::uint16_t* w) {
     std::uint32_t bits[kRegisterFloats];
