@@ -643,7 +643,7 @@ struct Impl {
   // Several queries against the same tiles (or rows), in groups whose sums take at most half the
   // register file: kQueryGroup at a time, then one call for the rest (functions for 1 ..
   // kQueryGroup - 1 queries in a table).
-  static constexpr int kQueryGroup = std::min(8, Tag::kRegisters / 2 / (VectorOps::kLaneTile / kRegisterFloats));
+  static constexpr int kQueryGroup = std::min(16, Tag::kRegisters / 2 / (VectorOps::kLaneTile / kRegisterFloats));
   template <template <int> class Fixed, class... Args>
   static void by_query_groups(int queries, Args... args) {
     constexpr auto table = []<std::size_t... I>(std::index_sequence<I...>) {
@@ -781,16 +781,26 @@ struct Impl {
     p = p * (r * r) + r + 1.0f;
     const std::uint32_t ni = to_bits(t) - to_bits(kMagic);  // n, two's complement
     const float y = p * from_bits((ni + 127u) << 23);
-    return x > kHigh ? from_bits(0x7f800000u) : (x < kLow ? 0.0f : y);
+    // The ends as masks on the bits, not a select of floats: given a select, GCC divided through
+    // it in 1 / (1 + e^x), two divisions a vector where one serves.
+    const std::uint32_t above = 0u - std::uint32_t(x > kHigh), below = 0u - std::uint32_t(x < kLow);
+    return from_bits((to_bits(y) & ~(above | below)) | (0x7f800000u & above));
   }
+  // A register of elements at a time, its taps summed oldest first from zero in the register and
+  // stored once. (Written as a pass a tap, GCC unrolled and jammed the taps in pairs and ran each
+  // pair's pass scalar.)
   static void conv_taps(const float* const* x, const float* w, std::int64_t w_stride, int taps, float* __restrict y,
                         std::int64_t n) {
-    // Tap by tap, each pass contiguous: every element still sums its taps oldest first from zero.
-    for (std::int64_t j = 0; j < n; ++j) y[j] = 0.0f;
-    for (int t = 0; t < taps; ++t) {
-      const float* __restrict xt = x[t];
-      const float* __restrict wt = w + t * w_stride;
-      for (std::int64_t j = 0; j < n; ++j) y[j] += xt[j] * wt[j];
+    std::int64_t j = 0;
+    for (; j + kRegisterFloats <= n; j += kRegisterFloats) {
+      Register sum = {};
+      for (int t = 0; t < taps; ++t) sum += load(x[t] + j) * load(w + t * w_stride + j);
+      store(y + j, sum);
+    }
+    for (; j < n; ++j) {
+      float sum = 0.0f;
+      for (int t = 0; t < taps; ++t) sum += x[t][j] * w[t * w_stride + j];
+      y[j] = sum;
     }
   }
   static float silu_one(float x) { return x / (1.0f + exp_f32(-x)); }
