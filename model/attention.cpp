@@ -66,8 +66,8 @@ std::int64_t KeyCache::padded(std::int64_t n) {
   return (n + T - 1) / T * T;
 }
 
-void KeyCache::dots(int m, const float* q, int queries, float* out) const {
-  const int tiles = int(padded(positions) / VectorOps::kLaneTile);
+void KeyCache::dots(int m, const float* q, int queries, std::int64_t upto, float* out) const {
+  const int tiles = int(padded(std::min(upto, positions)) / VectorOps::kLaneTile);
   vector_ops().tiles_dot_queries_f32(heads[std::size_t(m)].data(), tiles, head_dim, q, queries, out,
                                      std::int64_t(tiles) * VectorOps::kLaneTile);
 }
@@ -84,46 +84,42 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
   {
     OpTimer timer(profile, OpProfile::attention);
     const float scale = 1.0f / std::sqrt(float(hd));
+    // Every token's keys normed, rotated and cached first, and its values: token t's queries then
+    // read the first pos0 + t + 1 positions (causal), so the whole call is one job for the pool.
+    std::vector<RopeAngles> angles;
+    angles.reserve(std::size_t(tokens));
+    rms_norm_rows(k.data(), hd, w.k_norm.data(), k.data(), hd, tokens * Hkv, hd, c.eps);
     for (int t = 0; t < tokens; ++t) {
-      const int pos = pos0 + t;
-      const RopeAngles angles(c.rope_dims, pos, c.rope_base);
-      rms_norm_rows(k.data() + t * kv_dim, hd, w.k_norm.data(), k.data() + t * kv_dim, hd, Hkv, hd, c.eps);
-      for (int m = 0; m < Hkv; ++m) rope_neox(k.data() + t * kv_dim + m * hd, angles);
+      angles.emplace_back(c.rope_dims, pos0 + t, c.rope_base);
+      for (int m = 0; m < Hkv; ++m) rope_neox(k.data() + t * kv_dim + m * hd, angles.back());
       k_cache.append(k.data() + t * kv_dim);
-      v_cache.insert(v_cache.end(), v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim);
-      const int n_ctx = pos + 1;
-      // A thread's query heads in runs that share a KV head: the run's dots read each key tile
-      // once, its weighted sums each cached value once.
-      pool.run([&](int th) {
-        const auto [h0, h1] = ThreadPool::split(H, th, pool.size());
-        const int group = H / Hkv;
+    }
+    v_cache.insert(v_cache.end(), v.begin(), v.begin() + tokens * kv_dim);
+    // A thread's query heads in runs that share a KV head: the run's dots read each key tile
+    // once, its weighted sums each cached value once.
+    pool.run([&](int th) {
+      const auto [h0, h1] = ThreadPool::split(H, th, pool.size());
+      const int group = H / Hkv;
+      std::vector<float> q(static_cast<std::size_t>(group * hd)),
+          p(static_cast<std::size_t>(group * KeyCache::padded(pos0 + tokens)));
+      for (int t = 0; t < tokens; ++t) {
+        const int n_ctx = pos0 + t + 1;
         const std::int64_t width = KeyCache::padded(n_ctx);
-        std::vector<float> q(static_cast<std::size_t>(group * hd)), p(static_cast<std::size_t>(group * width));
         for (std::int64_t ha = h0; ha < h1;) {
           const std::int64_t m = ha / group, hb = std::min(h1, (m + 1) * group);
           const int run = int(hb - ha);
           rms_norm_rows(qg.data() + t * qg_dim + ha * 2 * hd, 2 * hd, w.q_norm.data(), q.data(), hd, run, hd, c.eps);
-          for (int r = 0; r < run; ++r) rope_neox(q.data() + r * hd, angles);
-          k_cache.dots(int(m), q.data(), run, p.data());
-          for (int r = 0; r < run; ++r) {
-            float* pr = p.data() + r * width;
-            float mx = -INFINITY;
-            for (int s = 0; s < n_ctx; ++s) {
-              pr[s] *= scale;
-              mx = std::max(mx, pr[s]);
-            }
-            float sum = 0;
-            for (int s = 0; s < n_ctx; ++s) sum += (pr[s] = std::exp(pr[s] - mx));
-            for (int s = 0; s < n_ctx; ++s) pr[s] /= sum;
-          }
+          for (int r = 0; r < run; ++r) rope_neox(q.data() + r * hd, angles[std::size_t(t)]);
+          k_cache.dots(int(m), q.data(), run, n_ctx, p.data());
+          for (int r = 0; r < run; ++r) vector_ops().softmax(p.data() + r * width, n_ctx, scale);
           float* oa = o.data() + t * std::int64_t(H * hd) + ha * hd;
           vector_ops().weighted_sums(v_cache.data() + m * hd, kv_dim, n_ctx, p.data(), width, run, oa, hd);
           for (int r = 0; r < run; ++r)
             vector_ops().sigmoid_mul(qg.data() + t * qg_dim + (ha + r) * 2 * hd + hd, oa + r * hd, hd);  // the gate rows
           ha = hb;
         }
-      });
-    }
+      }
+    });
   }
   const Q8KBatch orot = rotate_and_quantize(c, std::move(o), tokens, std::int64_t(H) * hd, pool, profile);  // site 2
   matmul(w.out, orot, out, pool, profile);

@@ -140,10 +140,10 @@ struct KeyCache {
   void cut(std::int64_t n) { positions = std::min(positions, n); }
   // Every position's keys, kv_heads x head_dim each, one after another (as appended).
   std::vector<float> rows() const;
-  // For `queries` query vectors q + r * head_dim: out[r * padded(positions) + s] = the in-order
-  // sum over i of q[r * head_dim + i] * key s of KV head m [i], for s < positions (the lanes past
-  // `positions` in the last tile are left unspecified).
-  void dots(int m, const float* q, int queries, float* out) const;
+  // For `queries` query vectors q + r * head_dim and the first n = min(upto, positions) keys:
+  // out[r * padded(n) + s] = the in-order fused multiply-adds over i of q[r * head_dim + i] and key
+  // s of KV head m [i], for s < n (the lanes past n in its last tile are left unspecified).
+  void dots(int m, const float* q, int queries, std::int64_t upto, float* out) const;
   static std::int64_t padded(std::int64_t positions);  // out's length for `positions` keys
 };
 

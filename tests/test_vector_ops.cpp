@@ -300,7 +300,7 @@ TEST_SUITE("vector-ops") {
         }
   }
 
-  TEST_CASE("tiles_dot: each lane the in-order sum of its column, in f32 and in BF16") {
+  TEST_CASE("tiles_dot: each lane the in-order fused multiply-adds of its column, in f32 and in BF16") {
     constexpr int T = VectorOps::kLaneTile;
     const int n = 777;
     const std::vector<float> x = normal_floats(static_cast<std::size_t>(n), 32);
@@ -321,7 +321,7 @@ TEST_SUITE("vector-ops") {
       for (int j = 0; j < tiles; ++j)
         for (int l = 0; l < T; ++l)
           for (int i = 0; i < n; ++i)
-            want[std::size_t(j * T + l)] += w[std::size_t((j * n + i) * T + l)] * x[std::size_t(i)];
+            want[std::size_t(j * T + l)] = std::fma(w[std::size_t((j * n + i) * T + l)], x[std::size_t(i)], want[std::size_t(j * T + l)]);
       for (const VectorOps* o : vector_ops_variants()) {
         CAPTURE(o->name);
         std::vector<float> got(want.size(), -1.0f), got16(want.size(), -1.0f);
@@ -363,7 +363,7 @@ TEST_SUITE("vector-ops") {
               for (int j = 0; j < tiles; ++j)
                 for (int l = 0; l < T; ++l) {
                   float sum = 0.0f;
-                  for (int i = 0; i < n; ++i) sum += weights[std::size_t((j * n + i) * T + l)] * x[std::size_t(r * n + i)];
+                  for (int i = 0; i < n; ++i) sum = std::fma(weights[std::size_t((j * n + i) * T + l)], x[std::size_t(r * n + i)], sum);
                   want[std::size_t(r * stride + j * T + l)] = sum;
                 }
             return want;
@@ -383,7 +383,7 @@ TEST_SUITE("vector-ops") {
     }
   }
 
-  TEST_CASE("weighted_sums: each element of each query the in-order sum of its weighted rows") {
+  TEST_CASE("weighted_sums: each element of each query the in-order fused multiply-adds of its weighted rows") {
     // Widths around the builds' runs (one to eight registers of 4, 8 or 16 floats) with
     // remainders; rows from one to past a tile of positions; query counts below, at and past
     // every build's group (2 to 8), so each group size and remainder runs; strides wider than n.
@@ -400,7 +400,7 @@ TEST_SUITE("vector-ops") {
           for (int q = 0; q < queries; ++q)
             for (int r = 0; r < rows; ++r)
               for (int i = 0; i < n; ++i)
-                want[std::size_t(q * n + i)] += w[std::size_t(q * w_stride + r)] * x[std::size_t(r * stride + i)];
+                want[std::size_t(q * n + i)] = std::fma(w[std::size_t(q * w_stride + r)], x[std::size_t(r * stride + i)], want[std::size_t(q * n + i)]);
           for (const VectorOps* o : vector_ops_variants()) {
             CAPTURE(o->name);
             std::vector<float> got(want.size() + 1, -1.0f);
@@ -439,6 +439,50 @@ TEST_SUITE("vector-ops") {
           CHECK(same_bits(got.data(), want.data(), 4 * want.size()));
           CHECK(got.back() == -1.0f);
         }
+      }
+    }
+  }
+
+  TEST_CASE("softmax: every build gives the baseline's bits, within 4e-6 of the double-precision softmax") {
+    // Rows around the 16 running sums and every build's register (1 to 16 floats), with remainders
+    // and up to a long context; scores spread so that some terms fall under e^-87.3 and are 0.
+    for (const std::int64_t n : {1, 3, 15, 16, 17, 40, 100, 513, 2048}) {
+      CAPTURE(n);
+      const float scale = 0.0625f;
+      std::vector<float> scores = normal_floats(std::size_t(n), 90 + std::uint32_t(n), 200.0f);
+      if (n > 2) scores[std::size_t(n / 2)] = 2000.0f;  // one clear winner; the far tail underflows
+      std::vector<double> truth(static_cast<std::size_t>(n));
+      double largest = -1e300, sum = 0;
+      for (const float x : scores) largest = std::max(largest, double(x * scale));
+      for (std::int64_t i = 0; i < n; ++i) sum += truth[std::size_t(i)] = std::exp(double(scores[std::size_t(i)] * scale) - largest);
+      for (auto& t : truth) t /= sum;
+      std::vector<float> want(scores);
+      vector_ops_variants()[0]->softmax(want.data(), n, scale);
+      double worst = 0, total = 0;
+      int zeros = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double t = truth[std::size_t(i)], got = want[std::size_t(i)];
+        total += got;
+        if (t < 1e-36) {  // e^-87.3 of the largest term and below: the exponential's 0
+          zeros += got == 0.0;
+          CHECK(got <= 1e-36);
+        } else {
+          worst = std::max(worst, std::fabs(got - t) / t);
+        }
+      }
+      INFO("worst relative error ", worst, ", ", zeros, " terms 0");
+      // The exponential's 2 ulp, the n / 16 + 4 roundings of a term's way through the sums and the
+      // division's half ulp: under 3e-6 of a term at 2048; 4e-6 leaves headroom.
+      CHECK(worst < 4e-6);
+      CHECK(std::fabs(total - 1.0) < 4e-6);
+      if (n == 2048) CHECK(zeros > 0);  // the test reaches the exponential's lower end
+      for (const VectorOps* o : vector_ops_variants()) {
+        CAPTURE(o->name);
+        std::vector<float> got(scores);
+        got.push_back(-1.0f);
+        o->softmax(got.data(), n, scale);
+        CHECK(same_bits(got.data(), want.data(), 4 * want.size()));
+        CHECK(got.back() == -1.0f);
       }
     }
   }

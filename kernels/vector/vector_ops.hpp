@@ -100,6 +100,11 @@ struct VectorOps {
   void (*silu_mul)(const float* a, const float* b, float* y, std::int64_t n);
   // y[i] *= 1 / (1 + e^-g[i]) (attention's output gate), with the same exponential.
   void (*sigmoid_mul)(const float* g, float* y, std::int64_t n);
+  // Attention's softmax of one row of n scores in place: x[s] = e^(x[s] * scale - m) / sum, m the
+  // largest scaled score and e^ the exponential above (terms under e^-87.3 are 0). The sum runs as
+  // 16 interleaved in-order sums (term s in sum s mod 16), then those 16 in one fixed tree (sum l
+  // gains sum l + h for h = 8, 4, 2, 1), so every build returns the same bits.
+  void (*softmax)(float* x, std::int64_t n, float scale);
 };
 
 // Columns of gdn_chunk's token x token tables: the tokens rounded up to a whole 16-float register.

@@ -617,7 +617,7 @@ struct Impl {
         Register wv[RT];
         widen_row<RT>(wi, wv);
 #pragma GCC unroll 16
-        for (int k = 0; k < RT; ++k) acc[t][k] += wv[k] * xi;
+        for (int k = 0; k < RT; ++k) acc[t][k] = mul_add(wv[k], xi, acc[t][k]);
       }
     }
 #pragma GCC unroll 16
@@ -643,7 +643,7 @@ struct Impl {
   // Several queries against the same tiles (or rows), in groups whose sums take at most half the
   // register file: kQueryGroup at a time, then one call for the rest (functions for 1 ..
   // kQueryGroup - 1 queries in a table).
-  static constexpr int kQueryGroup = std::min(16, Tag::kRegisters / 2 / (VectorOps::kLaneTile / kRegisterFloats));
+  static constexpr int kQueryGroup = std::min(8, Tag::kRegisters / 2 / (VectorOps::kLaneTile / kRegisterFloats));
   template <template <int> class Fixed, class... Args>
   static void by_query_groups(int queries, Args... args) {
     constexpr auto table = []<std::size_t... I>(std::index_sequence<I...>) {
@@ -686,9 +686,9 @@ struct Impl {
       widen_row<R>(vs, vr);
 #pragma GCC unroll 16
       for (int q = 0; q < Q; ++q) {
-        const float aq = a[q * a_stride + s];
+        const Register aq = broadcast(a + q * a_stride + s);
 #pragma GCC unroll 16
-        for (int k = 0; k < R; ++k) acc[q][k] += aq * vr[k];
+        for (int k = 0; k < R; ++k) acc[q][k] = mul_add(aq, vr[k], acc[q][k]);
       }
     }
 #pragma GCC unroll 16
@@ -745,7 +745,7 @@ struct Impl {
         for (; i < n; ++i)  // the last few elements, a float each
           for (int q = 0; q < Q; ++q) {
             float acc = first ? 0.0f : out[q * n + i];
-            for (int r = 0; r < block; ++r) acc += wb[q * w_stride + r] * xb[r * stride + i];
+            for (int r = 0; r < block; ++r) acc = __builtin_fmaf(wb[q * w_stride + r], xb[r * stride + i], acc);
             out[q * n + i] = acc;
           }
       }
@@ -814,9 +814,46 @@ struct Impl {
     for (std::int64_t i = 0; i < n; ++i) y[i] *= 1.0f / (1.0f + exp_f32(-g[i]));
   }
 
+  // The softmax's running sums: kSoftmaxSums interleaved in-order sums, one register's worth or
+  // several in every build, then added in one fixed tree, so every build returns the same bits.
+  static constexpr int kSoftmaxSums = 16;
+  static_assert(kSoftmaxSums % kRegisterFloats == 0, "the sums are whole registers");
+  static void softmax(float* __restrict x, std::int64_t n, float scale) {
+    if (n <= 0) return;
+    constexpr int RS = kSoftmaxSums / kRegisterFloats;
+    // Scale, and the largest scaled score (exact in any order; NaN aside, a max is a max).
+    for (std::int64_t i = 0; i < n; ++i) x[i] *= scale;
+    float largest = x[0];
+    std::int64_t i = 0;
+    if (n >= kRegisterFloats) {
+      Register m = load(x);
+      for (i = kRegisterFloats; i + kRegisterFloats <= n; i += kRegisterFloats) {
+        const Register v = load(x + i);
+        m = v > m ? v : m;
+      }
+      float lanes[kRegisterFloats];
+      std::memcpy(lanes, &m, sizeof lanes);
+      for (const float l : lanes) largest = l > largest ? l : largest;
+    }
+    for (; i < n; ++i) largest = x[i] > largest ? x[i] : largest;
+    for (std::int64_t j = 0; j < n; ++j) x[j] = exp_f32(x[j] - largest);
+    Register acc[RS] = {};
+    std::int64_t j = 0;
+    for (; j + kSoftmaxSums <= n; j += kSoftmaxSums)
+#pragma GCC unroll 4
+      for (int k = 0; k < RS; ++k) acc[k] += load(x + j + k * kRegisterFloats);
+    float sums[kSoftmaxSums];
+    for (int k = 0; k < RS; ++k) store(sums + k * kRegisterFloats, acc[k]);
+    for (; j < n; ++j) sums[j % kSoftmaxSums] += x[j];
+    for (int h = kSoftmaxSums / 2; h >= 1; h /= 2)
+      for (int l = 0; l < h; ++l) sums[l] += sums[l + h];
+    const float total = sums[0];
+    for (std::int64_t k = 0; k < n; ++k) x[k] /= total;
+  }
+
   static constexpr VectorOps ops(const char* name) {
     return {name,  &quantize_q8k, &fwht,     &multiply,   &gdn_heads, &gdn_chunk, &tiles_dot<float>, &tiles_dot<std::uint16_t>,
-            &tiles_dot_queries<float>, &tiles_dot_queries<std::uint16_t>, &weighted_sums, &conv_taps, &silu, &silu_mul,     &sigmoid_mul};
+            &tiles_dot_queries<float>, &tiles_dot_queries<std::uint16_t>, &weighted_sums, &conv_taps, &silu, &silu_mul,     &sigmoid_mul, &softmax};
   }
 };
 
