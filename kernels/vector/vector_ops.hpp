@@ -4,7 +4,8 @@
 // (the compiler vectorises its loops for each target). Every loop does the same float operations
 // per element in the same order as the scalar reference, and no loop reassociates a sum, so every
 // variant returns the same bits: tests/test_vector_ops.cpp checks each one against the baseline.
-// gdn_chunk alone fuses its multiply-adds (one rounding each, in every build).
+// The chunked Gated DeltaNet (gdn_chunk) and the dense dots (tiles_dot*, weighted_sums) fuse their
+// multiply-adds (one rounding each, in every build: the baseline a lane at a time).
 #pragma once
 
 #include <cstddef>
@@ -67,7 +68,7 @@ struct VectorOps {
   void (*gdn_chunk)(const GdnChunkKeys& keys, const GdnChunkHead* heads, int n, int Dk, int Dv, float* scratch);
   // Dense dot products kLaneTile at a time, the weights transposed in tiles so that the products
   // sharing an x[i] are adjacent: out[j * kLaneTile + l] = the in-order sum over i < n of
-  // w[(j * n + i) * kLaneTile + l] * x[i], for tiles j < tiles. Each lane is its own sequential
+  // w[(j * n + i) * kLaneTile + l] * x[i], each term fused into it, for tiles j < tiles. Each lane is its own sequential
   // sum; the tiles run side by side so their sums are independent chains, not one chain a tile.
   // The BF16 form widens each weight exactly (its bits are the float's top half).
   static constexpr int kLaneTile = 16;
@@ -82,7 +83,7 @@ struct VectorOps {
   void (*tiles_dot_queries_bf16)(const std::uint16_t* w, int tiles, std::int64_t n, const float* x, int queries,
                                  float* out, std::int64_t out_stride);
   // For each query r < queries: out[r * n + i] = the in-order sum over rows k of w[r * w_stride + k]
-  // * x[k * stride + i], from zero, for i < n (attention's probability-weighted sums of cached
+  // * x[k * stride + i], each term fused into it, from zero, for i < n (attention's probability-weighted sums of cached
   // values, one a query head): each element its own sequential sum; each row's run of elements
   // loaded once for every query while their sums stay in registers.
   void (*weighted_sums)(const float* x, std::int64_t stride, int rows, const float* w, std::int64_t w_stride,

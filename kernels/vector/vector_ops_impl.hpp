@@ -360,9 +360,9 @@ struct Impl {
 
   // ---- The chunked form (gdn_chunk, spec §7.4.7) ----
   // a * b + c rounded once: the build's fused multiply-add (Tag::mul_add; the baseline's is
-  // __builtin_fmaf a lane), so every build returns the same bits. The products below are the one
-  // place VectorOps fuses: the chunked form's sums differ from the token-by-token steps' anyway,
-  // and a multiply and an add each take one of the two FMA ports of an AVX-512 core.
+  // __builtin_fmaf a lane), so every build returns the same bits. The chunked form's products below
+  // and the dense dots (rank1_sums, tiles_dot_group) fuse: a multiply and an add would each take
+  // one of the two FMA ports of an AVX-512 core.
   // A Tag that has the instructions gives mul_add and broadcast; without them (the baseline, or a
   // compiler that ignores the unit's target pragma: the fuzz build's clang) they run a lane at a
   // time, with the same values and bits.
