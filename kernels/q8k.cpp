@@ -150,4 +150,23 @@ Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, 
   return b;
 }
 
+Q8KBatch quantize_batch(float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool, Q8KTiles tiles,
+                        std::int64_t unit_cols, const UnitStep& prepare) {
+  if (tokens <= 0) fail("activations: ", tokens, " tokens");
+  if (unit_cols <= 0 || unit_cols % kQK != 0 || cols % unit_cols != 0)
+    fail("activations: units of ", unit_cols, " columns are not whole 256-blocks that divide the inner size ", cols);
+  Q8KBatch b = empty_batch(tokens, cols, tiles);
+  const std::int64_t nb = b.blocks(), groups = cols / unit_cols, per = unit_cols / kQK;
+  // One token stays on the calling thread, as above.
+  pool.run_split(b.tiles_count() * groups, tokens == 1, [&](std::int64_t u0, std::int64_t u1) {
+    for (std::int64_t u = u0; u < u1; ++u) {
+      const std::int64_t t = u / groups, i0 = (u % groups) * per, r1 = std::min(tokens, 4 * t + 4);
+      prepare(4 * t, r1, i0 * kQK, (i0 + per) * kQK);
+      for (std::int64_t r = 4 * t; r < r1; ++r) quantize_blocks(x, cols, nb, r * nb + i0, r * nb + i0 + per, b.rows.data());
+      if (!b.tiles.empty()) fill_tiles(b, t * nb + i0, t * nb + i0 + per);
+    }
+  });
+  return b;
+}
+
 }  // namespace ternlab

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -86,6 +87,15 @@ Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols);
 // twice the quantisation itself (a 1168-byte tile a block, zeroed and filled).
 Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool,
                         Q8KTiles tiles = Q8KTiles::build);
+// The same bytes, with each unit of the batch prepared in place just before it is quantised, on
+// the thread that quantises it, while its floats are in that core's cache: a unit is one q8_Kx4
+// tile's tokens [t0, t1) x `unit_cols` columns [c0, c1) (unit_cols a multiple of 256 that divides
+// cols), and prepare(t0, t1, c0, c1) must make their final floats from nothing outside them (a
+// rotation block, an elementwise product). One pass over the floats where preparing them first
+// took a pass of its own.
+using UnitStep = std::function<void(std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1)>;
+Q8KBatch quantize_batch(float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool, Q8KTiles tiles,
+                        std::int64_t unit_cols, const UnitStep& prepare);
 // From already quantised rows (tests build exact integer activations this way).
 Q8KBatch batch_from_rows(std::vector<BlockQ8K> rows, std::int64_t tokens, std::int64_t cols);
 

@@ -11,14 +11,14 @@ void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& 
   const Q8KBatch fr = rotate_and_quantize(c, f, tokens, c.n_embd, pool, profile);
   std::vector<float> gate(static_cast<std::size_t>(tokens * ff)), up(gate.size());
   matmuls({{&w.ffn_gate, gate.data()}, {&w.ffn_up, up.data()}}, fr, pool, profile);
-  {
-    OpTimer timer(profile, OpProfile::other);
-    pool.run([&](int th) {  // 17408 SiLUs a token at full size: elementwise, so split
-      const auto [i0, i1] = ThreadPool::split(std::int64_t(gate.size()), th, pool.size());
-      vector_ops().silu_mul(gate.data() + i0, up.data() + i0, gate.data() + i0, i1 - i0);
-    });
-  }
-  const Q8KBatch pr = rotate_and_quantize(c, std::move(gate), tokens, ff, pool, profile);
+  // SiLU(gate) * up, elementwise, made piece by piece inside the rotation's pass, so each piece is
+  // rotated and quantised while in cache (17408 products a token at full size).
+  float* g = gate.data();
+  const float* u = up.data();
+  const auto silu_product = [g, u, ff](std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t t = t0; t < t1; ++t) vector_ops().silu_mul(g + t * ff + c0, u + t * ff + c0, g + t * ff + c0, c1 - c0);
+  };
+  const Q8KBatch pr = rotate_and_quantize(c, std::move(gate), tokens, ff, pool, profile, silu_product, OpProfile::other);
   matmul(w.ffn_down, pr, out, pool, profile);
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -103,22 +104,61 @@ OpTimer::~OpTimer() {
 }
 
 Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k, ThreadPool& pool,
-                             OpProfile* profile) {
-  if (!c.rotation.identity) {
-    // Every (token, 1024-block) is rotated on its own, so the pool may split them: same floats.
-    OpTimer t(profile, OpProfile::hadamard);
-    // The sign vector is looked up once; signs_for throws for a width without one or one that is
-    // not a multiple of the block, so `blocks` is exact.
-    const std::vector<float>& signs = c.rotation.signs_for(k);
-    const std::int64_t blocks = k / c.rotation.block;
-    // One token's few blocks stay on this thread, as its quantisation does (quantize_batch).
-    pool.run_split(std::int64_t(tokens) * blocks, tokens == 1, [&](std::int64_t u0, std::int64_t u1) {
-      for (std::int64_t u = u0; u < u1; ++u) c.rotation.forward_block(x.data() + (u / blocks) * k, signs, u % blocks);
-    });
-  }
-  OpTimer t(profile, OpProfile::quantize);
+                             OpProfile* profile, const RowsStep& before, OpProfile::Op before_op) {
+  // The sign vector is looked up once; signs_for throws for a width without one or one that is
+  // not a multiple of the block, so the blocks are whole.
+  const std::vector<float>* signs = c.rotation.identity ? nullptr : &c.rotation.signs_for(k);
+  const std::int64_t block = c.rotation.identity ? kQK : c.rotation.block;
   // One token goes through gemv (TernaryLinear::apply), which reads rows only.
-  return quantize_batch(x.data(), tokens, k, pool, tokens == 1 ? Q8KTiles::skip : Q8KTiles::build);
+  const Q8KTiles tiles = tokens == 1 ? Q8KTiles::skip : Q8KTiles::build;
+  const auto rotate = [&](std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1) {
+    if (signs)
+      for (std::int64_t t = t0; t < t1; ++t)
+        for (std::int64_t b = c0 / block; b < c1 / block; ++b) c.rotation.forward_block(x.data() + t * k, *signs, b);
+  };
+  // Units of whole rotation blocks and whole 256-blocks: each (a tile's tokens x a rotation block,
+  // or 256 columns) is made, rotated and quantised while it sits in the core's cache, one pass over
+  // the floats. A width of a half 256-block at its end (cols % 256 == 128) takes the passes one by one.
+  const std::int64_t unit = std::max<std::int64_t>(block, kQK);
+  if (k % unit != 0) {
+    if (before) {
+      OpTimer t(profile, before_op);
+      pool.run_split(tokens, tokens == 1, [&](std::int64_t t0, std::int64_t t1) { before(t0, t1, 0, k); });
+    }
+    {
+      OpTimer t(profile, OpProfile::hadamard);
+      pool.run_split(tokens, tokens == 1, [&](std::int64_t t0, std::int64_t t1) { rotate(t0, t1, 0, k); });
+    }
+    OpTimer t(profile, OpProfile::quantize);
+    return quantize_batch(x.data(), tokens, k, pool, tiles);
+  }
+  if (!profile)
+    return quantize_batch(x.data(), tokens, k, pool, tiles, unit, [&](std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1) {
+      if (before) before(t0, t1, c0, c1);
+      rotate(t0, t1, c0, c1);
+    });
+  // Profiled, the pass's wall time is shared among its steps as the threads spent it: each step's
+  // summed thread time over the threads that ran the pass, the quantisation the rest.
+  std::atomic<std::int64_t> before_ns{0}, rotate_ns{0};
+  const auto now_ns = [] { return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1); };
+  const double start = seconds_now(false);
+  Q8KBatch out = quantize_batch(x.data(), tokens, k, pool, tiles, unit, [&](std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1) {
+    const std::int64_t a = now_ns();
+    if (before) before(t0, t1, c0, c1);
+    const std::int64_t b = now_ns();
+    rotate(t0, t1, c0, c1);
+    before_ns += b - a;
+    rotate_ns += now_ns() - b;
+  });
+  const double wall = seconds_now(false) - start;
+  const std::int64_t units = (std::int64_t(tokens) + 3) / 4 * (k / unit);
+  const double threads = tokens == 1 ? 1.0 : double(std::min<std::int64_t>(pool.size(), units));
+  const double before_s = std::min(wall, double(before_ns) * 1e-9 / threads);
+  const double rotate_s = std::min(wall - before_s, double(rotate_ns) * 1e-9 / threads);
+  profile->seconds[before_op] += before_s;
+  profile->seconds[OpProfile::hadamard] += rotate_s;
+  profile->seconds[OpProfile::quantize] += wall - before_s - rotate_s;
+  return out;
 }
 
 namespace {

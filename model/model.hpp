@@ -302,9 +302,13 @@ void rms_norm_rows(const float* x, std::int64_t x_stride, const float* g, float*
                    std::int64_t n, float eps);
 void l2_norm_rows(float* x, std::int64_t stride, int rows, std::int64_t n, float eps);
 float softplus(float x);
-// Rotates rows of a T x k matrix (forward site) and quantises them for a ternary matmul.
+// Rotates rows of a T x k matrix (forward site) and quantises them for a ternary matmul, in one
+// pass over the floats (quantize_batch's units). `before`, where given, first makes the floats of
+// tokens [t0, t1) x columns [c0, c1) in x in place from nothing outside them (the MLP's SiLU
+// product), accounted to `before_op` in a profile.
+using RowsStep = UnitStep;
 Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tokens, std::int64_t k, ThreadPool& pool,
-                             OpProfile* profile);
+                             OpProfile* profile, const RowsStep& before = {}, OpProfile::Op before_op = OpProfile::other);
 // A ternary matmul with time accounted to OpProfile::matmul.
 void matmul(const TernaryLinear& w, const Q8KBatch& x, float* y, ThreadPool& pool, OpProfile* profile);
 // Matmuls of one input together (apply_all), the same accounting.

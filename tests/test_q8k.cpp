@@ -1,4 +1,5 @@
 // q8_K activations match ggml's reference quantiser and the q8_Kx4 interleave.
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -110,5 +111,50 @@ TEST_SUITE("q8k") {
     run_gemv(pool, k, w, full, want);
     CHECK(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0);
     test::check_error([&] { run_gemm(pool, k, w, rows, y, 64); }, "without its 4-token tiles");
+  }
+
+  TEST_CASE("a batch prepared unit by unit holds the bytes of one prepared first, every unit once") {
+    // 11 tokens (a partial last tile), 1536 columns in units of 512 and 256; one and two threads;
+    // the step doubles its columns and adds the token's index, so a unit missed, repeated or given
+    // the wrong columns moves the bytes.
+    const std::int64_t tokens = 11, cols = 1536;
+    const auto x = make_float_activations(tokens, cols, 9);
+    std::vector<float> first(x.begin(), x.end());
+    for (std::int64_t t = 0; t < tokens; ++t)
+      for (std::int64_t i = 0; i < cols; ++i) first[std::size_t(t * cols + i)] = 2.0f * first[std::size_t(t * cols + i)] + float(t);
+    for (const int threads : {1, 2})
+      for (const std::int64_t unit : {512, 256})
+        for (const Q8KTiles tiles : {Q8KTiles::build, Q8KTiles::skip}) {
+          CAPTURE(threads);
+          CAPTURE(unit);
+          ThreadPool pool(threads);
+          const Q8KBatch want = quantize_batch(first.data(), tokens, cols, pool, tiles);
+          std::vector<float> y(x.begin(), x.end());
+          std::vector<int> visits(std::size_t(tokens * cols / unit), 0);
+          const Q8KBatch got = quantize_batch(y.data(), tokens, cols, pool, tiles, unit,
+                                              [&](std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1) {
+                                                CHECK(c1 - c0 == unit);
+                                                CHECK(t0 % 4 == 0);
+                                                CHECK(t1 - t0 == std::min<std::int64_t>(4, tokens - t0));
+                                                for (std::int64_t t = t0; t < t1; ++t) {
+                                                  ++visits[std::size_t(t * (cols / unit) + c0 / unit)];
+                                                  for (std::int64_t i = c0; i < c1; ++i)
+                                                    y[std::size_t(t * cols + i)] = 2.0f * y[std::size_t(t * cols + i)] + float(t);
+                                                }
+                                              });
+          CHECK(std::count(visits.begin(), visits.end(), 1) == std::int64_t(visits.size()));
+          CHECK(y == first);
+          REQUIRE(got.rows.size() == want.rows.size());
+          CHECK(std::memcmp(got.rows.data(), want.rows.data(), got.rows.size() * sizeof(BlockQ8K)) == 0);
+          REQUIRE(got.tiles.size() == want.tiles.size());
+          CHECK(std::memcmp(got.tiles.data(), want.tiles.data(), got.tiles.size() * sizeof(BlockQ8Kx4)) == 0);
+        }
+    ThreadPool pool(1);
+    std::vector<float> y(x.begin(), x.end());
+    const auto nothing = [](std::int64_t, std::int64_t, std::int64_t, std::int64_t) {};
+    test::check_error([&] { quantize_batch(y.data(), tokens, cols, pool, Q8KTiles::build, 1024, nothing); },
+                      "units of 1024 columns are not whole 256-blocks that divide the inner size 1536");
+    test::check_error([&] { quantize_batch(y.data(), tokens, cols, pool, Q8KTiles::build, 384, nothing); },
+                      "units of 384 columns");
   }
 }
