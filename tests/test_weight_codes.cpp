@@ -134,17 +134,33 @@ TEST_SUITE("weight-codes") {
       // in f32) where the reference rounds their product once, and sums in another order; each
       // logit is therefore off by a few f32 ulps of the partial sums, carried through two layers.
       // Measured: 2e-5 of 24 (8e-7 relative); 1e-5 of the largest logit leaves 10x for other CPUs'
-      // kernels and stays far below what one wrong block moves.
-      double worst = 0, apart = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - want[i])));
+      // kernels. Both paths round every matmul's input to q8_K, so an activation within that
+      // difference of a rounding boundary goes one quantum apart, and moves its position's logits
+      // (a flip late in the pass, only its own) by up to a few hundredths: at most half of the
+      // positions, never the first, may go that far, and none past 0.5% of the largest logit. One
+      // wrong block moves every position after it.
       // Every layout decodes to the same lattice points; Planes12x and Golay70 add their exception
       // blocks after the main stream, so only the summation order differs between layouts.
       if (first.empty()) first = got;
-      for (std::size_t i = 0; i < got.size(); ++i) apart = std::max(apart, double(std::fabs(got[i] - first[i])));
-      INFO(spec->name, ": max |logit difference| ", worst, " from the decoded floats, ", apart,
-           " from slot32; max |logit| ", scale);
-      CHECK(worst <= 1e-5 * scale);
-      CHECK(apart <= 1e-5 * scale);
+      const std::size_t V = got.size() / ids.size();
+      double worst = 0, apart = 0;
+      std::size_t worst_far = 0, apart_far = 0;
+      for (std::size_t t = 0; t < ids.size(); ++t) {
+        double w = 0, a = 0;
+        for (std::size_t v = t * V; v < (t + 1) * V; ++v) {
+          w = std::max(w, double(std::fabs(got[v] - want[v])));
+          a = std::max(a, double(std::fabs(got[v] - first[v])));
+        }
+        worst = std::max(worst, w), apart = std::max(apart, a);
+        worst_far += w > 1e-5 * scale, apart_far += a > 1e-5 * scale;
+        if (t == 0) CHECK(std::max(w, a) <= 1e-5 * scale);
+      }
+      INFO(spec->name, ": max |logit difference| ", worst, " from the decoded floats (", worst_far, " of ", ids.size(),
+           " positions past 1e-5 of the largest), ", apart, " from slot32 (", apart_far, "); max |logit| ", scale);
+      CHECK(worst <= 5e-3 * scale);
+      CHECK(apart <= 5e-3 * scale);
+      CHECK(2 * worst_far <= ids.size());
+      CHECK(2 * apart_far <= ids.size());
     }
   }
 
