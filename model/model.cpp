@@ -144,10 +144,13 @@ Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tok
   const double start = seconds_now(false);
   Q8KBatch out = quantize_batch(x.data(), tokens, k, pool, tiles, unit, [&](std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1) {
     const std::int64_t a = now_ns();
-    if (before) before(t0, t1, c0, c1);
-    const std::int64_t b = now_ns();
+    std::int64_t b = a;
+    if (before) {
+      before(t0, t1, c0, c1);
+      b = now_ns();
+      before_ns += b - a;
+    }
     rotate(t0, t1, c0, c1);
-    before_ns += b - a;
     rotate_ns += now_ns() - b;
   });
   const double wall = seconds_now(false) - start;
