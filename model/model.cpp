@@ -21,6 +21,7 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/measure.hpp"
 #include "kernels/testdata.hpp"
+#include "kernels/vector/vector_ops.hpp"
 #include "lattice/records.hpp"
 #include "layouts/records/all.hpp"
 #include "layouts/registry.hpp"
@@ -29,40 +30,16 @@ namespace ternlab::model {
 
 // --- shared numerics ----------------------------------------------------------------------------
 
-namespace {
-
-// Each row's sum of squares in double, in order of i (ggml accumulates the squares in double):
-// sums[r] = the sum over i < n of x[r * stride + i]^2, for rows r < rows. A row's sum is one chain
-// of dependent adds, so the rows go kInterleave at a time, element by element, and their chains
-// overlap; each row's sum is still its own sequential sum, the same bits as a row alone.
+// Each row's sum of squares in double, in order of i (ggml accumulates the squares in double),
+// eight rows at a time side by side (VectorOps::squares_sums).
 constexpr int kInterleave = 8;
-template <int R>
-void squares_sums_of(const float* x, std::int64_t stride, std::int64_t n, double* sums) {
-  double s[R] = {};
-  for (std::int64_t i = 0; i < n; ++i)
-    for (int r = 0; r < R; ++r) {
-      const double v = x[r * stride + i];
-      s[r] += v * v;
-    }
-  for (int r = 0; r < R; ++r) sums[r] = s[r];
-}
-void squares_sums(const float* x, std::int64_t stride, int rows, std::int64_t n, double* sums) {
-  int r = 0;
-  for (; r + kInterleave <= rows; r += kInterleave) squares_sums_of<kInterleave>(x + r * stride, stride, n, sums + r);
-  constexpr auto rest = []<std::size_t... I>(std::index_sequence<I...>) {
-    return std::array{&squares_sums_of<int(I) + 1>...};
-  }(std::make_index_sequence<kInterleave - 1>());
-  if (r < rows) rest[std::size_t(rows - r - 1)](x + r * stride, stride, n, sums + r);
-}
-
-}  // namespace
 
 void rms_norm_rows(const float* x, std::int64_t x_stride, const float* g, float* y, std::int64_t y_stride, int rows,
                    std::int64_t n, float eps) {
   for (int r0 = 0; r0 < rows; r0 += kInterleave) {
     const int block = std::min(kInterleave, rows - r0);
     double sums[kInterleave];
-    squares_sums(x + r0 * x_stride, x_stride, block, n, sums);
+    vector_ops().squares_sums(x + r0 * x_stride, x_stride, block, n, sums);
     for (int r = 0; r < block; ++r) {
       const float mean = float(sums[r] / double(n));
       const float scale = 1.0f / std::sqrt(mean + eps);
@@ -77,7 +54,7 @@ void l2_norm_rows(float* x, std::int64_t stride, int rows, std::int64_t n, float
   for (int r0 = 0; r0 < rows; r0 += kInterleave) {
     const int block = std::min(kInterleave, rows - r0);
     double sums[kInterleave];
-    squares_sums(x + r0 * stride, stride, block, n, sums);
+    vector_ops().squares_sums(x + r0 * stride, stride, block, n, sums);
     for (int r = 0; r < block; ++r) {
       const float scale = 1.0f / std::max(std::sqrt(float(sums[r])), eps);  // ggml_l2_norm: x / max(||x||, eps)
       float* xr = x + (r0 + r) * stride;

@@ -443,6 +443,38 @@ TEST_SUITE("vector-ops") {
     }
   }
 
+  TEST_CASE("squares_sums: each row the bits of its own in-order double sum, in every build") {
+    // Row counts below, at and past a block of eight (a short block repeats a row it then drops),
+    // lengths around the transposed step of eight with remainders, a stride wider than n; large
+    // and tiny magnitudes so that a reassociated sum would round differently.
+    for (const int rows : {1, 3, 8, 11, 16, 17}) {
+      for (const std::int64_t n : {1, 7, 8, 9, 64, 100, 256}) {
+        CAPTURE(rows);
+        CAPTURE(n);
+        const std::int64_t stride = n + 5;
+        std::vector<float> x = normal_floats(std::size_t(rows * stride), 70 + std::uint32_t(n));
+        for (std::size_t i = 0; i < x.size(); i += 3) x[i] *= 1e3f;
+        for (std::size_t i = 1; i < x.size(); i += 5) x[i] *= 1e-3f;
+        std::vector<double> want(static_cast<std::size_t>(rows));
+        for (int r = 0; r < rows; ++r) {
+          double sum = 0;
+          for (std::int64_t i = 0; i < n; ++i) {
+            const double v = x[std::size_t(r * stride + i)];
+            sum += v * v;
+          }
+          want[std::size_t(r)] = sum;
+        }
+        for (const VectorOps* o : vector_ops_variants()) {
+          CAPTURE(o->name);
+          std::vector<double> got(std::size_t(rows) + 1, -1.0);
+          o->squares_sums(x.data(), stride, rows, n, got.data());
+          CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(double)) == 0);
+          CHECK(got.back() == -1.0);  // nothing written past the last row
+        }
+      }
+    }
+  }
+
   TEST_CASE("softmax: every build gives the baseline's bits, within 4e-6 of the double-precision softmax") {
     // Rows around the 16 running sums and every build's register (1 to 16 floats), with remainders
     // and up to a long context; scores spread so that some terms fall under e^-87.3 and are 0.

@@ -106,6 +106,9 @@ struct VectorOps {
   // 16 interleaved in-order sums (term s in sum s mod 16), then those 16 in one fixed tree (sum l
   // gains sum l + h for h = 8, 4, 2, 1), so every build returns the same bits.
   void (*softmax)(float* x, std::int64_t n, float scale);
+  // The norms' sums of squares: sums[r] = the in-order double sum over i < n of x[r * stride + i]^2,
+  // for rows r < rows (ggml's order: RMSNorm and the L2 norm), each the bits of that row alone.
+  void (*squares_sums)(const float* x, std::int64_t stride, int rows, std::int64_t n, double* sums);
 };
 
 // Columns of gdn_chunk's token x token tables: the tokens rounded up to a whole 16-float register.

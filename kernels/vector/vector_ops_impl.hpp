@@ -814,6 +814,63 @@ struct Impl {
     for (std::int64_t i = 0; i < n; ++i) y[i] *= 1.0f / (1.0f + exp_f32(-g[i]));
   }
 
+  // Eight rows' sums of squares side by side: each step loads eight floats of each row, transposes
+  // the 8 x 8 block so that a vector holds one element of every row, widens it to doubles and adds
+  // its squares, so lane r is row r's chain of adds in element order. A float's square is exact in
+  // double (24-bit significands), so the sums are the rows' own in-order sums, bit for bit.
+  typedef float Floats8 __attribute__((vector_size(32)));
+  typedef double Doubles8 __attribute__((vector_size(64)));
+  static constexpr int kSquareRows = 8;
+  static void squares_sums(const float* x, std::int64_t stride, int rows, std::int64_t n, double* sums) {
+    for (int r0 = 0; r0 < rows; r0 += kSquareRows) {
+      const int block = std::min(kSquareRows, rows - r0);
+      const float* row[kSquareRows];
+      for (int r = 0; r < kSquareRows; ++r) row[r] = x + std::int64_t(r0 + std::min(r, block - 1)) * stride;  // a short block repeats its last row
+      Doubles8 acc = {};
+      std::int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        Floats8 v[8];
+        for (int r = 0; r < 8; ++r) std::memcpy(&v[r], row[r] + i, sizeof(Floats8));
+        const Floats8 t0 = __builtin_shufflevector(v[0], v[1], 0, 8, 1, 9, 4, 12, 5, 13);
+        const Floats8 t1 = __builtin_shufflevector(v[0], v[1], 2, 10, 3, 11, 6, 14, 7, 15);
+        const Floats8 t2 = __builtin_shufflevector(v[2], v[3], 0, 8, 1, 9, 4, 12, 5, 13);
+        const Floats8 t3 = __builtin_shufflevector(v[2], v[3], 2, 10, 3, 11, 6, 14, 7, 15);
+        const Floats8 t4 = __builtin_shufflevector(v[4], v[5], 0, 8, 1, 9, 4, 12, 5, 13);
+        const Floats8 t5 = __builtin_shufflevector(v[4], v[5], 2, 10, 3, 11, 6, 14, 7, 15);
+        const Floats8 t6 = __builtin_shufflevector(v[6], v[7], 0, 8, 1, 9, 4, 12, 5, 13);
+        const Floats8 t7 = __builtin_shufflevector(v[6], v[7], 2, 10, 3, 11, 6, 14, 7, 15);
+        const Floats8 u0 = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
+        const Floats8 u1 = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+        const Floats8 u2 = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
+        const Floats8 u3 = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+        const Floats8 u4 = __builtin_shufflevector(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);
+        const Floats8 u5 = __builtin_shufflevector(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
+        const Floats8 u6 = __builtin_shufflevector(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);
+        const Floats8 u7 = __builtin_shufflevector(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
+        // Column j (element i + j of every row): the low halves give j = 0..3, the high ones 4..7.
+        const Floats8 c[8] = {
+            __builtin_shufflevector(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11),   __builtin_shufflevector(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11),
+            __builtin_shufflevector(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11),   __builtin_shufflevector(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11),
+            __builtin_shufflevector(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15), __builtin_shufflevector(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15),
+            __builtin_shufflevector(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15), __builtin_shufflevector(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15)};
+        for (int j = 0; j < 8; ++j) {
+          const Doubles8 d = __builtin_convertvector(c[j], Doubles8);
+          acc += d * d;
+        }
+      }
+      double lanes[kSquareRows];
+      std::memcpy(lanes, &acc, sizeof lanes);
+      for (int r = 0; r < block; ++r) {
+        double sum = lanes[r];
+        for (std::int64_t k = i; k < n; ++k) {
+          const double v = row[r][k];
+          sum += v * v;
+        }
+        sums[r0 + r] = sum;
+      }
+    }
+  }
+
   // The softmax's running sums: kSoftmaxSums interleaved in-order sums, one register's worth or
   // several in every build, then added in one fixed tree, so every build returns the same bits.
   static constexpr int kSoftmaxSums = 16;
@@ -853,7 +910,7 @@ struct Impl {
 
   static constexpr VectorOps ops(const char* name) {
     return {name,  &quantize_q8k, &fwht,     &multiply,   &gdn_heads, &gdn_chunk, &tiles_dot<float>, &tiles_dot<std::uint16_t>,
-            &tiles_dot_queries<float>, &tiles_dot_queries<std::uint16_t>, &weighted_sums, &conv_taps, &silu, &silu_mul,     &sigmoid_mul, &softmax};
+            &tiles_dot_queries<float>, &tiles_dot_queries<std::uint16_t>, &weighted_sums, &conv_taps, &silu, &silu_mul,     &sigmoid_mul, &softmax, &squares_sums};
   }
 };
 
