@@ -444,7 +444,7 @@ TEST_SUITE("vector-ops") {
   }
 
   TEST_CASE("squares_sums: each row the bits of its own in-order double sum, in every build") {
-    // Row counts below, at and past a block of eight (a short block repeats a row it then drops),
+    // Row counts below, at and past a block of eight (fewer than eight rows run as scalar chains),
     // lengths around the transposed step of eight with remainders, a stride wider than n; large
     // and tiny magnitudes so that a reassociated sum would round differently.
     for (const int rows : {1, 3, 8, 11, 16, 17}) {

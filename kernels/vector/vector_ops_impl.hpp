@@ -818,14 +818,29 @@ struct Impl {
   // the 8 x 8 block so that a vector holds one element of every row, widens it to doubles and adds
   // its squares, so lane r is row r's chain of adds in element order. A float's square is exact in
   // double (24-bit significands), so the sums are the rows' own in-order sums, bit for bit.
+  // A block of fewer rows (a decode token's norm is one) runs its chains side by side in scalars:
+  // there a transposed vector would be mostly empty lanes.
   typedef float Floats8 __attribute__((vector_size(32)));
   typedef double Doubles8 __attribute__((vector_size(64)));
   static constexpr int kSquareRows = 8;
+  template <int R>
+  static void squares_sums_scalar(const float* x, std::int64_t stride, std::int64_t n, double* sums) {
+    double s[R] = {};
+    for (std::int64_t i = 0; i < n; ++i)
+      for (int r = 0; r < R; ++r) {
+        const double v = x[r * stride + i];
+        s[r] += v * v;
+      }
+    for (int r = 0; r < R; ++r) sums[r] = s[r];
+  }
   static void squares_sums(const float* x, std::int64_t stride, int rows, std::int64_t n, double* sums) {
+    constexpr auto fewer = []<std::size_t... I>(std::index_sequence<I...>) {
+      return std::array{&squares_sums_scalar<int(I) + 1>...};
+    }(std::make_index_sequence<kSquareRows - 1>());
     for (int r0 = 0; r0 < rows; r0 += kSquareRows) {
-      const int block = std::min(kSquareRows, rows - r0);
+      if (rows - r0 < kSquareRows) return fewer[std::size_t(rows - r0 - 1)](x + r0 * stride, stride, n, sums + r0);
       const float* row[kSquareRows];
-      for (int r = 0; r < kSquareRows; ++r) row[r] = x + std::int64_t(r0 + std::min(r, block - 1)) * stride;  // a short block repeats its last row
+      for (int r = 0; r < kSquareRows; ++r) row[r] = x + std::int64_t(r0 + r) * stride;
       Doubles8 acc = {};
       std::int64_t i = 0;
       for (; i + 8 <= n; i += 8) {
@@ -860,7 +875,7 @@ struct Impl {
       }
       double lanes[kSquareRows];
       std::memcpy(lanes, &acc, sizeof lanes);
-      for (int r = 0; r < block; ++r) {
+      for (int r = 0; r < kSquareRows; ++r) {
         double sum = lanes[r];
         for (std::int64_t k = i; k < n; ++k) {
           const double v = row[r][k];
