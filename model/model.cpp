@@ -109,27 +109,24 @@ Q8KBatch rotate_and_quantize(const ModelConfig& c, std::vector<float> x, int tok
     OpTimer t(profile, OpProfile::quantize);
     return quantize_batch(x.data(), tokens, k, pool, tiles);
   }
-  if (!profile)
-    return quantize_batch(x.data(), tokens, k, pool, tiles, unit, [&](std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1) {
-      if (before) before(t0, t1, c0, c1);
-      rotate(t0, t1, c0, c1);
-    });
   // Profiled, the pass's wall time is shared among its steps as the threads spent it: each step's
   // summed thread time over the threads that ran the pass, the quantisation the rest.
   std::atomic<std::int64_t> before_ns{0}, rotate_ns{0};
-  const auto now_ns = [] { return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1); };
-  const double start = seconds_now(false);
+  const auto now_ns = [&] {
+    return profile ? std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1) : 0;
+  };
+  const double start = profile ? seconds_now(false) : 0.0;
   Q8KBatch out = quantize_batch(x.data(), tokens, k, pool, tiles, unit, [&](std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1) {
     const std::int64_t a = now_ns();
-    std::int64_t b = a;
-    if (before) {
-      before(t0, t1, c0, c1);
-      b = now_ns();
-      before_ns += b - a;
-    }
+    if (before) before(t0, t1, c0, c1);
+    const std::int64_t b = now_ns();
     rotate(t0, t1, c0, c1);
-    rotate_ns += now_ns() - b;
+    if (profile) {
+      if (before) before_ns += b - a;
+      rotate_ns += now_ns() - b;
+    }
   });
+  if (!profile) return out;
   const double wall = seconds_now(false) - start;
   const std::int64_t units = (std::int64_t(tokens) + 3) / 4 * (k / unit);
   const double threads = tokens == 1 ? 1.0 : double(std::min<std::int64_t>(pool.size(), units));
