@@ -600,9 +600,12 @@ TEST_SUITE("dispatch") {
     ThreadPool pool(2);
     std::vector<std::string> loops = {"scalar imul"};
 #if defined(__x86_64__)
-    if (isa_supported(Isa::avx512vnni)) loops = {"vpdpbusd zmm", "vpdpbusd ymm", "vpmaddubsw ymm"};
-    if (isa_supported(Isa::avx512vnni) && cpu_features().amx_int8) loops.insert(loops.begin(), "tdpbusd tile");
-    else if (isa_supported(Isa::avx2)) loops = {"vpmaddubsw ymm"};
+    if (isa_supported(Isa::avx512vnni)) {
+      loops = {"vpdpbusd zmm", "vpdpbusd ymm", "vpmaddubsw ymm"};
+      if (cpu_features().amx_int8) loops.insert(loops.begin(), "tdpbusd tile");
+    } else if (isa_supported(Isa::avx2)) {
+      loops = {"vpmaddubsw ymm"};
+    }
 #elif defined(__aarch64__)
     if (isa_supported(Isa::i8mm)) loops = {"smmla", "sdot"};
     else if (isa_supported(Isa::dotprod)) loops = {"sdot"};
