@@ -42,6 +42,42 @@ TEST_SUITE("shared-acts") {
 #endif
   }
 
+  // A thread whose range is one share of a call reads fewer row groups side by side than one that
+  // reads the whole matrix (with_gemv_streams); each row's sum must not notice. 11 row groups, so
+  // that shares of 2-6 groups run whole passes of the shared count and a leftover group alone.
+  TEST_CASE("a gemv's share of a call gives the whole call's bits, however many threads share it") {
+    int checked = 0;
+    for (const LayoutInfo* L : all_layouts())
+      for (const KernelVariant& k : kernels_for(*L)) {
+        if (k.strategy != Strategy::broadcast || !k.phases) continue;
+        CAPTURE(k.name());
+        CAPTURE(L->name);
+        const std::int64_t rows = 11 * L->rows, cols = 512;
+        const PackedMatrix w = pack(make_weights(rows, cols, 7), *L);
+        const Q8KBatch x = quantize_batch(make_float_activations(1, cols, 8).data(), 1, cols);
+        std::vector<float> whole(std::size_t(rows), NAN);
+        k.gemv(w, x.row(0), whole.data(), 0, w.row_groups());
+        check_against_reference(w, k, whole, x, rows);
+        const std::uint8_t* acts = prepare_gemv(k, w, x.row(0));
+        for (int threads : {2, 3, 5}) {
+          CAPTURE(threads);
+          std::vector<float> one_phase(std::size_t(rows), NAN), two_phase(std::size_t(rows), NAN);
+          for (int t = 0; t < threads; ++t) {
+            const auto [g0, g1] = ThreadPool::split(w.row_groups(), t, threads);
+            k.gemv(w, x.row(0), one_phase.data(), g0, g1);
+            gemv_rows(k, w, x.row(0), acts, two_phase.data(), g0, g1);
+          }
+          CHECK(std::memcmp(one_phase.data(), whole.data(), whole.size() * sizeof(float)) == 0);
+          CHECK(std::memcmp(two_phase.data(), whole.data(), whole.size() * sizeof(float)) == 0);
+        }
+        ++checked;
+      }
+    MESSAGE("broadcast kernels checked: ", checked);
+#if defined(__x86_64__)
+    if (isa_supported(Isa::avx2)) CHECK(checked >= 2);  // t2r and b3r's AVX2 builds at least
+#endif
+  }
+
   TEST_CASE("matmuls of one input together: every matrix its own run's bits, one token and a batch") {
     const std::int64_t cols = 1024;
     int shared = 0;

@@ -176,8 +176,10 @@ struct BroadcastBase3 {
   }
   static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
                         std::int64_t g1) {
-    all_rows<typename LanePrograms<P>::Gemv, 1, BroadcastTraits<P>::kGemvStreams, kGemvPrefetch>(
-        bound(plan, w), w, view_prepared_acts(mem, w.blocks_per_row()), y, 0, 1, g0, g1);
+    with_gemv_streams<P>(w, g0, g1, [&]<int GS>() {
+      all_rows<typename LanePrograms<P>::Gemv, 1, GS, kGemvPrefetch>(bound(plan, w), w,
+                                                                    view_prepared_acts(mem, w.blocks_per_row()), y, 0, 1, g0, g1);
+    });
   }
   static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
     const Base3StripPlan& plan = checked_plan(*w.layout);

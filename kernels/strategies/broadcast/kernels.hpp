@@ -70,6 +70,19 @@ inline std::string not_row_interleaved(const LayoutInfo& L) {
 }
 inline constexpr int kNoPrefetch = -1;  // a prefetch distance that prefetches nothing
 
+// Calls rows_with.operator()<GS>() with the gemv's row groups side by side: kGemvStreams where the
+// thread reads the whole matrix, kGemvSharedStreams where [g0, g1) is one share of a call split over
+// threads (ThreadPool::split), which the other threads read at the same time. Every thread's
+// streams then draw on one memory, and fewer a thread read more (measured:
+// docs/notebook/2026-12-07-zen4-decode-streams.md). A row's sum does not depend on the count.
+template <class P, class F>
+void with_gemv_streams(const PackedMatrix& w, std::int64_t g0, std::int64_t g1, F&& rows_with) {
+  constexpr int kAlone = BroadcastTraits<P>::kGemvStreams, kShared = BroadcastTraits<P>::kGemvSharedStreams;
+  if constexpr (kShared != kAlone)
+    if (g1 - g0 < w.row_groups()) return rows_with.template operator()<kShared>();
+  rows_with.template operator()<kAlone>();
+}
+
 // A gemm in passes over the weights: kTokens tokens (kTokens / 4 tiles) a pass, many(t) from
 // tile t, while whole groups of tiles remain, then one tile a pass, one(t); a partial last tile
 // runs with its missing tokens zero (q8_Kx4 pads them), never a gemv per column.
@@ -382,7 +395,7 @@ struct Broadcast {
   }
   static void gemv_rows(const void* plan, const PackedMatrix& w, const std::uint8_t* mem, float* y, std::int64_t g0,
                         std::int64_t g1) {
-    gemv_rows_with<BroadcastTraits<P>::kGemvStreams, kGemvPrefetch>(plan, w, mem, y, g0, g1);
+    with_gemv_streams<P>(w, g0, g1, [&]<int GS>() { gemv_rows_with<GS, kGemvPrefetch>(plan, w, mem, y, g0, g1); });
   }
   template <int GS, int PF>
   static void gemv_with(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
@@ -392,7 +405,7 @@ struct Broadcast {
     gemv_rows_with<GS, PF>(&plan, w, mem, y, g0, g1);
   }
   static void gemv(const PackedMatrix& w, const BlockQ8K* x, float* y, std::int64_t g0, std::int64_t g1) {
-    gemv_with<BroadcastTraits<P>::kGemvStreams, kGemvPrefetch>(w, x, y, g0, g1);
+    with_gemv_streams<P>(w, g0, g1, [&]<int GS>() { gemv_with<GS, kGemvPrefetch>(w, x, y, g0, g1); });
   }
 
   // T tokens (T / 4 tiles of q8_Kx4) starting at tile t0, in one pass over the weights, GS row

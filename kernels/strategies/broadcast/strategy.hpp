@@ -31,6 +31,8 @@ struct LanePrograms<P> : Dot4LanePrograms<P> {};
 //                                 added and the rows put in order, in the float end's row vector;
 //   kGemvStreams, kGemvPrefetch   row groups a gemv reads side by side, and the bytes ahead of each
 //                                 stream its prefetches reach;
+//   kGemvSharedStreams            row groups side by side where the thread reads one share of a call
+//                                 that other threads read at the same time (gemv_streams);
 //   kGemmTokens, kGemm4Streams    tokens a gemm pass dots each weight vector with, and row groups a
 //                                 last tile of four tokens reads side by side.
 template <class Policy>
@@ -45,6 +47,7 @@ concept BroadcastOps = IsaPolicy<P> && requires {
   { P::kLanes } -> std::convertible_to<int>;
   { P::kRegisters } -> std::convertible_to<int>;
   { BroadcastTraits<P>::kGemvStreams } -> std::convertible_to<int>;
+  { BroadcastTraits<P>::kGemvSharedStreams } -> std::convertible_to<int>;
   { BroadcastTraits<P>::kGemvPrefetch } -> std::convertible_to<int>;
   { BroadcastTraits<P>::kGemmTokens } -> std::convertible_to<int>;
   { BroadcastTraits<P>::kGemm4Streams } -> std::convertible_to<int>;

@@ -19,6 +19,7 @@ struct BroadcastTraits<isa::Avx2> {
   // Row groups a gemv reads side by side: one, as the slot-major loop holds every vector of a pass
   // in registers and two streams of 16 rows (four vectors) spilled them.
   static constexpr int kGemvStreams = 1;
+  static constexpr int kGemvSharedStreams = 1;
   static constexpr int kGemmTokens = 4;   // tokens a gemm pass dots each weight vector with
   static constexpr int kGemm4Streams = 1;  // row groups a 4-token pass reads side by side
   // The sums of E = 8 or 4 rows with LB-byte lanes (LB = 8 or 16), from the E * LB / 32 vectors of

@@ -15,6 +15,7 @@ struct BroadcastTraits<isa::Sse41> {
   using V = P::V;
   static constexpr int kGemvPrefetch = 2048;
   static constexpr int kGemvStreams = 1;
+  static constexpr int kGemvSharedStreams = 1;
   static constexpr int kGemmTokens = 4;
   static constexpr int kGemm4Streams = 1;
   // The sums of 4 rows with LB-byte lanes (LB = 8 or 16), from the 4 * LB / 16 vectors of their
