@@ -32,7 +32,7 @@ struct LanePrograms<P> : Dot4LanePrograms<P> {};
 //   kGemvStreams, kGemvPrefetch   row groups a gemv reads side by side, and the bytes ahead of each
 //                                 stream its prefetches reach;
 //   kGemvSharedStreams            row groups side by side where the thread reads one share of a call
-//                                 that other threads read at the same time (gemv_streams);
+//                                 that other threads read at the same time (with_gemv_streams);
 //   kGemmTokens, kGemm4Streams    tokens a gemm pass dots each weight vector with, and row groups a
 //                                 last tile of four tokens reads side by side.
 template <class Policy>

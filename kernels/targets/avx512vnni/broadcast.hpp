@@ -19,7 +19,7 @@ struct BroadcastTraits<isa::Avx512Vnni> {
   static constexpr int kGemvStreams = 4;
   // Where other threads read the rest of the call at the same time (with_gemv_streams): two
   // streams a thread read more than four on the Zen 4 guest's two threads, in both bandwidth
-  // states (docs/notebook/2026-12-07-zen4-decode-streams.md).
+  // states (docs/notebook/2026-12-07-zen4-decode-streams.md, 2026-12-04-zen4-kernels.md).
   static constexpr int kGemvSharedStreams = 2;
   static constexpr int kGemmTokens = 16;  // tokens a gemm pass dots each weight vector with
   // A single tile (4 tokens): four row groups side by side, each token with two accumulators
