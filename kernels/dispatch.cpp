@@ -265,6 +265,20 @@ bool gemv_shares_activations(const MatmulOutput& a, const MatmulOutput& b) {
          a.w->layout == b.w->layout && a.w->cols == b.w->cols;
 }
 
+void prefetch_gemv_start(const KernelVariant& k, const PackedMatrix& w, std::int64_t g0, std::int64_t g1) {
+  if (g0 >= g1 || w.bytes.empty()) return;
+  std::int64_t starts[kMaxGemvStreams];
+  const int n = k.phases.streams ? k.phases.streams(w, g0, g1, starts) : (starts[0] = g0, 1);
+  const std::uint8_t* end = w.block(g1, 0);
+  for (int q = 0; q < n; ++q) {
+    const std::uint8_t* p = w.block(starts[q], 0);
+    const std::uint8_t* last = std::min(end, p + kGemvStartBytes);
+    // Into L2 (prefetcht1): a stream's first 32 KB, times every stream of one or more matrices,
+    // would push the caller's own working set out of L1.
+    for (; p < last; p += 64) __builtin_prefetch(p, 0, 2);
+  }
+}
+
 void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const Q8KBatch& x) {
   if (outputs.empty()) return;
   if (x.tokens == 1) {

@@ -74,6 +74,17 @@ struct MatmulOutput {
   float* y;
 };
 void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const Q8KBatch& x);
+
+// Starts fetching, into this core's L2, the first kGemvStartBytes of each weight stream that k's
+// gemv over w's row groups [g0, g1) begins with (GemvPhases::streams; one from g0 for a kernel that
+// does not say), for a thread that will run that range. A gemv that starts cold reads below the
+// bandwidth until the hardware prefetcher has found every stream, a fixed cost a call that a
+// model's hundred small calls a token add up. Issued while the core computes what comes before the
+// call (a norm, a rotation), not straight after another call, whose streams still fill the memory
+// queues: there it gained nothing (measured: docs/notebook/2026-12-07-zen4-gemv-starts.md).
+inline constexpr std::int64_t kGemvStartBytes = 32768;
+void prefetch_gemv_start(const KernelVariant& k, const PackedMatrix& w, std::int64_t g0, std::int64_t g1);
+
 // Whether b's gemv reads the activations a's prepares: one plan, one prepare step, one layout and
 // input width.
 bool gemv_shares_activations(const MatmulOutput& a, const MatmulOutput& b);

@@ -54,8 +54,13 @@ struct GemvPhases {
   void (*prepare)(const void* plan, const PackedMatrix& w, const BlockQ8K* x, std::uint8_t* acts) = nullptr;
   void (*rows)(const void* plan, const PackedMatrix& w, const std::uint8_t* acts, float* y, std::int64_t g0,
                std::int64_t g1) = nullptr;
+  // The row groups where `rows` over [g0, g1) begins its weight streams (at most kMaxGemvStreams,
+  // written to `starts`; returns how many). Unset: one stream, from g0. What prefetch_gemv_start
+  // reads, so the first lines of each stream are on their way before the call.
+  int (*streams)(const PackedMatrix& w, std::int64_t g0, std::int64_t g1, std::int64_t* starts) = nullptr;
   explicit operator bool() const { return rows != nullptr; }
 };
+inline constexpr int kMaxGemvStreams = 8;
 
 // What a strategy hands the catalog for one layout.
 struct KernelFns {

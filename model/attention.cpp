@@ -121,6 +121,7 @@ void attention(const ModelConfig& c, const AttnWeights& w, const Q8KBatch& xr, i
       }
     });
   }
+  if (tokens == 1) prefetch_gemv_starts({&w.out}, pool);
   const Q8KBatch orot = rotate_and_quantize(c, std::move(o), tokens, std::int64_t(H) * hd, pool, profile);  // site 2
   matmul(w.out, orot, out, pool, profile);
 }

@@ -180,6 +180,7 @@ void gated_deltanet(const ModelConfig& c, const GdnWeights& w, const std::vector
   }
   }
   }
+  if (tokens == 1) prefetch_gemv_starts({&w.out}, pool);
   const Q8KBatch yr = rotate_and_quantize(c, std::move(y), tokens, vdim, pool, profile);  // site 2 (after the permute)
   matmul(w.out, yr, out, pool, profile);
 }

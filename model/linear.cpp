@@ -54,6 +54,16 @@ void TernaryLinear::apply_float(const Q8KBatch& x, float* y, ThreadPool& pool) c
   });
 }
 
+void prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, ThreadPool& pool) {
+  pool.run([&](int t) {
+    for (const TernaryLinear* l : linears) {
+      if (l->dense || l->records || l->peer) continue;
+      const auto [g0, g1] = ThreadPool::split(l->w.row_groups(), t, pool.size());
+      prefetch_gemv_start(l->kernel, l->w, g0, g1);
+    }
+  });
+}
+
 void apply_all(std::span<const LinearOutput> outputs, const Q8KBatch& x, ThreadPool& pool) {
   std::vector<MatmulOutput> ternary;
   for (const auto& o : outputs) {

@@ -6,6 +6,7 @@
 // activations, dequantised, so that only the weight code differs from the ternary model.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -45,6 +46,11 @@ struct TernaryLinear {
 // Several matmuls of one input, each y tokens x out() (a layer's projections that share their
 // rotated input): one pool job for the ternary ones (run_matmuls, kernels/dispatch.hpp); where a
 // weight is dense or records, one apply each.
+// Before a one-token call of these matmuls: each of the pool's threads starts fetching the first
+// lines of the weight streams its share of each will begin with (prefetch_gemv_start), while the
+// caller computes the call's input. Dense, record and peer weights are skipped.
+void prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, ThreadPool& pool);
+
 struct LinearOutput {
   const TernaryLinear* linear;
   float* y;

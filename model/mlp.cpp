@@ -8,6 +8,7 @@ namespace ternlab::model {
 void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& f, int tokens, float* out,
          ThreadPool& pool, OpProfile* profile) {
   const std::int64_t ff = c.n_ff;
+  if (tokens == 1) prefetch_gemv_starts({&w.ffn_gate, &w.ffn_up}, pool);
   const Q8KBatch fr = rotate_and_quantize(c, f, tokens, c.n_embd, pool, profile);
   std::vector<float> gate(static_cast<std::size_t>(tokens * ff)), up(gate.size());
   matmuls({{&w.ffn_gate, gate.data()}, {&w.ffn_up, up.data()}}, fr, pool, profile);
@@ -18,6 +19,7 @@ void mlp(const ModelConfig& c, const LayerWeights& w, const std::vector<float>& 
   const auto silu_product = [g, u, ff](std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t t = t0; t < t1; ++t) vector_ops().silu_mul(g + t * ff + c0, u + t * ff + c0, g + t * ff + c0, c1 - c0);
   };
+  if (tokens == 1) prefetch_gemv_starts({&w.ffn_down}, pool);
   const Q8KBatch pr = rotate_and_quantize(c, std::move(gate), tokens, ff, pool, profile, silu_product, OpProfile::other);
   matmul(w.ffn_down, pr, out, pool, profile);
 }

@@ -722,6 +722,12 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
   };
   for (int l = 0; l < c.n_layer; ++l) {
     const LayerWeights& w = layers_[std::size_t(l)];
+    if (T == 1) {  // each matmul's weight streams started before its input is made (prefetch_gemv_starts)
+      if (w.gdn)
+        prefetch_gemv_starts({&w.linear.qkv, &w.linear.gate}, *pool_);
+      else
+        prefetch_gemv_starts({&w.attn.q, &w.attn.k, &w.attn.v}, *pool_);
+    }
     {
       OpTimer t(profile, OpProfile::norm);
       norm_tokens(h.data(), w.attn_norm, a.data());
@@ -746,6 +752,7 @@ void Model::forward_chunk(Session& s, std::span<const std::int32_t> tokens, bool
   const int first = all_logits ? 0 : T - 1;
   const int rows = T - first;
   std::vector<float> o(static_cast<std::size_t>(rows * d));
+  if (T == 1) prefetch_gemv_starts({&head_}, *pool_);
   {
     OpTimer t(profile, OpProfile::norm);
     rms_norm_rows(h.data() + first * d, d, output_norm_.data(), o.data(), d, rows, d, c.eps);

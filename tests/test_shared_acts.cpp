@@ -78,6 +78,45 @@ TEST_SUITE("shared-acts") {
 #endif
   }
 
+  TEST_CASE("a gemv's declared weight streams: the first at its range's start, the rest evenly spaced inside it") {
+    // GemvPhases::streams is what prefetch_gemv_start fetches ahead of a call: the starts of the
+    // runs Broadcast::rows walks side by side, (g1 - g0) / n groups apart, n at most
+    // kMaxGemvStreams, and a share of a call split over threads no more streams than the whole.
+    int checked = 0;
+    for (const LayoutInfo* L : all_layouts())
+      for (const KernelVariant& k : kernels_for(*L)) {
+        if (!k.phases) continue;
+        CAPTURE(k.name());
+        CAPTURE(L->name);
+        const std::int64_t rows = 11 * L->rows, cols = 256;
+        const PackedMatrix w = pack(make_weights(rows, cols, 9), *L);
+        const std::int64_t groups = w.row_groups();
+        int whole = 0;
+        for (int threads : {1, 2, 3, 5, 11, 12}) {
+          CAPTURE(threads);
+          for (int t = 0; t < threads; ++t) {
+            const auto [g0, g1] = ThreadPool::split(groups, t, threads);
+            prefetch_gemv_start(k, w, g0, g1);  // every range, the empty and the last group's too
+            if (g0 == g1 || !k.phases.streams) continue;
+            std::int64_t starts[kMaxGemvStreams];
+            const int n = k.phases.streams(w, g0, g1, starts);
+            REQUIRE(n >= 1);
+            REQUIRE(n <= kMaxGemvStreams);
+            CHECK(starts[0] == g0);
+            for (int q = 1; q < n; ++q) CHECK(starts[q] == g0 + q * ((g1 - g0) / n));
+            CHECK(starts[n - 1] < g1);
+            if (threads == 1) whole = n;
+            else CHECK(n <= whole);
+          }
+        }
+        if (k.phases.streams) ++checked;
+      }
+    MESSAGE("kernels with declared streams checked: ", checked);
+#if defined(__x86_64__)
+    if (isa_supported(Isa::avx2)) CHECK(checked >= 2);  // t2r and b3r's AVX2 broadcast builds at least
+#endif
+  }
+
   TEST_CASE("matmuls of one input together: every matrix its own run's bits, one token and a batch") {
     const std::int64_t cols = 1024;
     int shared = 0;

@@ -214,7 +214,7 @@ std::string pick_broadcast_base3(const LayoutInfo& L, KernelFns& k) {
   using K = BroadcastBase3<P, S>;
   std::string why = K::why_not(L);
   if (why.empty())
-    k = {&K::gemv, &K::gemm, {base3_strip_plan(L), &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
+    k = {&K::gemv, &K::gemm, {base3_strip_plan(L), &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows, &gemv_stream_starts<P>}};
   return why;
 }
 

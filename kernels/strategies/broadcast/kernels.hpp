@@ -83,6 +83,24 @@ void with_gemv_streams(const PackedMatrix& w, std::int64_t g0, std::int64_t g1, 
   rows_with.template operator()<kAlone>();
 }
 
+// GemvPhases::streams for a gemv that reads with_gemv_streams' count of row groups side by side:
+// stream q walks the q-th of GS equal runs of [g0, g1) (Broadcast::rows), the leftover groups
+// after the last run; a range shorter than GS groups is one stream.
+template <class P>
+int gemv_stream_starts(const PackedMatrix& w, std::int64_t g0, std::int64_t g1, std::int64_t* starts) {
+  int n = 0;
+  with_gemv_streams<P>(w, g0, g1, [&]<int GS>() {
+    static_assert(GS <= kMaxGemvStreams, "GemvPhases::streams writes at most kMaxGemvStreams starts");
+    const std::int64_t passes = (g1 - g0) / GS;
+    if (passes == 0) {
+      starts[n++] = g0;
+      return;
+    }
+    for (int q = 0; q < GS; ++q) starts[n++] = g0 + q * passes;
+  });
+  return n;
+}
+
 // A gemm in passes over the weights: kTokens tokens (kTokens / 4 tiles) a pass, many(t) from
 // tile t, while whole groups of tiles remain, then one tile a pass, one(t); a partial last tile
 // runs with its missing tokens zero (q8_Kx4 pads them), never a gemv per column.
@@ -437,7 +455,7 @@ std::string pick_broadcast_for(const LayoutInfo& L, KernelFns& k) {
   } else {
     using K = Broadcast<P, R, LB, S>;
     std::string why = K::why_not(L);
-    if (why.empty()) k = {&K::gemv, &K::gemm, {strip_plan(L), &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows}};
+    if (why.empty()) k = {&K::gemv, &K::gemm, {strip_plan(L), &K::gemv_acts_bytes, &K::gemv_prepare, &K::gemv_rows, &gemv_stream_starts<P>}};
     return why;
   }
 }
