@@ -12,14 +12,26 @@
 
 using namespace ternlab;
 
+namespace {
+// Calls f(layout, kernel) for every listed kernel whose gemv comes in two phases, with both names
+// captured for a failure's message.
+template <class F>
+void for_each_two_phase_kernel(F&& f) {
+  for (const LayoutInfo* L : all_layouts())
+    for (const KernelVariant& k : kernels_for(*L)) {
+      if (!k.phases) continue;
+      CAPTURE(k.name());
+      CAPTURE(L->name);
+      f(*L, k);
+    }
+}
+}  // namespace
+
 TEST_SUITE("shared-acts") {
   TEST_CASE("the shared activations give every thread count the one-thread bits, on every two-phase kernel") {
     int checked = 0;
-    for (const LayoutInfo* L : all_layouts())
-      for (const KernelVariant& k : kernels_for(*L)) {
-        if (!k.phases) continue;
-        CAPTURE(k.name());
-        CAPTURE(L->name);
+    for_each_two_phase_kernel([&](const LayoutInfo& layout, const KernelVariant& k) {
+        const LayoutInfo* L = &layout;
         const std::int64_t rows = test::whole_rows(*L, 64), cols = 1024;
         const PackedMatrix w = pack(make_weights(rows, cols, 5), *L);
         const Q8KBatch x = quantize_batch(make_float_activations(1, cols, 6).data(), 1, cols);
@@ -35,7 +47,7 @@ TEST_SUITE("shared-acts") {
         }
         check_against_reference(w, k, one, x, rows);
         ++checked;
-      }
+      });
     MESSAGE("two-phase kernels checked: ", checked);
 #if defined(__x86_64__)
     if (isa_supported(Isa::avx2)) CHECK(checked >= 3);  // slot-mask, broadcast and unpack at least
@@ -83,13 +95,9 @@ TEST_SUITE("shared-acts") {
     // runs Broadcast::rows walks side by side, (g1 - g0) / n groups apart, n at most
     // kMaxGemvStreams, and a share of a call split over threads no more streams than the whole.
     int checked = 0;
-    for (const LayoutInfo* L : all_layouts())
-      for (const KernelVariant& k : kernels_for(*L)) {
-        if (!k.phases) continue;
-        CAPTURE(k.name());
-        CAPTURE(L->name);
-        const std::int64_t rows = 11 * L->rows, cols = 256;
-        const PackedMatrix w = pack(make_weights(rows, cols, 9), *L);
+    for_each_two_phase_kernel([&](const LayoutInfo& L, const KernelVariant& k) {
+        const std::int64_t rows = 11 * L.rows, cols = 256;
+        const PackedMatrix w = pack(make_weights(rows, cols, 9), L);
         const std::int64_t groups = w.row_groups();
         int whole = 0;
         for (int threads : {1, 2, 3, 5, 11, 12}) {
@@ -110,7 +118,7 @@ TEST_SUITE("shared-acts") {
           }
         }
         if (k.phases.streams) ++checked;
-      }
+      });
     MESSAGE("kernels with declared streams checked: ", checked);
 #if defined(__x86_64__)
     if (isa_supported(Isa::avx2)) CHECK(checked >= 2);  // t2r and b3r's AVX2 broadcast builds at least
