@@ -43,14 +43,14 @@ struct TernaryLinear {
   void apply_float(const Q8KBatch& x, float* y, ThreadPool& pool) const;
 };
 
-// Several matmuls of one input, each y tokens x out() (a layer's projections that share their
-// rotated input): one pool job for the ternary ones (run_matmuls, kernels/dispatch.hpp); where a
-// weight is dense or records, one apply each.
 // Before a one-token call of these matmuls: each of the pool's threads starts fetching the first
 // lines of the weight streams its share of each will begin with (prefetch_gemv_start), while the
 // caller computes the call's input. Dense, record and peer weights are skipped.
 void prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, ThreadPool& pool);
 
+// Several matmuls of one input, each y tokens x out() (a layer's projections that share their
+// rotated input): one pool job for the ternary ones (run_matmuls, kernels/dispatch.hpp); where a
+// weight is dense or records, one apply each.
 struct LinearOutput {
   const TernaryLinear* linear;
   float* y;
