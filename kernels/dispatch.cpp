@@ -267,9 +267,10 @@ bool gemv_shares_activations(const MatmulOutput& a, const MatmulOutput& b) {
 
 void prefetch_gemv_start(const KernelVariant& k, const PackedMatrix& w, std::int64_t g0, std::int64_t g1) {
   if (g0 >= g1 || w.bytes.empty()) return;
+  const std::uint8_t* end = w.block(g1, 0);
+  if (end - w.block(g0, 0) > kGemvStartMaxRangeBytes) return;
   std::int64_t starts[kMaxGemvStreams];
   const int n = k.phases.streams ? k.phases.streams(w, g0, g1, starts) : (starts[0] = g0, 1);
-  const std::uint8_t* end = w.block(g1, 0);
   for (int q = 0; q < n; ++q) {
     const std::uint8_t* p = w.block(starts[q], 0);
     const std::uint8_t* last = std::min(end, p + kGemvStartBytes);

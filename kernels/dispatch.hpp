@@ -7,6 +7,7 @@
 // (`ternlab kernels`, `--isa`).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -82,7 +83,11 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const 
 // model's hundred small calls a token add up. Issued while the core computes what comes before the
 // call (a norm, a rotation), not straight after another call, whose streams still fill the memory
 // queues: there it gained nothing (measured: docs/notebook/2026-12-07-zen4-gemv-starts.md).
+// A range of more bytes than kGemvStartMaxRangeBytes is left to the hardware prefetcher: the
+// fixed cost is a small part of such a call, and on the 27B shape's calls (5-24 MB a thread) the
+// fetch gained nothing and may have cost a little (same notebook).
 inline constexpr std::int64_t kGemvStartBytes = 32768;
+inline constexpr std::ptrdiff_t kGemvStartMaxRangeBytes = std::ptrdiff_t(4) << 20;
 void prefetch_gemv_start(const KernelVariant& k, const PackedMatrix& w, std::int64_t g0, std::int64_t g1);
 
 // Whether b's gemv reads the activations a's prepares: one plan, one prepare step, one layout and
