@@ -265,10 +265,13 @@ bool gemv_shares_activations(const MatmulOutput& a, const MatmulOutput& b) {
          a.w->layout == b.w->layout && a.w->cols == b.w->cols;
 }
 
+bool gemv_start_fetched(const PackedMatrix& w, std::int64_t g0, std::int64_t g1) {
+  return g0 < g1 && !w.bytes.empty() && w.block(g1, 0) - w.block(g0, 0) <= kGemvStartMaxRangeBytes;
+}
+
 void prefetch_gemv_start(const KernelVariant& k, const PackedMatrix& w, std::int64_t g0, std::int64_t g1) {
-  if (g0 >= g1 || w.bytes.empty()) return;
+  if (!gemv_start_fetched(w, g0, g1)) return;
   const std::uint8_t* end = w.block(g1, 0);
-  if (end - w.block(g0, 0) > kGemvStartMaxRangeBytes) return;
   std::int64_t starts[kMaxGemvStreams];
   const int n = k.phases.streams ? k.phases.streams(w, g0, g1, starts) : (starts[0] = g0, 1);
   for (int q = 0; q < n; ++q) {

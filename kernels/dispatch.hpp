@@ -89,6 +89,9 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const 
 inline constexpr std::int64_t kGemvStartBytes = 32768;
 inline constexpr std::ptrdiff_t kGemvStartMaxRangeBytes = std::ptrdiff_t(4) << 20;
 void prefetch_gemv_start(const KernelVariant& k, const PackedMatrix& w, std::int64_t g0, std::int64_t g1);
+// Whether prefetch_gemv_start fetches anything for w's row groups [g0, g1): a range that is not
+// empty and not above kGemvStartMaxRangeBytes. Lets a caller skip handing out a job with nothing in it.
+bool gemv_start_fetched(const PackedMatrix& w, std::int64_t g0, std::int64_t g1);
 
 // Whether b's gemv reads the activations a's prepares: one plan, one prepare step, one layout and
 // input width.

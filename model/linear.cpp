@@ -54,14 +54,28 @@ void TernaryLinear::apply_float(const Q8KBatch& x, float* y, ThreadPool& pool) c
   });
 }
 
-void prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, ThreadPool& pool) {
+bool prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, ThreadPool& pool) {
+  const int threads = pool.size();
+  const auto share = [threads](const TernaryLinear& l, int t) { return ThreadPool::split(l.w.row_groups(), t, threads); };
+  const auto fetched = [&](const TernaryLinear& l, int t) {
+    if (l.dense || l.records || l.peer) return false;
+    const auto [g0, g1] = share(l, t);
+    return gemv_start_fetched(l.w, g0, g1);
+  };
+  // A job every thread would find empty (peer, dense or record weights, or shares left to the
+  // hardware prefetcher) is not handed out: the handoff alone costs each thread a wake-up.
+  bool any = false;
+  for (const TernaryLinear* l : linears)
+    for (int t = 0; t < threads && !any; ++t) any = fetched(*l, t);
+  if (!any) return false;
   pool.run([&](int t) {
     for (const TernaryLinear* l : linears) {
-      if (l->dense || l->records || l->peer) continue;
-      const auto [g0, g1] = ThreadPool::split(l->w.row_groups(), t, pool.size());
+      if (!fetched(*l, t)) continue;
+      const auto [g0, g1] = share(*l, t);
       prefetch_gemv_start(l->kernel, l->w, g0, g1);
     }
   });
+  return true;
 }
 
 void apply_all(std::span<const LinearOutput> outputs, const Q8KBatch& x, ThreadPool& pool) {

@@ -45,8 +45,10 @@ struct TernaryLinear {
 
 // Before a one-token call of these matmuls: each of the pool's threads starts fetching the first
 // lines of the weight streams its share of each will begin with (prefetch_gemv_start), while the
-// caller computes the call's input. Dense, record and peer weights are skipped.
-void prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, ThreadPool& pool);
+// caller computes the call's input. Dense, record and peer weights are skipped, and so are shares
+// prefetch_gemv_start leaves alone; returns whether any thread had something to fetch (no job
+// is handed out otherwise).
+bool prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, ThreadPool& pool);
 
 // Several matmuls of one input, each y tokens x out() (a layer's projections that share their
 // rotated input): one pool job for the ternary ones (run_matmuls, kernels/dispatch.hpp); where a

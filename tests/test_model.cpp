@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "kernels/catalog.hpp"
+#include "kernels/dispatch.hpp"
 #include "model/experiments.hpp"
 #include "model/model.hpp"
 #include "model/sampler.hpp"
@@ -53,6 +54,36 @@ double max_abs(const std::vector<float>& a) {
 }  // namespace
 
 TEST_SUITE("model") {
+  TEST_CASE("prefetch_gemv_starts hands out a job only where some thread's share has something to fetch") {
+    // The bytes are never read as weights here, only prefetched: zeros of the packed size will do.
+    const auto linear = [](std::int64_t rows, std::int64_t cols) {
+      TernaryLinear l;
+      l.name = "test.weight";
+      l.w.layout = &find_layout("t2r");
+      l.w.rows = rows;
+      l.w.cols = cols;
+      l.w.bytes.resize(l.w.blocks_bytes());
+      l.kernel = choose_kernel(*l.w.layout, "");
+      return l;
+    };
+    ThreadPool one(1), two(2);
+    const TernaryLinear small = linear(256, 1024);
+    CHECK(prefetch_gemv_starts({&small}, one));
+    CHECK(prefetch_gemv_starts({&small}, two));
+    // Just under two caps of bytes: one thread's whole range is above the cap, each half of it not.
+    const std::int64_t cols = 4096, group = small.w.layout->rows;
+    const std::int64_t group_bytes = std::int64_t(linear(group, cols).w.bytes.size());
+    const TernaryLinear big = linear((2 * kGemvStartMaxRangeBytes / group_bytes - 2) * group, cols);
+    REQUIRE(std::ptrdiff_t(big.w.bytes.size()) > kGemvStartMaxRangeBytes);
+    REQUIRE(std::ptrdiff_t(big.w.bytes.size()) <= 2 * kGemvStartMaxRangeBytes);
+    CHECK_FALSE(prefetch_gemv_starts({&big}, one));
+    CHECK(prefetch_gemv_starts({&big}, two));
+    CHECK(prefetch_gemv_starts({&big, &small}, one));  // any one matrix with a share to fetch is enough
+    TernaryLinear dense = linear(256, 1024);
+    dense.dense = std::make_shared<const std::vector<float>>(std::size_t(256 * 1024), 0.0f);
+    CHECK_FALSE(prefetch_gemv_starts({&dense}, two));
+  }
+
   TEST_CASE("FWHT and rotation vectors (spec 10.1)") {
     float x[4] = {1, 2, 3, 4};
     fwht(x, 4);

@@ -31,23 +31,23 @@ TEST_SUITE("shared-acts") {
   TEST_CASE("the shared activations give every thread count the one-thread bits, on every two-phase kernel") {
     int checked = 0;
     for_each_two_phase_kernel([&](const LayoutInfo& layout, const KernelVariant& k) {
-        const LayoutInfo* L = &layout;
-        const std::int64_t rows = test::whole_rows(*L, 64), cols = 1024;
-        const PackedMatrix w = pack(make_weights(rows, cols, 5), *L);
-        const Q8KBatch x = quantize_batch(make_float_activations(1, cols, 6).data(), 1, cols);
-        std::vector<float> one(std::size_t(rows), NAN);
-        k.gemv(w, x.row(0), one.data(), 0, w.row_groups());  // the one-phase form, on this thread
-        for (int threads : {1, 2, 3}) {
-          ThreadPool pool(threads);
-          for (int call = 0; call < 3; ++call) {  // the buffer is reused across calls
-            std::vector<float> y(std::size_t(rows), NAN);
-            run_gemv(pool, k, w, x, y);
-            CHECK(std::memcmp(y.data(), one.data(), y.size() * sizeof(float)) == 0);
-          }
+      const LayoutInfo* L = &layout;
+      const std::int64_t rows = test::whole_rows(*L, 64), cols = 1024;
+      const PackedMatrix w = pack(make_weights(rows, cols, 5), *L);
+      const Q8KBatch x = quantize_batch(make_float_activations(1, cols, 6).data(), 1, cols);
+      std::vector<float> one(std::size_t(rows), NAN);
+      k.gemv(w, x.row(0), one.data(), 0, w.row_groups());  // the one-phase form, on this thread
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        for (int call = 0; call < 3; ++call) {  // the buffer is reused across calls
+          std::vector<float> y(std::size_t(rows), NAN);
+          run_gemv(pool, k, w, x, y);
+          CHECK(std::memcmp(y.data(), one.data(), y.size() * sizeof(float)) == 0);
         }
-        check_against_reference(w, k, one, x, rows);
-        ++checked;
-      });
+      }
+      check_against_reference(w, k, one, x, rows);
+      ++checked;
+    });
     MESSAGE("two-phase kernels checked: ", checked);
 #if defined(__x86_64__)
     if (isa_supported(Isa::avx2)) CHECK(checked >= 3);  // slot-mask, broadcast and unpack at least
@@ -96,29 +96,29 @@ TEST_SUITE("shared-acts") {
     // kMaxGemvStreams, and a share of a call split over threads no more streams than the whole.
     int checked = 0;
     for_each_two_phase_kernel([&](const LayoutInfo& L, const KernelVariant& k) {
-        const std::int64_t rows = 11 * L.rows, cols = 256;
-        const PackedMatrix w = pack(make_weights(rows, cols, 9), L);
-        const std::int64_t groups = w.row_groups();
-        int whole = 0;
-        for (int threads : {1, 2, 3, 5, 11, 12}) {
-          CAPTURE(threads);
-          for (int t = 0; t < threads; ++t) {
-            const auto [g0, g1] = ThreadPool::split(groups, t, threads);
-            prefetch_gemv_start(k, w, g0, g1);  // every range, the empty and the last group's too
-            if (g0 == g1 || !k.phases.streams) continue;
-            std::int64_t starts[kMaxGemvStreams];
-            const int n = k.phases.streams(w, g0, g1, starts);
-            REQUIRE(n >= 1);
-            REQUIRE(n <= kMaxGemvStreams);
-            CHECK(starts[0] == g0);
-            for (int q = 1; q < n; ++q) CHECK(starts[q] == g0 + q * ((g1 - g0) / n));
-            CHECK(starts[n - 1] < g1);
-            if (threads == 1) whole = n;
-            else CHECK(n <= whole);
-          }
+      const std::int64_t rows = 11 * L.rows, cols = 256;
+      const PackedMatrix w = pack(make_weights(rows, cols, 9), L);
+      const std::int64_t groups = w.row_groups();
+      int whole = 0;
+      for (int threads : {1, 2, 3, 5, 11, 12}) {
+        CAPTURE(threads);
+        for (int t = 0; t < threads; ++t) {
+          const auto [g0, g1] = ThreadPool::split(groups, t, threads);
+          prefetch_gemv_start(k, w, g0, g1);  // every range, the empty and the last group's too
+          if (g0 == g1 || !k.phases.streams) continue;
+          std::int64_t starts[kMaxGemvStreams];
+          const int n = k.phases.streams(w, g0, g1, starts);
+          REQUIRE(n >= 1);
+          REQUIRE(n <= kMaxGemvStreams);
+          CHECK(starts[0] == g0);
+          for (int q = 1; q < n; ++q) CHECK(starts[q] == g0 + q * ((g1 - g0) / n));
+          CHECK(starts[n - 1] < g1);
+          if (threads == 1) whole = n;
+          else CHECK(n <= whole);
         }
-        if (k.phases.streams) ++checked;
-      });
+      }
+      if (k.phases.streams) ++checked;
+    });
     MESSAGE("kernels with declared streams checked: ", checked);
 #if defined(__x86_64__)
     if (isa_supported(Isa::avx2)) CHECK(checked >= 2);  // t2r and b3r's AVX2 broadcast builds at least
