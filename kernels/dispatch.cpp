@@ -215,15 +215,36 @@ KernelVariant find_kernel(const LayoutInfo& layout, Strategy strategy, Isa isa, 
        ")");
 }
 
+namespace {
+// The calling thread's ranges for one gemv job's matrices, kept between calls (a decode token runs
+// a hundred jobs; reset() only rewrites them).
+std::span<SharedRanges> gemv_ranges(std::size_t matrices) {
+  thread_local std::vector<SharedRanges> ranges;
+  if (ranges.size() < matrices) ranges.resize(matrices);
+  return {ranges.data(), matrices};
+}
+}  // namespace
+
+std::int64_t gemv_chunk_groups(const PackedMatrix& w) {
+  const std::int64_t group_bytes = std::max<std::int64_t>(1, w.blocks_per_row() * w.layout->block_bytes());
+  return std::max<std::int64_t>(1, kGemvChunkBytes / group_bytes);
+}
+
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,
               std::int64_t x_cols, std::span<float> y) {
   check_gemv_args(w, x, x_cols, y.data(), std::int64_t(y.size()));
   const std::int64_t groups = w.row_groups();
   // Prepared here, read by every thread: pool.run publishes the buffer before the workers start.
   const std::uint8_t* acts = prepare_gemv(k, w, x);
+  if (pool.size() == 1) {
+    if (groups > 0) gemv_rows(k, w, x, acts, y.data(), 0, groups);
+    return;
+  }
+  SharedRanges& ranges = gemv_ranges(1)[0];
+  ranges.reset(groups, pool.size(), gemv_chunk_groups(w));
   pool.run([&](int t) {
-    const auto [g0, g1] = ThreadPool::split(groups, t, pool.size());
-    if (g0 < g1) gemv_rows(k, w, x, acts, y.data(), g0, g1);
+    std::int64_t g0, g1;
+    while (ranges.next(t, g0, g1)) gemv_rows(k, w, x, acts, y.data(), g0, g1);
   });
 }
 
@@ -253,9 +274,15 @@ void run_gemm(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, c
               std::span<float> y, std::int64_t ldy) {
   check_gemm_args(w, x, y.data(), ldy, std::int64_t(y.size()));
   const std::int64_t groups = w.row_groups();
+  if (pool.size() == 1) {
+    if (groups > 0) k.gemm(w, x, y.data(), ldy, 0, groups);
+    return;
+  }
+  SharedRanges& ranges = gemv_ranges(1)[0];
+  ranges.reset(groups, pool.size(), gemv_chunk_groups(w));
   pool.run([&](int t) {
-    const auto [g0, g1] = ThreadPool::split(groups, t, pool.size());
-    if (g0 < g1) k.gemm(w, x, y.data(), ldy, g0, g1);
+    std::int64_t g0, g1;
+    while (ranges.next(t, g0, g1)) k.gemm(w, x, y.data(), ldy, g0, g1);
   });
 }
 
@@ -296,19 +323,37 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const 
       return;
     }
     const std::uint8_t* acts = prepare_gemv(*outputs.front().kernel, *outputs.front().w, x.row(0));
+    if (pool.size() == 1) {
+      for (const MatmulOutput& o : outputs) gemv_rows(*o.kernel, *o.w, x.row(0), acts, o.y, 0, o.w->row_groups());
+      return;
+    }
+    // A thread that has run out of one matrix takes the others' tails before it moves on to the
+    // next: no barrier between the matrices, and none needed.
+    std::span<SharedRanges> ranges = gemv_ranges(outputs.size());
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      ranges[i].reset(outputs[i].w->row_groups(), pool.size(), gemv_chunk_groups(*outputs[i].w));
     pool.run([&](int t) {
-      for (const MatmulOutput& o : outputs) {
-        const auto [g0, g1] = ThreadPool::split(o.w->row_groups(), t, pool.size());
-        if (g0 < g1) gemv_rows(*o.kernel, *o.w, x.row(0), acts, o.y, g0, g1);
+      for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const MatmulOutput& o = outputs[i];
+        std::int64_t g0, g1;
+        while (ranges[i].next(t, g0, g1)) gemv_rows(*o.kernel, *o.w, x.row(0), acts, o.y, g0, g1);
       }
     });
     return;
   }
   for (const MatmulOutput& o : outputs) check_gemm_args(*o.w, x, o.y, o.w->rows, x.tokens * o.w->rows);
+  if (pool.size() == 1) {
+    for (const MatmulOutput& o : outputs) o.kernel->gemm(*o.w, x, o.y, o.w->rows, 0, o.w->row_groups());
+    return;
+  }
+  std::span<SharedRanges> ranges = gemv_ranges(outputs.size());
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    ranges[i].reset(outputs[i].w->row_groups(), pool.size(), gemv_chunk_groups(*outputs[i].w));
   pool.run([&](int t) {
-    for (const MatmulOutput& o : outputs) {
-      const auto [g0, g1] = ThreadPool::split(o.w->row_groups(), t, pool.size());
-      if (g0 < g1) o.kernel->gemm(*o.w, x, o.y, o.w->rows, g0, g1);
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const MatmulOutput& o = outputs[i];
+      std::int64_t g0, g1;
+      while (ranges[i].next(t, g0, g1)) o.kernel->gemm(*o.w, x, o.y, o.w->rows, g0, g1);
     }
   });
 }

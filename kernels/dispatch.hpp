@@ -50,10 +50,15 @@ std::vector<KernelVariant> kernels_under_ceiling(const LayoutInfo& layout);
 // CLI --isa).
 KernelVariant select_kernel(const LayoutInfo& layout, const std::string& text);
 
-// y = W x for one token, row groups split statically over the pool's threads (ThreadPool::split,
-// so every thread gets whole row groups of the layout). Arguments are checked first.
+// y = W x for one token, row groups shared over the pool's threads in whole row groups of the
+// layout: each thread starts on its static share (ThreadPool::split) and takes it kGemvChunkBytes
+// at a time, then the others' tails (SharedRanges), so a slower thread does not hold up the call.
+// Arguments are checked first.
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,
               std::int64_t x_cols, std::span<float> y);
+inline constexpr std::int64_t kGemvChunkBytes = std::int64_t(256) << 10;
+// Row groups of w in one take (at least 1).
+std::int64_t gemv_chunk_groups(const PackedMatrix& w);
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
               std::span<float> y);  // x must hold one token
 // run_gemv's two phases, for callers that drive their own threads: the activations prepared once,

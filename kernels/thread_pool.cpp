@@ -112,4 +112,51 @@ void ThreadPool::worker(int t) {
   }
 }
 
+void SharedRanges::reset(std::int64_t items, int threads, std::int64_t chunk) {
+  if (items < 0 || items >= (std::int64_t(1) << 32) || threads < 1 || chunk < 1)
+    fail("SharedRanges: ", items, " items over ", threads, " threads in chunks of ", chunk, " (need 0 <= items < 2^32, threads >= 1, chunk >= 1)");
+  if (std::size_t(threads) > shares_.size()) shares_ = std::vector<Share>(std::size_t(threads));
+  threads_ = threads;
+  chunk_ = chunk;
+  for (int t = 0; t < threads; ++t) {
+    const auto [first, last] = ThreadPool::split(items, t, threads);
+    shares_[std::size_t(t)].range.store(pack(first, last), std::memory_order_relaxed);
+  }
+}
+
+bool SharedRanges::take_front(Share& s, std::int64_t& first, std::int64_t& last) const {
+  std::uint64_t r = s.range.load(std::memory_order_relaxed);
+  for (;;) {
+    const std::int64_t f = std::int64_t(r & 0xffffffffu), l = std::int64_t(r >> 32);
+    if (f >= l) return false;
+    const std::int64_t taken = std::min(l, f + chunk_);
+    if (s.range.compare_exchange_weak(r, pack(taken, l), std::memory_order_relaxed)) {
+      first = f;
+      last = taken;
+      return true;
+    }
+  }
+}
+
+bool SharedRanges::take_back(Share& s, std::int64_t& first, std::int64_t& last) const {
+  std::uint64_t r = s.range.load(std::memory_order_relaxed);
+  for (;;) {
+    const std::int64_t f = std::int64_t(r & 0xffffffffu), l = std::int64_t(r >> 32);
+    if (f >= l) return false;
+    const std::int64_t left = std::max(f, l - chunk_);
+    if (s.range.compare_exchange_weak(r, pack(f, left), std::memory_order_relaxed)) {
+      first = left;
+      last = l;
+      return true;
+    }
+  }
+}
+
+bool SharedRanges::next(int t, std::int64_t& first, std::int64_t& last) {
+  if (take_front(shares_[std::size_t(t)], first, last)) return true;
+  for (int d = 1; d < threads_; ++d)  // the neighbours first: with more threads, the nearer shares
+    if (take_back(shares_[std::size_t((t + d) % threads_)], first, last)) return true;
+  return false;
+}
+
 }  // namespace ternlab

@@ -3,6 +3,7 @@
 // thread 0; between jobs workers spin for a while (kSpinTime), then sleep on an atomic wait.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -58,6 +59,41 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   std::exception_ptr error_;
   std::atomic<bool> has_error_{false};
+};
+
+// One job's items shared out so that a slower thread hands its tail to a faster one: thread t
+// starts on its static share (ThreadPool::split) and takes it from the front, a chunk at a time;
+// when its own share is done it takes chunks from the back of the others' shares. Threads of equal
+// speed each run their own share, as a static split would; where one runs slower (a vCPU whose
+// core is busy with another guest, a small core beside a big one) the job ends when the work does,
+// not when the slowest thread's share does. Reset by the caller before the job; each part goes to
+// exactly one thread.
+class SharedRanges {
+ public:
+  // `items` (below 2^32) split over `threads`; `chunk` items (>= 1) taken at a time.
+  void reset(std::int64_t items, int threads, std::int64_t chunk);
+  // The next part for thread t, its own share's front first, then another's back; false when
+  // every item has been taken.
+  bool next(int t, std::int64_t& first, std::int64_t& last);
+  // Thread t's first part, [first, last) (empty for an empty share), whatever the others do: what
+  // a caller can fetch ahead for it.
+  static std::pair<std::int64_t, std::int64_t> first_part(std::int64_t items, int t, int threads, std::int64_t chunk) {
+    const auto [first, last] = ThreadPool::split(items, t, threads);
+    return {first, std::min(last, first + chunk)};
+  }
+
+ private:
+  // A share's untaken [first, last), first in the low 32 bits: the owner and a thief change it
+  // with one compare-and-swap. A cache line each, so the owners' takes do not contend.
+  struct alignas(64) Share {
+    std::atomic<std::uint64_t> range{0};
+  };
+  static std::uint64_t pack(std::int64_t first, std::int64_t last) { return std::uint64_t(first) | std::uint64_t(last) << 32; }
+  bool take_front(Share& s, std::int64_t& first, std::int64_t& last) const;
+  bool take_back(Share& s, std::int64_t& first, std::int64_t& last) const;
+  std::vector<Share> shares_;
+  int threads_ = 0;
+  std::int64_t chunk_ = 1;
 };
 
 // Pins the calling thread to one CPU (no-op where unsupported). Returns whether it succeeded.

@@ -1,6 +1,7 @@
 // run_gemv's two-phase path: the activations prepared once by the calling thread and read by every
 // thread of the pool. Built into the ThreadSanitizer run as well (scripts/build.sh tsan), where
 // the pool's hand-off of that buffer must show no race.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -170,6 +171,45 @@ TEST_SUITE("shared-acts") {
     ThreadPool pool(2);
     const MatmulOutput outs[] = {{&k, &a, y.data()}, {&k, &a, y.data()}};
     test::check_error([&] { run_matmuls(pool, outs, x); }, "512", "256");
+  }
+
+  TEST_CASE("a matrix of many parts (SharedRanges) gives the one-thread bits, gemv and gemm, alone and with others") {
+    // Five takes' worth of row groups, so that threads take several parts each and whichever
+    // finishes first takes the others' tails; a row's result must not depend on who ran it.
+    const LayoutInfo& L = find_layout("t2r");
+    const KernelVariant k = select_kernel(L, "");
+    const std::int64_t cols = 512;
+    const PackedMatrix probe = pack(make_weights(L.rows, cols, 1), L);
+    const std::int64_t rows = 5 * gemv_chunk_groups(probe) * L.rows + 3 * L.rows;  // a short last part
+    const PackedMatrix w = pack(make_weights(rows, cols, 11), L);
+    const PackedMatrix small = pack(make_weights(4 * L.rows, cols, 12), L);
+    CHECK(w.row_groups() > 5 * gemv_chunk_groups(w));
+    for (const std::int64_t tokens : {1, 4}) {
+      CAPTURE(tokens);
+      const Q8KBatch x = quantize_batch(make_float_activations(tokens, cols, 13).data(), tokens, cols);
+      ThreadPool one(1);
+      std::vector<float> want(std::size_t(tokens * rows), NAN), want_small(std::size_t(tokens * small.rows), NAN);
+      const MatmulOutput alone[] = {{&k, &w, want.data()}, {&k, &small, want_small.data()}};
+      run_matmuls(one, alone, x);
+      check_against_reference(w, k, want, x, rows);
+      for (int threads : {2, 3}) {
+        CAPTURE(threads);
+        ThreadPool pool(threads);
+        for (int call = 0; call < 3; ++call) {
+          std::vector<float> got(want.size(), NAN), got_small(want_small.size(), NAN);
+          if (tokens == 1)
+            run_gemv(pool, k, w, x, got);
+          else
+            run_gemm(pool, k, w, x, got, rows);
+          CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+          std::fill(got.begin(), got.end(), NAN);
+          const MatmulOutput both[] = {{&k, &w, got.data()}, {&k, &small, got_small.data()}};
+          run_matmuls(pool, both, x);
+          CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+          CHECK(std::memcmp(got_small.data(), want_small.data(), got_small.size() * sizeof(float)) == 0);
+        }
+      }
+    }
   }
 
   TEST_CASE("a bound kernel handed another layout's matrix refuses it, naming both layouts") {

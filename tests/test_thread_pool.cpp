@@ -1,7 +1,9 @@
 // The persistent pool runs every thread index once per job, reuses its threads, and propagates errors.
 #include <atomic>
-#include <set>
 #include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "kernels/thread_pool.hpp"
 #include "tests/support.hpp"
@@ -50,6 +52,58 @@ TEST_SUITE("thread-pool") {
     std::atomic<int> count{0};
     pool.run([&](int) { count++; });
     CHECK(count.load() == 2);
+  }
+
+  TEST_CASE("shared ranges: a thread takes its own share front first, then the others' backs, every item once") {
+    // Deterministic: thread 1 does not start until thread 0 has taken everything, as a thread
+    // stalled for the whole call would.
+    SharedRanges ranges;
+    ranges.reset(23, 2, 4);  // shares [0, 11) and [11, 23)
+    std::vector<std::pair<std::int64_t, std::int64_t>> parts;
+    std::int64_t first, last;
+    while (ranges.next(0, first, last)) parts.emplace_back(first, last);
+    const std::vector<std::pair<std::int64_t, std::int64_t>> expected = {
+        {0, 4}, {4, 8}, {8, 11}, {19, 23}, {15, 19}, {11, 15}};
+    CHECK(parts == expected);
+    CHECK_FALSE(ranges.next(1, first, last));
+    // Reset, then the first part of each thread is where first_part says.
+    ranges.reset(23, 2, 4);
+    for (int t : {1, 0}) {
+      REQUIRE(ranges.next(t, first, last));
+      CHECK(std::pair(first, last) == SharedRanges::first_part(23, t, 2, 4));
+    }
+  }
+
+  TEST_CASE("shared ranges under a real pool: every item taken exactly once, whatever the interleaving") {
+    ThreadPool pool(4);
+    SharedRanges ranges;
+    for (std::int64_t items : {0, 1, 3, 97, 1000})
+      for (std::int64_t chunk : {1, 7, 64, 5000}) {
+        CAPTURE(items);
+        CAPTURE(chunk);
+        std::vector<std::atomic<int>> taken(static_cast<std::size_t>(items));
+        for (int job = 0; job < 20; ++job) {
+          for (auto& c : taken) c.store(0, std::memory_order_relaxed);
+          ranges.reset(items, pool.size(), chunk);
+          pool.run([&](int t) {
+            std::int64_t first, last;
+            while (ranges.next(t, first, last)) {
+              CHECK(last - first <= chunk);
+              for (std::int64_t i = first; i < last; ++i) taken[std::size_t(i)].fetch_add(1, std::memory_order_relaxed);
+            }
+          });
+          int wrong = 0;
+          for (auto& c : taken) wrong += c.load() != 1;
+          CHECK(wrong == 0);
+        }
+      }
+  }
+
+  TEST_CASE("shared ranges refuse what they cannot hold") {
+    SharedRanges ranges;
+    test::check_error([&] { ranges.reset(std::int64_t(1) << 32, 2, 1); }, "items");
+    test::check_error([&] { ranges.reset(10, 0, 1); }, "0 threads");
+    test::check_error([&] { ranges.reset(10, 2, 0); }, "chunks of 0");
   }
 
   TEST_CASE("zero threads is rejected") { test::check_error([] { ThreadPool p(0); }, "0 threads"); }
