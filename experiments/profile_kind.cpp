@@ -53,6 +53,10 @@ bool arm_pins_workers(const ArmSpec& a) {
   const Located at = a.at("pin_workers");
   return at ? as_boolean(at) : false;
 }
+bool arm_shares_tails(const ArmSpec& a) {
+  const Located at = a.at("share_tails");
+  return at ? as_boolean(at) : true;
+}
 
 // A competing busy thread on one CPU, the barrier detour's disturbance: created once per arm before
 // anything is timed, it spins only while that arm's calls run and sleeps otherwise. Niced to 19 it
@@ -190,6 +194,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
       if (arm_pins_workers(run.arms[i])) model->pool().run([](int t) {
           if (t > 0) pin_current_thread(t);
         });
+      model->pool().set_shares_tails(arm_shares_tails(run.arms[i]));
       const std::string disturb = arm_disturbance(run.arms[i]);
       p->snapshot = model->new_session();
       model->forward(p->snapshot, std::span(prompt.data(), std::size_t(prompt_len)));
@@ -331,6 +336,7 @@ RunReport run_profile(const RunSpec& run, RunContext& ctx) {
     arm["matmul_share"] = stat_json(sh);
     arm["disturb"] = arm_disturbance(run.arms[i]);
     arm["pin_workers"] = arm_pins_workers(run.arms[i]);
+    arm["share_tails"] = arm_shares_tails(run.arms[i]);
     arm["state_bytes_per_token"] = json_number(state_bytes);
     arm["state_passes"] = json_number(profiled[i]->state_passes);
     arm["state_gbps"] = stat_json(sg);
@@ -390,6 +396,9 @@ void register_profile_kind() {
         "none (default), busy (a competing busy thread on the last pool thread's CPU while the arm runs) "
         "or busy-niced (the same at nice 19)"},
        {"arm.pin_workers", Type::boolean, true, "pin the model's pool worker t to CPU t (default false)"},
+       {"arm.share_tails", Type::boolean, true,
+        "let a pool thread that has finished its share of a matmul take the others' tails (default true; "
+        "false: static shares, to measure what it changes)"},
        profile_key::tokens.spec("tokens in the profiled forward call: 1 a decode token (gemv, against the read ceiling), "
                                 "more a prompt batch (gemm in prefill_chunk batches, against the int8 compute ceiling)")},
       [](const RunSpec& r) {
@@ -399,6 +408,7 @@ void register_profile_kind() {
           if (arm_disturbance(a) != "none" && arm_threads(r, a) < 2)
             fail_at(a.at("disturb"), "a disturbance needs at least 2 threads (it competes with the last pool thread)");
           arm_pins_workers(a);
+          arm_shares_tails(a);
         }
       },
       run_profile, [](const RunSpec& r) { return model_units(r, 5, 1); });

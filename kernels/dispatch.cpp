@@ -230,6 +230,21 @@ std::int64_t gemv_chunk_groups(const PackedMatrix& w) {
   return std::max<std::int64_t>(1, kGemvChunkBytes / group_bytes);
 }
 
+namespace {
+bool takes_tails(const ThreadPool& pool) { return pool.size() > 1 && pool.shares_tails(); }
+// w's row groups over the pool: kGemvChunkBytes takes where threads share tails, else each
+// thread's whole share in one (one thread: the whole matrix, as its widest streams want).
+void reset_ranges(SharedRanges& ranges, const PackedMatrix& w, const ThreadPool& pool) {
+  const bool tails = takes_tails(pool);
+  ranges.reset(w.row_groups(), pool.size(), tails ? gemv_chunk_groups(w) : std::max<std::int64_t>(1, w.row_groups()), tails);
+}
+}  // namespace
+
+std::pair<std::int64_t, std::int64_t> gemv_first_part(const PackedMatrix& w, int t, const ThreadPool& pool) {
+  if (!takes_tails(pool)) return ThreadPool::split(w.row_groups(), t, pool.size());
+  return SharedRanges::first_part(w.row_groups(), t, pool.size(), gemv_chunk_groups(w));
+}
+
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,
               std::int64_t x_cols, std::span<float> y) {
   check_gemv_args(w, x, x_cols, y.data(), std::int64_t(y.size()));
@@ -241,7 +256,7 @@ void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, c
     return;
   }
   SharedRanges& ranges = gemv_ranges(1)[0];
-  ranges.reset(groups, pool.size(), gemv_chunk_groups(w));
+  reset_ranges(ranges, w, pool);
   pool.run([&](int t) {
     std::int64_t g0, g1;
     while (ranges.next(t, g0, g1)) gemv_rows(k, w, x, acts, y.data(), g0, g1);
@@ -279,7 +294,7 @@ void run_gemm(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, c
     return;
   }
   SharedRanges& ranges = gemv_ranges(1)[0];
-  ranges.reset(groups, pool.size(), gemv_chunk_groups(w));
+  reset_ranges(ranges, w, pool);
   pool.run([&](int t) {
     std::int64_t g0, g1;
     while (ranges.next(t, g0, g1)) k.gemm(w, x, y.data(), ldy, g0, g1);
@@ -331,7 +346,7 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const 
     // next: no barrier between the matrices, and none needed.
     std::span<SharedRanges> ranges = gemv_ranges(outputs.size());
     for (std::size_t i = 0; i < outputs.size(); ++i)
-      ranges[i].reset(outputs[i].w->row_groups(), pool.size(), gemv_chunk_groups(*outputs[i].w));
+      reset_ranges(ranges[i], *outputs[i].w, pool);
     pool.run([&](int t) {
       for (std::size_t i = 0; i < outputs.size(); ++i) {
         const MatmulOutput& o = outputs[i];
@@ -348,7 +363,7 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const 
   }
   std::span<SharedRanges> ranges = gemv_ranges(outputs.size());
   for (std::size_t i = 0; i < outputs.size(); ++i)
-    ranges[i].reset(outputs[i].w->row_groups(), pool.size(), gemv_chunk_groups(*outputs[i].w));
+    reset_ranges(ranges[i], *outputs[i].w, pool);
   pool.run([&](int t) {
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       const MatmulOutput& o = outputs[i];

@@ -59,6 +59,9 @@ void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, c
 inline constexpr std::int64_t kGemvChunkBytes = std::int64_t(256) << 10;
 // Row groups of w in one take (at least 1).
 std::int64_t gemv_chunk_groups(const PackedMatrix& w);
+// The row groups thread t of the pool takes first in run_gemv over w: the first take of its share
+// (its whole share where the pool does not share tails, the whole matrix on one thread).
+std::pair<std::int64_t, std::int64_t> gemv_first_part(const PackedMatrix& w, int t, const ThreadPool& pool);
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
               std::span<float> y);  // x must hold one token
 // run_gemv's two phases, for callers that drive their own threads: the activations prepared once,

@@ -112,12 +112,13 @@ void ThreadPool::worker(int t) {
   }
 }
 
-void SharedRanges::reset(std::int64_t items, int threads, std::int64_t chunk) {
+void SharedRanges::reset(std::int64_t items, int threads, std::int64_t chunk, bool steal) {
   if (items < 0 || items >= (std::int64_t(1) << 32) || threads < 1 || chunk < 1)
     fail("SharedRanges: ", items, " items over ", threads, " threads in chunks of ", chunk, " (need 0 <= items < 2^32, threads >= 1, chunk >= 1)");
   if (std::size_t(threads) > shares_.size()) shares_ = std::vector<Share>(std::size_t(threads));
   threads_ = threads;
   chunk_ = chunk;
+  steal_ = steal;
   for (int t = 0; t < threads; ++t) {
     const auto [first, last] = ThreadPool::split(items, t, threads);
     shares_[std::size_t(t)].range.store(pack(first, last), std::memory_order_relaxed);
@@ -154,7 +155,7 @@ bool SharedRanges::take_back(Share& s, std::int64_t& first, std::int64_t& last) 
 
 bool SharedRanges::next(int t, std::int64_t& first, std::int64_t& last) {
   if (take_front(shares_[std::size_t(t)], first, last)) return true;
-  for (int d = 1; d < threads_; ++d)  // the neighbours first: with more threads, the nearer shares
+  for (int d = 1; steal_ && d < threads_; ++d)  // the neighbours first: with more threads, the nearer shares
     if (take_back(shares_[std::size_t((t + d) % threads_)], first, last)) return true;
   return false;
 }

@@ -23,6 +23,11 @@ class ThreadPool {
 
   int size() const { return n_; }
   bool pinned() const { return pin_; }
+  // Whether the matmuls run on this pool (run_gemv, run_gemm, run_matmuls) let a thread that has
+  // finished its share take the others' tails (SharedRanges); off, each thread runs exactly its
+  // static share, in one piece. On by default; off is there to measure what it changes.
+  bool shares_tails() const { return shares_tails_; }
+  void set_shares_tails(bool on) { shares_tails_ = on; }
 
   // Runs fn(t) for t = 0..size()-1, t = 0 on the calling thread; returns when all have finished.
   // Exceptions thrown by fn are rethrown here (the first one).
@@ -52,6 +57,7 @@ class ThreadPool {
   void worker(int t);
   int n_;
   bool pin_;
+  bool shares_tails_ = true;
   std::vector<std::thread> workers_;
   const std::function<void(int)>* job_ = nullptr;
   std::atomic<std::uint64_t> generation_{0};
@@ -70,8 +76,9 @@ class ThreadPool {
 // exactly one thread.
 class SharedRanges {
  public:
-  // `items` (below 2^32) split over `threads`; `chunk` items (>= 1) taken at a time.
-  void reset(std::int64_t items, int threads, std::int64_t chunk);
+  // `items` (below 2^32) split over `threads`; `chunk` items (>= 1) taken at a time; with
+  // `steal` false a thread takes only from its own share.
+  void reset(std::int64_t items, int threads, std::int64_t chunk, bool steal = true);
   // The next part for thread t, its own share's front first, then another's back; false when
   // every item has been taken.
   bool next(int t, std::int64_t& first, std::int64_t& last);
@@ -94,6 +101,7 @@ class SharedRanges {
   std::vector<Share> shares_;
   int threads_ = 0;
   std::int64_t chunk_ = 1;
+  bool steal_ = true;
 };
 
 // Pins the calling thread to one CPU (no-op where unsupported). Returns whether it succeeded.

@@ -71,9 +71,7 @@ bool prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, T
   pool.run([&](int t) {
     for (const TernaryLinear* l : linears) {
       if (!fetched(*l, t)) continue;
-      // The streams of the part the thread takes first (run_gemv: its whole share on one thread).
-      const auto [g0, g1] = threads == 1 ? share(*l, t)
-                                         : SharedRanges::first_part(l->w.row_groups(), t, threads, gemv_chunk_groups(l->w));
+      const auto [g0, g1] = gemv_first_part(l->w, t, pool);  // the streams the thread starts with
       prefetch_gemv_start(l->kernel, l->w, g0, g1);
     }
   });

@@ -192,23 +192,33 @@ TEST_SUITE("shared-acts") {
       const MatmulOutput alone[] = {{&k, &w, want.data()}, {&k, &small, want_small.data()}};
       run_matmuls(one, alone, x);
       check_against_reference(w, k, want, x, rows);
-      for (int threads : {2, 3}) {
-        CAPTURE(threads);
-        ThreadPool pool(threads);
-        for (int call = 0; call < 3; ++call) {
-          std::vector<float> got(want.size(), NAN), got_small(want_small.size(), NAN);
-          if (tokens == 1)
-            run_gemv(pool, k, w, x, got);
-          else
-            run_gemm(pool, k, w, x, got, rows);
-          CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
-          std::fill(got.begin(), got.end(), NAN);
-          const MatmulOutput both[] = {{&k, &w, got.data()}, {&k, &small, got_small.data()}};
-          run_matmuls(pool, both, x);
-          CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
-          CHECK(std::memcmp(got_small.data(), want_small.data(), got_small.size() * sizeof(float)) == 0);
+      for (int threads : {2, 3})
+        for (bool tails : {true, false}) {
+          CAPTURE(threads);
+          CAPTURE(tails);
+          ThreadPool pool(threads);
+          pool.set_shares_tails(tails);
+          // The part each thread takes first: a take of its share, or all of it.
+          for (int t = 0; t < threads; ++t) {
+            const auto share = ThreadPool::split(w.row_groups(), t, threads);
+            const auto part = gemv_first_part(w, t, pool);
+            CHECK(part.first == share.first);
+            CHECK(part.second == (tails ? std::min(share.second, share.first + gemv_chunk_groups(w)) : share.second));
+          }
+          for (int call = 0; call < 3; ++call) {
+            std::vector<float> got(want.size(), NAN), got_small(want_small.size(), NAN);
+            if (tokens == 1)
+              run_gemv(pool, k, w, x, got);
+            else
+              run_gemm(pool, k, w, x, got, rows);
+            CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+            std::fill(got.begin(), got.end(), NAN);
+            const MatmulOutput both[] = {{&k, &w, got.data()}, {&k, &small, got_small.data()}};
+            run_matmuls(pool, both, x);
+            CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+            CHECK(std::memcmp(got_small.data(), want_small.data(), got_small.size() * sizeof(float)) == 0);
+          }
         }
-      }
     }
   }
 

@@ -66,6 +66,13 @@ TEST_SUITE("thread-pool") {
         {0, 4}, {4, 8}, {8, 11}, {19, 23}, {15, 19}, {11, 15}};
     CHECK(parts == expected);
     CHECK_FALSE(ranges.next(1, first, last));
+    // Without stealing a thread takes its own share alone.
+    ranges.reset(23, 2, 4, false);
+    parts.clear();
+    while (ranges.next(0, first, last)) parts.emplace_back(first, last);
+    CHECK(parts == std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 4}, {4, 8}, {8, 11}});
+    REQUIRE(ranges.next(1, first, last));
+    CHECK(std::pair(first, last) == std::pair<std::int64_t, std::int64_t>(11, 15));
     // Reset, then the first part of each thread is where first_part says.
     ranges.reset(23, 2, 4);
     for (int t : {1, 0}) {

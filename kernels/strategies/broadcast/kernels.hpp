@@ -71,8 +71,8 @@ inline std::string not_row_interleaved(const LayoutInfo& L) {
 inline constexpr int kNoPrefetch = -1;  // a prefetch distance that prefetches nothing
 
 // Calls rows_with.operator()<GS>() with the gemv's row groups side by side: kGemvStreams where the
-// thread reads the whole matrix, kGemvSharedStreams where [g0, g1) is one share of a call split over
-// threads (ThreadPool::split), which the other threads read at the same time. Every thread's
+// thread reads the whole matrix, kGemvSharedStreams where [g0, g1) is one part of a call split over
+// threads (a take of SharedRanges), whose other parts the other threads read at the same time. Every thread's
 // streams then draw on one memory, and fewer a thread read more (measured:
 // docs/notebook/2026-12-07-zen4-decode-streams.md). A row's sum does not depend on the count.
 template <class P, class F>
