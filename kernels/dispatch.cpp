@@ -245,22 +245,31 @@ std::pair<std::int64_t, std::int64_t> gemv_first_part(const PackedMatrix& w, int
   return SharedRanges::first_part(w.row_groups(), t, pool.size(), gemv_chunk_groups(w));
 }
 
+namespace {
+// One pool job over the row groups of n matrices, matrix(i) each: part(i, g0, g1) for every part
+// of every matrix, shared as reset_ranges says. A thread that has run out of one matrix takes the
+// others' tails before it moves on to the next: no barrier between the matrices, and none needed.
+// One thread: each whole matrix in one part.
+template <class Matrix, class Part>
+void run_parts(ThreadPool& pool, std::size_t n, const Matrix& matrix, const Part& part) {
+  std::span<SharedRanges> ranges = gemv_ranges(n);
+  for (std::size_t i = 0; i < n; ++i) reset_ranges(ranges[i], matrix(i), pool);
+  pool.run([&](int t) {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::int64_t g0, g1;
+      while (ranges[i].next(t, g0, g1)) part(i, g0, g1);
+    }
+  });
+}
+}  // namespace
+
 void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x,
               std::int64_t x_cols, std::span<float> y) {
   check_gemv_args(w, x, x_cols, y.data(), std::int64_t(y.size()));
-  const std::int64_t groups = w.row_groups();
   // Prepared here, read by every thread: pool.run publishes the buffer before the workers start.
   const std::uint8_t* acts = prepare_gemv(k, w, x);
-  if (pool.size() == 1) {
-    if (groups > 0) gemv_rows(k, w, x, acts, y.data(), 0, groups);
-    return;
-  }
-  SharedRanges& ranges = gemv_ranges(1)[0];
-  reset_ranges(ranges, w, pool);
-  pool.run([&](int t) {
-    std::int64_t g0, g1;
-    while (ranges.next(t, g0, g1)) gemv_rows(k, w, x, acts, y.data(), g0, g1);
-  });
+  run_parts(pool, 1, [&](std::size_t) -> const PackedMatrix& { return w; },
+            [&](std::size_t, std::int64_t g0, std::int64_t g1) { gemv_rows(k, w, x, acts, y.data(), g0, g1); });
 }
 
 const std::uint8_t* prepare_gemv(const KernelVariant& k, const PackedMatrix& w, const BlockQ8K* x) {
@@ -288,17 +297,8 @@ void run_gemv(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, c
 void run_gemm(ThreadPool& pool, const KernelVariant& k, const PackedMatrix& w, const Q8KBatch& x,
               std::span<float> y, std::int64_t ldy) {
   check_gemm_args(w, x, y.data(), ldy, std::int64_t(y.size()));
-  const std::int64_t groups = w.row_groups();
-  if (pool.size() == 1) {
-    if (groups > 0) k.gemm(w, x, y.data(), ldy, 0, groups);
-    return;
-  }
-  SharedRanges& ranges = gemv_ranges(1)[0];
-  reset_ranges(ranges, w, pool);
-  pool.run([&](int t) {
-    std::int64_t g0, g1;
-    while (ranges.next(t, g0, g1)) k.gemm(w, x, y.data(), ldy, g0, g1);
-  });
+  run_parts(pool, 1, [&](std::size_t) -> const PackedMatrix& { return w; },
+            [&](std::size_t, std::int64_t g0, std::int64_t g1) { k.gemm(w, x, y.data(), ldy, g0, g1); });
 }
 
 bool gemv_shares_activations(const MatmulOutput& a, const MatmulOutput& b) {
@@ -327,6 +327,7 @@ void prefetch_gemv_start(const KernelVariant& k, const PackedMatrix& w, std::int
 
 void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const Q8KBatch& x) {
   if (outputs.empty()) return;
+  const auto matrix = [&](std::size_t i) -> const PackedMatrix& { return *outputs[i].w; };
   if (x.tokens == 1) {
     bool shared = true;
     for (const MatmulOutput& o : outputs) {
@@ -338,38 +339,16 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulOutput> outputs, const 
       return;
     }
     const std::uint8_t* acts = prepare_gemv(*outputs.front().kernel, *outputs.front().w, x.row(0));
-    if (pool.size() == 1) {
-      for (const MatmulOutput& o : outputs) gemv_rows(*o.kernel, *o.w, x.row(0), acts, o.y, 0, o.w->row_groups());
-      return;
-    }
-    // A thread that has run out of one matrix takes the others' tails before it moves on to the
-    // next: no barrier between the matrices, and none needed.
-    std::span<SharedRanges> ranges = gemv_ranges(outputs.size());
-    for (std::size_t i = 0; i < outputs.size(); ++i)
-      reset_ranges(ranges[i], *outputs[i].w, pool);
-    pool.run([&](int t) {
-      for (std::size_t i = 0; i < outputs.size(); ++i) {
-        const MatmulOutput& o = outputs[i];
-        std::int64_t g0, g1;
-        while (ranges[i].next(t, g0, g1)) gemv_rows(*o.kernel, *o.w, x.row(0), acts, o.y, g0, g1);
-      }
+    run_parts(pool, outputs.size(), matrix, [&](std::size_t i, std::int64_t g0, std::int64_t g1) {
+      const MatmulOutput& o = outputs[i];
+      gemv_rows(*o.kernel, *o.w, x.row(0), acts, o.y, g0, g1);
     });
     return;
   }
   for (const MatmulOutput& o : outputs) check_gemm_args(*o.w, x, o.y, o.w->rows, x.tokens * o.w->rows);
-  if (pool.size() == 1) {
-    for (const MatmulOutput& o : outputs) o.kernel->gemm(*o.w, x, o.y, o.w->rows, 0, o.w->row_groups());
-    return;
-  }
-  std::span<SharedRanges> ranges = gemv_ranges(outputs.size());
-  for (std::size_t i = 0; i < outputs.size(); ++i)
-    reset_ranges(ranges[i], *outputs[i].w, pool);
-  pool.run([&](int t) {
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
-      const MatmulOutput& o = outputs[i];
-      std::int64_t g0, g1;
-      while (ranges[i].next(t, g0, g1)) o.kernel->gemm(*o.w, x, o.y, o.w->rows, g0, g1);
-    }
+  run_parts(pool, outputs.size(), matrix, [&](std::size_t i, std::int64_t g0, std::int64_t g1) {
+    const MatmulOutput& o = outputs[i];
+    o.kernel->gemm(*o.w, x, o.y, o.w->rows, g0, g1);
   });
 }
 

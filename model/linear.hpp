@@ -44,7 +44,8 @@ struct TernaryLinear {
 };
 
 // Before a one-token call of these matmuls: each of the pool's threads starts fetching the first
-// lines of the weight streams its share of each will begin with (prefetch_gemv_start), while the
+// lines of the weight streams its first part of each will begin with (gemv_first_part,
+// prefetch_gemv_start), while the
 // caller computes the call's input. Dense, record and peer weights are skipped, and so are shares
 // prefetch_gemv_start leaves alone; returns whether any thread had something to fetch (no job
 // is handed out otherwise).

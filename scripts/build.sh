@@ -19,7 +19,7 @@ case "$kind" in
   native)   dir=build;         args=(-DCMAKE_BUILD_TYPE=Release) ;;
   sanitize) dir=build-san;     args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "$san_lines" -DTERNLAB_SANITIZE=ON -DTERNLAB_TESTS_ONLY=ON) ;;
   # ThreadSanitizer runs the threaded suites only: -O1 as for ASan, and only their executable is
-  # built (about 100 s of CPU against about 310 for every target at -O2).
+  # built, not every target.
   tsan)     dir=build-tsan;    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "$san_lines" -DTERNLAB_TSAN=ON -DTERNLAB_TESTS_ONLY=ON)
             targets=(--target ternlab_tsan_tests) ;;
   aarch64)  dir=build-aarch64; args=(-DCMAKE_BUILD_TYPE=Release -DTERNLAB_TESTS_ONLY=ON
