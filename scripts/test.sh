@@ -7,12 +7,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 status=0
+# The four build trees and the tests' scratch files take about 2 GiB; a full disk otherwise shows
+# up as an archiver's "No space left on device" deep inside one stage's build log.
+need_mib=4096
+free_mib() { df -Pm . | awk 'NR == 2 { print $4 }'; }
+if [ "$(free_mib)" -lt $need_mib ]; then
+  echo "ternlab: warning: only $(free_mib) MiB free on the disk holding $PWD (the suites need about $need_mib)" >&2
+fi
 # Each stage prints its wall time, so a slow CI run says where its minutes went.
 stage() {
   local name=$1 start=$SECONDS
   shift
   echo "== $name =="
-  "$@" || status=1
+  if ! "$@"; then
+    status=1
+    [ "$(free_mib)" -lt 512 ] && echo "== $name failed with $(free_mib) MiB left on the disk holding $PWD: free space and rerun ==" >&2
+  fi
   echo "== $name: $((SECONDS - start)) s (total $SECONDS s) =="
 }
 native()  { scripts/build.sh native && (cd build && ctest --output-on-failure -j "$(nproc)"); }
