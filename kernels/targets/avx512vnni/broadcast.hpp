@@ -17,10 +17,12 @@ struct BroadcastTraits<isa::Avx512Vnni> {
   // read less, more or farther no more (measured: docs/notebook/2026-12-01-sapphire-rapids-kernels.md).
   static constexpr int kGemvPrefetch = 2048;
   static constexpr int kGemvStreams = 4;
-  // Where other threads read the rest of the call at the same time (with_gemv_streams): two
-  // streams a thread read more than four on the Zen 4 guest's two threads, in both bandwidth
-  // states (docs/notebook/2026-12-07-zen4-decode-streams.md, 2026-12-04-zen4-kernels.md).
-  static constexpr int kGemvSharedStreams = 2;
+  // Where other threads read the rest of the call at the same time (with_gemv_streams): one
+  // stream a thread. A thread takes its share in consecutive 256 KB takes (SharedRanges), so one
+  // stream runs on from take to take where two restart cold at every take; on the Zen 4 guest's
+  // two threads one read the most in both bandwidth states (docs/notebook/2026-12-07-zen4-one-stream.md,
+  // 2026-12-07-zen4-decode-streams.md).
+  static constexpr int kGemvSharedStreams = 1;
   static constexpr int kGemmTokens = 16;  // tokens a gemm pass dots each weight vector with
   // A single tile (4 tokens): four row groups side by side, each token with two accumulators
   // (Dot4TwoChains; the in-place masks' four a token would need 64 registers). A 4-token gemm is
