@@ -119,6 +119,7 @@ TimingResult merge_passes(std::vector<TimingResult> passes, const std::string& b
     for (const auto& [n, v] : p.ceiling_gbps) m.ceiling_gbps[n].insert(m.ceiling_gbps[n].end(), v.begin(), v.end());
     for (const auto& [n, v] : p.ceiling_loops) m.ceiling_loops[n].insert(m.ceiling_loops[n].end(), v.begin(), v.end());
     for (const auto& [n, v] : p.compute_gmacs) m.compute_gmacs[n].insert(m.compute_gmacs[n].end(), v.begin(), v.end());
+    for (const auto& [n, v] : p.handoff_us) m.handoff_us[n].insert(m.handoff_us[n].end(), v.begin(), v.end());
   }
   return m;
 }
@@ -174,7 +175,9 @@ TimingResult measure_arms(std::vector<ArmSetup> arms, const MeasureOptions& opt,
     for (int n : counts) {
       const ReadCeiling read = ceiling.measure_best(pools.get(n));
       const double gmacs = int8_compute_ceiling(pools.get(n), best_isa(), opt.compute_macs).gmacs;
+      const double handoff = pool_handoff_seconds(pools.get(n));
       if (kept) {
+        if (n > 1) res.handoff_us[n].push_back(handoff * 1e6);
         res.ceiling_gbps[n].push_back(read.gbs);
         res.ceiling_loops[n].push_back(read.loop);
         res.compute_gmacs[n].push_back(gmacs);

@@ -83,6 +83,9 @@ struct TimingResult {
   std::map<int, std::vector<double>> ceiling_gbps;    // thread count -> per kept round
   std::map<int, std::vector<std::string>> ceiling_loops;  // thread count -> per kept round: the read loop that set it
   std::map<int, std::vector<double>> compute_gmacs;   // thread count -> per kept round
+  // thread count (2 or more) -> per kept round: microseconds an empty job takes through the pool
+  // (pool_handoff_seconds), the cost of each split before any work
+  std::map<int, std::vector<double>> handoff_us;
   // false: each arm was measured in its own pass (merge_passes); round i of two arms are then
   // different moments, and the run-level ceilings above hold every pass's rounds in turn.
   bool interleaved = true;

@@ -88,6 +88,8 @@ std::string ceiling_text(const TimingResult& r, int threads, const std::vector<d
   std::string s = cat(threads, " thr ", with_range(stat_of(gbps), " GB/s"));
   const auto it = r.ceiling_loops.find(threads);
   if (it != r.ceiling_loops.end() && !it->second.empty()) s += cat(" (set by ", loops_text(it->second), ")");
+  if (const auto h = r.handoff_us.find(threads); h != r.handoff_us.end() && !h->second.empty())
+    s += cat(", an empty pool job ", with_range(stat_of(h->second), " us"));
   return s;
 }
 
@@ -309,7 +311,7 @@ RunReport report_timing(const RunSpec& run, const TimingResult& r) {
   Json js = {{"index", run.index}, {"name", rep.title}, {"kind", run.kind}, {"sweep", sweep_json(run)}, {"params", params},
              {"baseline", r.baseline}, {"interleaved", r.interleaved}, {"rounds", r.rounds}, {"warmup", r.warmup},
              {"ceiling_bytes", json_number(r.ceiling_bytes)}, {"ceiling_gbps", stats_by_threads(r.ceiling_gbps)},
-             {"ceiling_loops", loops_json(r.ceiling_loops)},
+             {"ceiling_loops", loops_json(r.ceiling_loops)}, {"handoff_us", stats_by_threads(r.handoff_us)},
              {"compute_gmacs", stats_by_threads(r.compute_gmacs)}, {"arms", Json::array()}};
 
   // A compute-bound kind (gemm) plots GMAC/s against the int8 ceiling; the others GB/s against the memory ceiling.

@@ -59,6 +59,7 @@ RunReport speed_report(const RunSpec& run, const ModelArms& m, const TimingResul
   js["warmup"] = r.warmup;
   js["ceiling_gbps"] = stats_by_threads(r.ceiling_gbps);
   js["ceiling_loops"] = loops_json(r.ceiling_loops);
+  js["handoff_us"] = stats_by_threads(r.handoff_us);
   js["arms"] = Json::array();
   std::vector<BarItem> bars;
   NoiseChecks noise;

@@ -205,6 +205,7 @@ RunReport run_tradeoff(const RunSpec& run, RunContext& ctx) {
   js["requantise_scales"] = requantise;
   js["ceiling_gbps"] = stats_by_threads(r.ceiling_gbps);
   js["ceiling_loops"] = loops_json(r.ceiling_loops);
+  js["handoff_us"] = stats_by_threads(r.handoff_us);
   js["texts"] = Json::array();
   for (const Text& t : texts)
     js["texts"].push_back(Json{{"name", t.name}, {"file", t.path}, {"tokens", t.tokens.size()}, {"predicted", t.predicted}});

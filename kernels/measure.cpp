@@ -242,6 +242,21 @@ std::string int8_compute_instruction(Isa ceiling) {
 }
 std::string int8_compute_instruction() { return int8_compute_instruction(best_isa()); }
 
+double pool_handoff_seconds(ThreadPool& pool, int jobs, int batches) {
+  if (jobs <= 0 || batches <= 0) fail("pool_handoff_seconds: ", jobs, " jobs in ", batches, " batches; both must be positive");
+  if (pool.size() == 1) return 0;
+  std::atomic<std::int64_t> ran{0};  // every job reaches every thread
+  double best = 0;
+  for (int b = 0; b < batches; ++b) {
+    const double s = seconds_of([&] {
+      for (int j = 0; j < jobs; ++j) pool.run([&](int) { ran.fetch_add(1, std::memory_order_relaxed); });
+    });
+    best = b == 0 ? s : std::min(best, s);
+  }
+  if (ran.load() != std::int64_t(jobs) * batches * pool.size()) fail("pool_handoff_seconds: a job did not reach every thread");
+  return best / jobs;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());

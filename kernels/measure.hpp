@@ -77,6 +77,13 @@ ComputeCeiling int8_compute_ceiling(ThreadPool& pool);
 std::string int8_compute_instruction(Isa ceiling);
 std::string int8_compute_instruction();
 
+// Seconds a job that does nothing takes through the pool, handed to every worker and waited for:
+// the fastest of `batches` batches of `jobs` back-to-back jobs, per job (the first batch may find
+// the workers asleep; the fastest is the spinning handoff). 0 on one thread, which hands nothing
+// over. What each split of work over the threads costs before any work: it moves with where the
+// threads' cores sit (one cache line's trip between two cores in one core complex or two).
+double pool_handoff_seconds(ThreadPool& pool, int jobs = 200, int batches = 5);
+
 // The upper median of a run's rates (the element at size / 2 once sorted; 0 when empty).
 double median(std::vector<double> v);
 

@@ -624,4 +624,14 @@ TEST_SUITE("dispatch") {
     CHECK(int8_compute_instruction() == "scalar imul");
     CHECK(int8_compute_ceiling(pool, best_isa(), 1 << 12).instruction == "scalar imul");
   }
+
+  TEST_CASE("an empty job's trip through the pool: nothing handed over on one thread, a positive time on two") {
+    ThreadPool one(1), two(2);
+    CHECK(pool_handoff_seconds(one) == 0.0);
+    const double s = pool_handoff_seconds(two, 50, 3);
+    CHECK(s > 0.0);
+    CHECK(std::isfinite(s));
+    test::check_error([&] { pool_handoff_seconds(two, 0, 3); }, "pool_handoff_seconds", "0 jobs in 3 batches", "positive");
+    test::check_error([&] { pool_handoff_seconds(two, 5, -1); }, "5 jobs in -1 batches");
+  }
 }

@@ -231,6 +231,7 @@ TEST_SUITE("experiments-run") {
     CHECK(r.arms[1].seconds.empty());
     CHECK(r.arms[0].seconds.size() == 3);  // warm-up rounds discarded
     CHECK(r.ceiling_gbps.at(1).size() == 3);
+    CHECK(r.handoff_us.empty());  // one thread hands no job over
     // Each kept round names the read loop that set its ceiling, one of the loops the CPU runs.
     REQUIRE(r.ceiling_loops.at(1).size() == 3);
     const std::vector<std::string> loops = MemoryCeiling::loops();
@@ -356,6 +357,8 @@ leftover = ["pad", "gemv"]
     CHECK(md.find("| t2p leftover=gemv |") != std::string::npos);
     CHECK(md.find("exp [threads=2]") != std::string::npos);
     CHECK(md.find("FAILED") == std::string::npos);
+    CHECK(md.find("2 thr ") != std::string::npos);
+    CHECK(md.find(", an empty pool job ") != std::string::npos);  // beside the two-thread ceiling
     // Each run measures its ceilings on its own thread count only, though both pools persist.
     const Json json = Json::parse(read_text(fs::path(o.folder) / "summary.json"));
     REQUIRE(json["runs"].size() == 2);
@@ -368,6 +371,14 @@ leftover = ["pad", "gemv"]
       REQUIRE(loops.size() == 1);
       CHECK(loops.begin().key() == std::to_string(run + 1));
       CHECK(loops.begin().value().size() == json["runs"][std::size_t(run)]["rounds"].get<std::size_t>());
+      // The pool's empty-job trip on two threads only: one thread hands nothing over.
+      const Json& handoff = json["runs"][std::size_t(run)]["handoff_us"];
+      if (run == 0) CHECK(handoff.empty());
+      else {
+        REQUIRE(handoff.size() == 1);
+        CHECK(handoff.begin().key() == "2");
+        CHECK(handoff.begin().value()["median"].get<double>() > 0);
+      }
       CHECK(json["runs"][std::size_t(run)]["sweep"]["threads"] == std::to_string(run + 1));
       const std::string gmacs = read_text(fs::path(o.folder) / cat("run0", run + 1, "-gmacs.svg"));
       CHECK(svg_problem(gmacs) == "");
