@@ -105,11 +105,13 @@ std::vector<Documented> commands_in(const fs::path& file, const std::string& nam
   return out;
 }
 
-// The key into kSmall: "gbench", or the subcommand words ("model bench", "kernels --plan", "kernels ceilings").
+// The key into kSmall: "gbench", or the subcommand words ("model bench", "kernels --plan",
+// "kernels --check-estimate", "kernels ceilings").
 std::string command_key(const std::vector<std::string>& w) {
   if (w[0] == "build/ternlab_gbench") return "gbench";
   if (w.size() > 2 && w[1] == "model") return "model " + w[2];
   if (w[1] == "kernels" && std::find(w.begin(), w.end(), "--plan") != w.end()) return "kernels --plan";
+  if (w[1] == "kernels" && std::find(w.begin(), w.end(), "--check-estimate") != w.end()) return "kernels --check-estimate";
   if (w.size() > 2 && w[1] == "kernels" && w[2] == "ceilings") return "kernels ceilings";
   return w[1];
 }
@@ -208,6 +210,8 @@ TEST_SUITE("docs-cli") {
     const auto g = small_sized(test::shell_words("build/ternlab_gbench --threads=1,2 --benchmark_filter='a|b'"), "/x");
     CHECK(g[1] == "--threads=1");
     CHECK(g[2] == "--benchmark_filter=a|b");
+    CHECK(small_sized(test::shell_words("build/ternlab kernels --check-estimate --shape 32768x8192 --rounds 3"), "/x") ==
+          std::vector<std::string>{"build/ternlab", "kernels", "--check-estimate", "--shape", "256x512", "--rounds", "1"});
     CHECK(small_sized(test::shell_words("build/ternlab model info /tmp/t.gguf"), "/x") ==
           std::vector<std::string>{"build/ternlab", "model", "info", "/x/t.gguf"});
     const fs::path f = fs::temp_directory_path() / cat("ternlab-cli-", getpid(), ".md");
