@@ -15,15 +15,16 @@ namespace ternlab {
 
 inline constexpr std::size_t kAlign = 64;
 
-// Buffers this large (packed weights, the memory-ceiling buffer) are placed on 2 MiB boundaries and
-// offered to transparent huge pages: a stream over hundreds of MiB otherwise walks the page tables
-// every 4 KiB, which costs much of the read bandwidth (measured with the ceiling loop:
-// docs/notebook/2026-11-29-zen3-kernels.md). Kernels and ceiling get the same treatment, so
-// fractions compare like with like.
+// Buffers this large (packed weights, the Gated DeltaNet states, the memory-ceiling buffer) are
+// placed on 2 MiB boundaries and offered to transparent huge pages: a stream over them otherwise
+// walks the page tables every 4 KiB and the hardware prefetcher stops at every page, which costs
+// much of the read bandwidth (the ceiling loop: docs/notebook/2026-11-29-zen3-kernels.md; a 1.5-1.7
+// MiB matrix or state a layer: docs/notebook/2026-12-07-zen4-small-pages.md). A mapping is whole
+// huge pages, so from 1 MiB up a buffer holds at most twice its bytes.
 // They are mapped fresh rather than taken from the C heap: a heap block reuses pages a freed
 // buffer already faulted in at 4 KiB, and the advice does not rebuild those, so a model packed
 // tensor by tensor had one matrix in six on small pages.
-inline constexpr std::size_t kHugeThreshold = std::size_t(2) << 20;
+inline constexpr std::size_t kHugeThreshold = std::size_t(1) << 20;
 inline constexpr std::size_t kHugeAlign = std::size_t(2) << 20;
 
 #if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(__SANITIZE_ADDRESS__)
