@@ -5,6 +5,7 @@
 #include <cmath>
 #include <array>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -998,6 +999,22 @@ TEST_SUITE("kernels") {
         }
       }
     }
+  }
+}
+
+TEST_SUITE("kernels") {
+  TEST_CASE("buffers from 1 MiB start on a 2 MiB boundary, so a layer's 1-2 MiB matrix or state can take huge pages") {
+    const auto huge_aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kHugeAlign == 0; };
+    CHECK(kHugeThreshold == std::size_t(1) << 20);
+    // Several at once, so a heap block that lands on a boundary by chance cannot pass for all of them.
+    std::vector<AlignedVector<float>> layers;
+    for (int i = 0; i < 4; ++i) layers.emplace_back(std::size_t(3) << 17);  // 1.5 MiB of floats, mid's state a layer
+    for (const auto& v : layers) CHECK(huge_aligned(v.data()));
+    const AlignedBytes matrix((std::size_t(1) << 20) + 12345);
+    CHECK(huge_aligned(matrix.data()));
+    // Below the threshold: the heap, on a cache line.
+    const AlignedBytes small((std::size_t(1) << 20) - 64);
+    CHECK(reinterpret_cast<std::uintptr_t>(small.data()) % kAlign == 0);
   }
 }
 
