@@ -1000,9 +1000,7 @@ TEST_SUITE("kernels") {
       }
     }
   }
-}
 
-TEST_SUITE("kernels") {
   TEST_CASE("buffers from 1 MiB start on a 2 MiB boundary, so a layer's 1-2 MiB matrix or state can take huge pages") {
     const auto huge_aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kHugeAlign == 0; };
     CHECK(kHugeThreshold == std::size_t(1) << 20);
