@@ -157,8 +157,8 @@ Q8KBatch quantize_batch(float* x, std::int64_t tokens, std::int64_t cols, Thread
     fail("activations: units of ", unit_cols, " columns are not whole 256-blocks that divide the inner size ", cols);
   Q8KBatch b = empty_batch(tokens, cols, tiles);
   const std::int64_t nb = b.blocks(), groups = cols / unit_cols, per = unit_cols / kQK;
-  // One token stays on the calling thread, as above.
-  pool.run_split(b.tiles_count() * groups, tokens == 1, [&](std::int64_t u0, std::int64_t u1) {
+  // One token stays on the calling thread, as above, unless it is wide (kOneTokenSplitCols).
+  pool.run_split(b.tiles_count() * groups, tokens == 1 && cols < kOneTokenSplitCols, [&](std::int64_t u0, std::int64_t u1) {
     for (std::int64_t u = u0; u < u1; ++u) {
       const std::int64_t t = u / groups, i0 = (u % groups) * per, r1 = std::min(tokens, 4 * t + 4);
       prepare(4 * t, r1, i0 * kQK, (i0 + per) * kQK);

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <utility>
 
 #include "common/error.hpp"
 
@@ -63,10 +64,34 @@ ThreadPool::ThreadPool(int threads, bool pin) : n_(threads), pin_(pin) {
 }
 
 ThreadPool::~ThreadPool() {
+  try {
+    settle();
+  } catch (...) {  // a detached job's exception that no later job picked up: nobody is left to take it
+  }
   stop_.store(true, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::record_error() {
+  if (!has_error_.exchange(true)) error_ = std::current_exception();
+}
+
+void ThreadPool::settle() {
+  const auto finished = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(finished))
+    while (!finished()) std::this_thread::yield();
+  job_ = nullptr;
+  if (has_error_.exchange(false)) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void ThreadPool::publish(const std::function<void(int)>& fn) {
+  settle();
+  job_ = &fn;
+  pending_.store(n_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
 }
 
 void ThreadPool::run(const std::function<void(int)>& fn) {
@@ -74,21 +99,28 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
-  job_ = &fn;
-  has_error_.store(false, std::memory_order_relaxed);
-  pending_.store(n_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  publish(fn);
   try {
     fn(0);
   } catch (...) {
-    if (!has_error_.exchange(true)) error_ = std::current_exception();
+    record_error();
   }
-  const auto finished = [this] { return pending_.load(std::memory_order_acquire) == 0; };
-  if (!spin_until(finished))
-    while (!finished()) std::this_thread::yield();
-  job_ = nullptr;
-  if (has_error_.load()) std::rethrow_exception(error_);
+  settle();
+}
+
+void ThreadPool::run_detached(std::function<void(int)> fn) {
+  if (n_ == 1) {
+    fn(0);
+    return;
+  }
+  settle();  // before detached_ is replaced: the workers of the last detached job may still read it
+  detached_ = std::move(fn);
+  publish(detached_);
+  try {
+    detached_(0);
+  } catch (...) {
+    record_error();
+  }
 }
 
 void ThreadPool::worker(int t) {
@@ -106,7 +138,7 @@ void ThreadPool::worker(int t) {
     try {
       (*job_)(t);
     } catch (...) {
-      if (!has_error_.exchange(true)) error_ = std::current_exception();
+      record_error();
     }
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }

@@ -33,6 +33,13 @@ class ThreadPool {
   // Exceptions thrown by fn are rethrown here (the first one).
   void run(const std::function<void(int)>& fn);
 
+  // Runs fn(t) as run does, but returns once fn(0) has: the workers may still be in theirs. For
+  // work whose results nobody waits for, such as fetching a matmul's weights while the caller makes
+  // its input; a caller that waited would idle for the slowest worker's fetches. The pool keeps
+  // its own copy of fn. The next run or run_detached (or the destructor) first waits for the
+  // workers, and rethrows there an exception this job threw.
+  void run_detached(std::function<void(int)> fn);
+
   // Static partition of `groups` row groups: thread t of n gets [first, last).
   static std::pair<std::int64_t, std::int64_t> split(std::int64_t groups, int t, int n) {
     return {groups * t / n, groups * (t + 1) / n};
@@ -55,11 +62,17 @@ class ThreadPool {
 
  private:
   void worker(int t);
+  // Waits for the workers' part of the last job; clears and rethrows its first exception.
+  void settle();
+  // settle(), then hands fn to the workers.
+  void publish(const std::function<void(int)>& fn);
+  void record_error();
   int n_;
   bool pin_;
   bool shares_tails_ = true;
   std::vector<std::thread> workers_;
   const std::function<void(int)>* job_ = nullptr;
+  std::function<void(int)> detached_;  // run_detached's job, alive until the workers are done
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};

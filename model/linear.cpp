@@ -57,7 +57,7 @@ void TernaryLinear::apply_float(const Q8KBatch& x, float* y, ThreadPool& pool) c
 bool prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, ThreadPool& pool) {
   const int threads = pool.size();
   const auto share = [threads](const TernaryLinear& l, int t) { return ThreadPool::split(l.w.row_groups(), t, threads); };
-  const auto fetched = [&](const TernaryLinear& l, int t) {
+  const auto fetched = [share](const TernaryLinear& l, int t) {
     if (l.dense || l.records || l.peer) return false;
     const auto [g0, g1] = share(l, t);
     return gemv_start_fetched(l.w, g0, g1);
@@ -68,8 +68,9 @@ bool prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, T
   for (const TernaryLinear* l : linears)
     for (int t = 0; t < threads && !any; ++t) any = fetched(*l, t);
   if (!any) return false;
-  pool.run([&](int t) {
-    for (const TernaryLinear* l : linears) {
+  // By value: the job outlives this call on the workers.
+  pool.run_detached([all = std::vector(linears), fetched, &pool](int t) {
+    for (const TernaryLinear* l : all) {
       if (!fetched(*l, t)) continue;
       const auto [g0, g1] = gemv_first_part(l->w, t, pool);  // the streams the thread starts with
       prefetch_gemv_start(l->kernel, l->w, g0, g1);

@@ -45,10 +45,11 @@ struct TernaryLinear {
 
 // Before a one-token call of these matmuls: each of the pool's threads starts fetching the first
 // lines of the weight streams its first part of each will begin with (gemv_first_part,
-// prefetch_gemv_start), while the
-// caller computes the call's input. Dense, record and peer weights are skipped, and so are shares
-// prefetch_gemv_start leaves alone; returns whether any thread had something to fetch (no job
-// is handed out otherwise).
+// prefetch_gemv_start), while the caller computes the call's input. A detached job
+// (ThreadPool::run_detached): the caller goes on once its own fetches are issued, and the workers
+// are waited for only when the matmul's job starts. Dense, record and peer weights are skipped,
+// and so are shares prefetch_gemv_start leaves alone; returns whether any thread had something
+// to fetch (no job is handed out otherwise).
 bool prefetch_gemv_starts(std::initializer_list<const TernaryLinear*> linears, ThreadPool& pool);
 
 // Several matmuls of one input, each y tokens x out() (a layer's projections that share their

@@ -66,8 +66,10 @@ TEST_SUITE("model") {
       l.kernel = choose_kernel(*l.w.layout, "");
       return l;
     };
-    ThreadPool one(1), two(2);
     const TernaryLinear small = linear(256, 1024);
+    // Declared after the weights, so destroyed first: the destructor waits for the detached
+    // fetches still reading them.
+    ThreadPool one(1), two(2);
     CHECK(prefetch_gemv_starts({&small}, one));
     CHECK(prefetch_gemv_starts({&small}, two));
     // Just under two caps of bytes: one thread's whole range is above the cap, each half of it not.
@@ -82,6 +84,7 @@ TEST_SUITE("model") {
     TernaryLinear dense = linear(256, 1024);
     dense.dense = std::make_shared<const std::vector<float>>(std::size_t(256 * 1024), 0.0f);
     CHECK_FALSE(prefetch_gemv_starts({&dense}, two));
+    two.run([](int) {});  // the last detached fetches done before `big` goes
   }
 
   TEST_CASE("FWHT and rotation vectors (spec 10.1)") {

@@ -1,7 +1,10 @@
 // q8_K activations match ggml's reference quantiser and the q8_Kx4 interleave.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <random>
+#include <set>
+#include <thread>
 
 #include "kernels/dispatch.hpp"
 #include "kernels/q8k.hpp"
@@ -158,5 +161,25 @@ TEST_SUITE("q8k") {
                       "units of 1024 columns are not whole 256-blocks that divide the inner size 1536");
     test::check_error([&] { quantize_batch(y.data(), tokens, cols, pool, Q8KTiles::build, 384, nothing); },
                       "units of 384 columns");
+  }
+
+  TEST_CASE("one token's units stay on the calling thread below kOneTokenSplitCols and are shared from it") {
+    for (const std::int64_t cols : {kOneTokenSplitCols - 1024, kOneTokenSplitCols, kOneTokenSplitCols + 2048}) {
+      CAPTURE(cols);
+      const auto x = make_float_activations(1, cols, 5);
+      ThreadPool pool(2);
+      const Q8KBatch want = quantize_batch(x.data(), 1, cols, pool, Q8KTiles::skip);
+      std::vector<float> y(x.begin(), x.end());
+      std::mutex mu;
+      std::set<std::thread::id> threads;
+      const Q8KBatch got = quantize_batch(y.data(), 1, cols, pool, Q8KTiles::skip, 1024,
+                                          [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t) {
+                                            std::lock_guard lock(mu);
+                                            threads.insert(std::this_thread::get_id());
+                                          });
+      CHECK(threads.size() == (cols < kOneTokenSplitCols ? 1u : 2u));
+      REQUIRE(got.rows.size() == want.rows.size());
+      CHECK(std::memcmp(got.rows.data(), want.rows.data(), got.rows.size() * sizeof(BlockQ8K)) == 0);
+    }
   }
 }

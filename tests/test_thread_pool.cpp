@@ -1,7 +1,9 @@
 // The persistent pool runs every thread index once per job, reuses its threads, and propagates errors.
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -52,6 +54,75 @@ TEST_SUITE("thread-pool") {
     std::atomic<int> count{0};
     pool.run([&](int) { count++; });
     CHECK(count.load() == 2);
+  }
+
+  TEST_CASE("a detached job returns after the caller's part; the next job starts after the workers' parts") {
+    ThreadPool pool(3);
+    for (int round = 0; round < 20; ++round) {
+      std::atomic<int> done{0};
+      std::atomic<bool> release{false};
+      pool.run_detached([&](int t) {
+        if (t != 0)  // the workers wait until the caller is back, so it cannot have waited for them
+          while (!release.load()) std::this_thread::yield();
+        done.fetch_or(1 << t);
+      });
+      CHECK(done.load() == 0b001);
+      release.store(true);
+      int seen = 0;
+      pool.run([&](int t) {
+        if (t == 0) seen = done.load();
+      });
+      CHECK(seen == 0b111);
+    }
+  }
+
+  TEST_CASE("a detached job keeps its own copy of the function") {
+    ThreadPool pool(2);
+    std::atomic<int> sum{0};
+    {
+      std::vector<int> values{1, 2, 3};
+      pool.run_detached([values, &sum](int) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        for (int v : values) sum += v;
+      });
+    }  // the caller's vector is gone; the workers still read the job's copy
+    pool.run([](int) {});
+    CHECK(sum.load() == 12);
+  }
+
+  TEST_CASE("a detached job's exception reaches the caller at the next job, which then does not run") {
+    ThreadPool pool(2);
+    pool.run_detached([](int t) {
+      if (t == 1) throw Error("fetch failed");
+    });
+    std::atomic<int> ran{0};
+    test::check_error([&] { pool.run([&](int) { ran++; }); }, "fetch failed");
+    CHECK(ran.load() == 0);
+    pool.run([&](int) { ran++; });
+    CHECK(ran.load() == 2);
+    pool.run_detached([](int t) {
+      if (t == 1) throw Error("fetch failed again");
+    });
+    test::check_error([&] { pool.run_detached([](int) {}); }, "fetch failed again");
+  }
+
+  TEST_CASE("the destructor waits for a detached job's workers") {
+    std::atomic<int> count{0};
+    {
+      ThreadPool pool(3);
+      pool.run_detached([&](int t) {
+        if (t != 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        count++;
+      });
+    }
+    CHECK(count.load() == 3);
+  }
+
+  TEST_CASE("one thread: a detached job runs whole before it returns") {
+    ThreadPool pool(1);
+    int count = 0;
+    pool.run_detached([&](int t) { count += t + 1; });
+    CHECK(count == 1);
   }
 
   TEST_CASE("shared ranges: a thread takes its own share front first, then the others' backs, every item once") {
