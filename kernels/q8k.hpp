@@ -93,11 +93,12 @@ Q8KBatch quantize_batch(const float* x, std::int64_t tokens, std::int64_t cols, 
 // cols), and prepare(t0, t1, c0, c1) must make their final floats from nothing outside them (a
 // rotation block, an elementwise product). One pass over the floats where preparing them first
 // took a pass of its own.
-// One token's units are shared among the pool's threads from this width up (below it they stay on
-// the calling thread): at an FFN's intermediate width the product, rotation and quantisation
-// take the calling thread alone many times the pool's handoff, and each thread's units then
-// read mostly the gate and up rows its own gemv share wrote.
-inline constexpr std::int64_t kOneTokenSplitCols = 4096;
+// One token's units are shared among the pool's threads from this width up; below it they stay on
+// the calling thread, where the handoff and the other core's pulls would cost about what they
+// save. From here (an FFN's intermediate width, a 27B-shape DeltaNet's output) the calling thread
+// alone takes several handoffs' time, and each thread's units read mostly the rows its own gemv
+// share wrote (measured: docs/model.md, "Where a token's time goes").
+inline constexpr std::int64_t kOneTokenSplitCols = 6144;
 using UnitStep = std::function<void(std::int64_t t0, std::int64_t t1, std::int64_t c0, std::int64_t c1)>;
 Q8KBatch quantize_batch(float* x, std::int64_t tokens, std::int64_t cols, ThreadPool& pool, Q8KTiles tiles,
                         std::int64_t unit_cols, const UnitStep& prepare);
